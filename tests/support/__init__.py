@@ -1,0 +1,1 @@
+"""Shared test support: parity-vector loading and comparison, fake servers."""

@@ -1,0 +1,131 @@
+"""Load the original's parity vectors from ``../shared/parity-vectors`` and compare results with them."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import asdict, is_dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+SHARED = Path(__file__).resolve().parents[2].parent / "shared"
+VECTORS = SHARED / "parity-vectors"
+
+_WORDS = re.compile(r"(?<=[a-z0-9])(PRs|PR|WIP)(?=[A-Z]|$)")
+_CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
+
+
+def snake(name: str) -> str:
+    """camelCase → snake_case, treating ``PRs``, ``PR`` and ``WIP`` as single words."""
+    name = _WORDS.sub(lambda m: "_" + m.group(1).lower(), name)
+    return _CAMEL.sub(lambda m: "_" + m.group(1), name).lower()
+
+
+def snake_keys(value: Any, keep: frozenset[str] | set[str] = frozenset(), _path: str = "") -> Any:
+    """Convert every object key to snake_case, except the keys of the data-keyed maps named in ``keep``.
+
+    ``keep`` holds dotted snake_case paths from the root (``""`` is the root itself, list indices are not
+    part of a path). The keys of a kept map stay as they are; its values are still converted.
+    """
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if _path in keep:
+                key, child = k, f"{_path}.*"
+            else:
+                key = snake(k)
+                child = f"{_path}.{key}" if _path else key
+            out[key] = snake_keys(v, keep, child)
+        return out
+    if isinstance(value, list):
+        return [snake_keys(v, keep, _path) for v in value]
+    return value
+
+
+def cases(file: str, fn: str | None = None) -> list[dict[str, Any]]:
+    """Every row of ``file`` (optionally only those of ``fn``)."""
+    rows = []
+    with (VECTORS / file).open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                row = json.loads(line)
+                if fn is None or row["fn"] == fn:
+                    rows.append(row)
+    return rows
+
+
+def ids(rows: list[dict[str, Any]]) -> list[str]:
+    return [f"{r['fn']}:{r['id']}" for r in rows]
+
+
+def dump(value: Any) -> Any:
+    """Turn a result into plain JSON-like data (models, dataclasses, sets → sorted lists)."""
+    if isinstance(value, BaseModel):
+        return dump(value.model_dump())
+    if is_dataclass(value) and not isinstance(value, type):
+        return dump(asdict(value))
+    if isinstance(value, dict):
+        return {k: dump(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [dump(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted(dump(v) for v in value)
+    return value
+
+
+def _drop_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _drop_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_drop_none(v) for v in value]
+    return value
+
+
+def mismatch(actual: Any, expected: Any, rel: float = 1e-9, path: str = "$") -> str | None:
+    """Return a description of the first difference, or None when equal (floats within ``rel``)."""
+    if isinstance(expected, dict):
+        if not isinstance(actual, dict):
+            return f"{path}: expected object, got {actual!r}"
+        if set(actual) != set(expected):
+            return f"{path}: keys differ: got {sorted(actual)} expected {sorted(expected)}"
+        for k in expected:
+            d = mismatch(actual[k], expected[k], rel, f"{path}.{k}")
+            if d:
+                return d
+        return None
+    if isinstance(expected, list):
+        if not isinstance(actual, (list, tuple)) or len(actual) != len(expected):
+            return f"{path}: expected list of {len(expected)}, got {actual!r}"
+        for i, (a, e) in enumerate(zip(actual, expected, strict=True)):
+            d = mismatch(a, e, rel, f"{path}[{i}]")
+            if d:
+                return d
+        return None
+    if isinstance(expected, bool) or isinstance(actual, bool):
+        return None if actual is expected else f"{path}: got {actual!r} expected {expected!r}"
+    if isinstance(expected, (int, float)) and isinstance(actual, (int, float)):
+        if isinstance(expected, float) or isinstance(actual, float):
+            if math.isclose(actual, expected, rel_tol=rel, abs_tol=0.0) or actual == expected:
+                return None
+            return f"{path}: got {actual!r} expected {expected!r} (rel {rel})"
+        return None if actual == expected else f"{path}: got {actual!r} expected {expected!r}"
+    return None if actual == expected else f"{path}: got {actual!r} expected {expected!r}"
+
+
+def assert_matches(actual: Any, expected: Any, rel: float = 1e-9, drop_none: bool = True) -> None:
+    a, e = dump(actual), expected
+    if drop_none:
+        a, e = _drop_none(a), _drop_none(e)
+    d = mismatch(a, e, rel)
+    assert d is None, d
+
+
+def iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                yield json.loads(line)
