@@ -1,0 +1,30 @@
+"""The review prompt (spec/review.md §2.32), split by section; ``build_review_prompt`` is the entry point."""
+
+from .builder import build_review_prompt
+from .context import (
+    DeltaContext,
+    DepBumpPromptContext,
+    DiffAnalysisView,
+    IncrementalContext,
+    LargePRContext,
+    PathInstructionMatch,
+    RetrievalContext,
+    RetrievedFinding,
+    ReviewPromptContext,
+)
+from .path_instructions import build_path_instructions_section, match_path_instructions
+
+__all__ = [
+    "DeltaContext",
+    "DepBumpPromptContext",
+    "DiffAnalysisView",
+    "IncrementalContext",
+    "LargePRContext",
+    "PathInstructionMatch",
+    "RetrievalContext",
+    "RetrievedFinding",
+    "ReviewPromptContext",
+    "build_path_instructions_section",
+    "build_review_prompt",
+    "match_path_instructions",
+]

@@ -1,0 +1,158 @@
+"""Fixed instruction sections of the review prompt (§2.32 items 10–16, 20 and 30)."""
+
+from __future__ import annotations
+
+from .context import ReviewMode
+
+
+def build_reading_code_section(base_branch: str) -> str:
+    """``## Reading the code``: the two git commands the model should run."""
+    return "\n".join(
+        [
+            "## Reading the code",
+            "",
+            "Start by reading the changes with these commands:",
+            f"- `git diff origin/{base_branch}...HEAD`",
+            f"- `git log origin/{base_branch}..HEAD --stat`",
+            "Read surrounding code with Read, Grep and Glob whenever a change depends on context outside the diff.",
+        ]
+    )
+
+
+WHAT_TO_LOOK_FOR = "\n".join(
+    [
+        "## What to look for",
+        "",
+        "- Bugs and logic errors: wrong conditions, off-by-one errors, broken control flow.",
+        "- Security vulnerabilities: injection, missing authorization, secrets in code, unsafe deserialization.",
+        "- Error handling: swallowed errors, missing checks, failures that leave inconsistent state.",
+        "- Resource management: leaks of files, connections, memory or goroutines/threads.",
+        "- Concurrency problems: races, deadlocks, unsynchronised shared state.",
+        "- Performance problems with real impact: quadratic loops on large inputs, repeated I/O in hot paths.",
+        "- Incorrect API usage and contract changes that break callers.",
+    ]
+)
+
+HOW_TO_REPORT = "\n".join(
+    [
+        "## How to report issues",
+        "",
+        "Use the `mcp__github_inline_comment__create_inline_comment` tool to post each issue as an inline "
+        "comment on the exact line (or line range) of the diff where it occurs.",
+        "When a concrete fix is small and certain, include a GitHub suggestion block (```suggestion … ```) in "
+        "the comment. A suggestion replaces the whole commented line range, so include every line of that range "
+        "in the block, with its final indentation.",
+    ]
+)
+
+RULES = "\n".join(
+    [
+        "## Rules",
+        "",
+        "- Only comment on code that this PR adds or changes; never on untouched code.",
+        "- One issue per inline comment; do not bundle unrelated problems.",
+        "- Be specific: name the failing input or condition and its consequence.",
+        "- Do not comment on things that are correct, and do not praise code in inline comments.",
+        "- Do not post duplicate comments for the same issue on several lines; comment once where it starts.",
+        "- When you post a summary comment it MUST follow the five-section template below exactly "
+        "(What Changed, Strengths, Observations, Suggestions, Verdict).",
+        "- When you list several items in one sentence, number them inline as (1), (2), (3) instead of "
+        "starting new bullet lines.",
+    ]
+)
+
+SEVERITY_GUIDELINES = "\n".join(
+    [
+        "## Severity Classification Guidelines",
+        "",
+        "- CRITICAL: will cause data loss, a security breach, a crash or corruption in normal use. Must be "
+        "fixed before merging.",
+        "- MAJOR: a real bug or vulnerability under plausible conditions, or a broken contract for callers.",
+        "- MEDIUM: a problem with limited impact: an edge case, a missing check with a safe fallback, a "
+        "measurable inefficiency.",
+        "- MINOR: low-impact improvements: clarity, naming, small maintainability issues.",
+        "",
+        "Adjust severity by path context:",
+        "- Test files: downgrade one level (a MAJOR issue in test code becomes MEDIUM), unless the test no "
+        "longer tests what it claims.",
+        "- Configuration files: report only CRITICAL issues (for example exposed secrets or a broken deployment "
+        "setting).",
+        "- Documentation files: report only factual errors that would mislead a reader.",
+    ]
+)
+
+STANDARD_MODE_FORMAT = "\n".join(
+    [
+        "## Comment Format (Standard Mode)",
+        "",
+        "Every inline comment MUST start with a severity tag followed by a short title on the first line: "
+        "[CRITICAL], [MAJOR], [MEDIUM] or [MINOR].",
+        "Example: `[MAJOR] Unchecked null return from findUser()`",
+        "Follow the title with 1–3 sentences explaining the problem and its consequence.",
+    ]
+)
+
+ENHANCED_MODE_FORMAT = "\n".join(
+    [
+        "## Comment Format (Enhanced Mode)",
+        "",
+        "Every inline comment MUST start with a fenced YAML metadata block, then a blank line, a bold title, "
+        "and 1–3 sentences:",
+        "",
+        "```yaml",
+        "severity: critical | major | medium | minor",
+        "category: security | correctness | performance | style | documentation",
+        "suggested_action: <one short imperative sentence>",
+        "related_docs_url: <optional URL to relevant documentation>",
+        "```",
+        "",
+        "**<Short title of the issue>**",
+        "",
+        "<1–3 sentences explaining the problem and its consequence.>",
+    ]
+)
+
+
+def build_mode_section(mode: ReviewMode) -> str:
+    """The inline-comment format for ``review.mode``."""
+    return ENHANCED_MODE_FORMAT if mode == "enhanced" else STANDARD_MODE_FORMAT
+
+
+NOISE_SUPPRESSION = "\n".join(
+    [
+        "## Noise Suppression",
+        "",
+        "NEVER flag:",
+        "- Style-only issues (formatting, whitespace, import order, naming preferences) that a formatter or "
+        "linter would catch.",
+        "- Speculative problems without a concrete failing scenario.",
+        "- Missing comments or docstrings on self-explanatory code.",
+        "- Changes that are clearly intentional and consistent with the rest of the codebase.",
+        "- Issues in generated, vendored or lock files.",
+        "When in doubt whether something is worth a comment, leave it out.",
+    ]
+)
+
+FINDING_LANGUAGE_GUIDELINES = "\n".join(
+    [
+        "## Finding Language Guidelines",
+        "",
+        "Write every finding so the author knows WHAT is wrong, WHEN it happens and WHY it matters.",
+        "- State the concrete effect: \"causes [specific issue] when [specific condition]\".",
+        "- Avoid vague hedging such as \"could potentially\", \"consider refactoring\" or "
+        "\"this might have problems\"; if you cannot name the failure, do not post the finding.",
+        "- Do not pad findings with reassurance such as \"preserves existing behavior\", "
+        "\"backward compatible\" or \"minimal impact\" unless that is the point of the finding.",
+        "- Prefix optional, non-blocking suggestions with \"Optional:\".",
+        "- Be direct and neutral; describe the code, not the author.",
+    ]
+)
+
+AFTER_REVIEW = "\n".join(
+    [
+        "## After review",
+        "",
+        "When you have posted every inline comment (and the summary comment, when one is required), stop.",
+        "If you found no issues, post nothing: no summary comment and no approval message.",
+    ]
+)

@@ -1,0 +1,57 @@
+"""``## Similar Prior Findings (Learning Context)`` (§2.32 item 8, with the Q13 fix).
+
+Each retrieved memory is listed with severity, category, text, path, outcome, distance and, when the
+learning pipeline supplied one, its confidence label. The section is capped at
+``knowledge.retrieval.maxContextChars`` (the original always used 2000, ignoring the setting).
+A cap of 0 turns the section off. Entries are added in order while the whole section stays within the
+cap; when not even the first entry fits, the section is left out rather than shown empty.
+"""
+
+from __future__ import annotations
+
+from kodiai.text.js import to_fixed, utf16_len
+
+from .context import RetrievalContext, RetrievedFinding
+
+DEFAULT_MAX_CONTEXT_CHARS = 2000
+
+_HEADER = [
+    "## Similar Prior Findings (Learning Context)",
+    "",
+    "These findings were reported in earlier reviews of code similar to this PR. Use them to calibrate what "
+    "this codebase cares about; do not repeat them unless the same problem exists in this diff.",
+    "When a finding in your review directly relates to one of these prior findings, append a brief "
+    "provenance note at the end of that comment in this form:",
+    "`(Prior pattern: [brief description of the similar prior finding])`",
+    "",
+]
+
+
+def format_retrieved_finding(finding: RetrievedFinding) -> str:
+    """``- [sev/cat] text (file: path, outcome: o, distance: d[, confidence: c])``."""
+    details = [
+        f"file: {finding.file_path}",
+        f"outcome: {finding.outcome}",
+        f"distance: {to_fixed(finding.distance, 3)}",
+    ]
+    if finding.confidence is not None:
+        details.append(f"confidence: {finding.confidence}")
+    return f"- [{finding.severity}/{finding.category}] {finding.finding_text} ({', '.join(details)})"
+
+
+def build_retrieval_context_section(retrieval: RetrievalContext | None) -> str:
+    """The learning-context section, or "" when there is nothing (or no room) to show."""
+    if retrieval is None or not retrieval.findings or retrieval.max_context_chars <= 0:
+        return ""
+    budget = retrieval.max_context_chars
+    text = "\n".join(_HEADER)
+    entries = 0
+    for finding in retrieval.findings:
+        candidate = text + format_retrieved_finding(finding) + "\n"
+        if utf16_len(candidate.rstrip("\n")) > budget:
+            break
+        text = candidate
+        entries += 1
+    if entries == 0:
+        return ""
+    return text.rstrip("\n")
