@@ -1,0 +1,131 @@
+"""The one SQLite connection helper every store uses.
+
+Every connection gets the original's pragmas: ``journal_mode=WAL``, ``synchronous=NORMAL`` and
+``busy_timeout=5000``; ``foreign_keys=ON`` only where the original had it (the knowledge store).
+
+Thread safety: the server writes from worker threads, so a store owns exactly ONE connection opened
+with ``check_same_thread=False`` and serialises every use of it behind its own ``threading.RLock``
+(see :class:`LockedConnection`). SQLite itself handles the other process (CLI, a second server) through
+WAL and the 5 s busy timeout. Connections run in autocommit mode (``isolation_level=None``); writes that
+must be atomic use :meth:`LockedConnection.transaction` (``BEGIN IMMEDIATE`` … ``COMMIT``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
+MEMORY = ":memory:"
+BUSY_TIMEOUT_MS = 5000
+
+
+def connect(path: str | Path, *, foreign_keys: bool = False, read_only: bool = False) -> sqlite3.Connection:
+    """Open ``path`` (or ``:memory:``) with the house pragmas; parent directories are created.
+
+    ``read_only`` opens an existing file without creating it or its directories (operator reports);
+    a missing file then raises :class:`FileNotFoundError`.
+    """
+    target = str(path)
+    if read_only:
+        if target == MEMORY:
+            raise ValueError("a read-only connection needs a database file, not :memory:")
+        file = Path(target)
+        if not file.is_file():
+            raise FileNotFoundError(f"Database not found at {file}")
+        uri = file.resolve().as_uri() + "?mode=ro"
+        conn = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
+        conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        return conn
+    if target != MEMORY:
+        Path(target).parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(target, check_same_thread=False, isolation_level=None)
+    try:
+        conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        if foreign_keys:
+            conn.execute("PRAGMA foreign_keys=ON")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def checkpoint_passive(conn: sqlite3.Connection) -> tuple[int, int, int]:
+    """Run ``PRAGMA wal_checkpoint(PASSIVE)``; returns SQLite's (busy, log frames, checkpointed frames)."""
+    row = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    return (int(row[0]), int(row[1]), int(row[2]))
+
+
+class LockedConnection:
+    """One connection shared by threads, every use serialised by a re-entrant lock.
+
+    After :meth:`close`, any use raises :class:`sqlite3.ProgrammingError` (the original's stores throw
+    on use after close); closing twice is harmless.
+    """
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        self._lock = threading.RLock()
+        self._closed = False
+
+    @property
+    def raw(self) -> sqlite3.Connection:
+        """The underlying connection; hold :attr:`lock` while using it from several threads."""
+        self._check_open()
+        return self._conn
+
+    @property
+    def lock(self) -> threading.RLock:
+        return self._lock
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
+
+    def execute(self, sql: str, params: tuple[object, ...] | dict[str, object] = ()) -> sqlite3.Cursor:
+        with self._lock:
+            self._check_open()
+            return self._conn.execute(sql, params)
+
+    def query(self, sql: str, params: tuple[object, ...] | dict[str, object] = ()) -> list[sqlite3.Row]:
+        """Run a SELECT and return every row as :class:`sqlite3.Row` (access by column name)."""
+        with self._lock:
+            self._check_open()
+            cur = self._conn.cursor()
+            cur.row_factory = sqlite3.Row
+            return list(cur.execute(sql, params).fetchall())
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """``BEGIN IMMEDIATE`` … ``COMMIT``; any exception rolls the whole block back and propagates."""
+        with self._lock:
+            self._check_open()
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def checkpoint(self) -> tuple[int, int, int]:
+        with self._lock:
+            self._check_open()
+            return checkpoint_passive(self._conn)
+
+    def close(self) -> None:
+        """Close; never raises (the original's close is non-throwing)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            with suppress(sqlite3.Error):
+                self._conn.close()

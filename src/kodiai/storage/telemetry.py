@@ -1,0 +1,148 @@
+"""Telemetry store: one row per executed Claude run (``executions``) and per retrieval
+(``retrieval_quality``), in the original's tables so operators' SQL keeps working.
+
+The store owns one connection (see :mod:`kodiai.storage.connection` for the threading model), applies
+the ``telemetry`` migrations when it opens, and runs a PASSIVE WAL checkpoint every
+:data:`CHECKPOINT_EVERY` writes (both kinds count) and on demand. Writes raise on failure; callers on a
+review path wrap them fail-open as the original's handlers do.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from kodiai.storage.connection import LockedConnection, connect
+from kodiai.storage.migrations import apply_migrations_to
+
+CHECKPOINT_EVERY = 1000
+
+
+class ExecutionRecord(BaseModel):
+    """One ``executions`` row. Missing optionals take the original's defaults."""
+
+    model_config = ConfigDict(extra="allow")
+
+    delivery_id: str | None = None
+    repo: str
+    pr_number: int | None = None
+    event_type: str
+    provider: str = "anthropic"
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_creation_tokens: int = 0
+    duration_ms: int = 0
+    cost_usd: float = 0.0
+    conclusion: str
+    session_id: str | None = None
+    num_turns: int | None = None
+    stop_reason: str | None = None
+
+
+class RetrievalQualityRecord(BaseModel):
+    """One ``retrieval_quality`` row.
+
+    Extra keyword fields are accepted for columns that later additive migrations add (e.g. confidence
+    counts); only the columns the table actually has are written.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    delivery_id: str | None = None
+    repo: str
+    pr_number: int | None = None
+    event_type: str
+    top_k: int | None = None
+    distance_threshold: float | None = None
+    result_count: int
+    avg_distance: float | None = None
+    language_match_ratio: float | None = None
+    threshold_method: str | None = None
+
+
+def table_columns(conn: sqlite3.Connection, table: str) -> list[str]:
+    """Column names of ``table`` in declaration order."""
+    return [str(row[1]) for row in conn.execute(f'PRAGMA table_info("{table}")')]
+
+
+def _insert_sql(table: str, values: dict[str, Any], columns: list[str], verb: str) -> tuple[str, list[Any]]:
+    present = [c for c in values if c in columns and c not in ("id", "created_at")]
+    names = ", ".join(f'"{c}"' for c in present)
+    marks = ", ".join("?" for _ in present)
+    return f'{verb} INTO "{table}" ({names}) VALUES ({marks})', [values[c] for c in present]
+
+
+class TelemetryStore:
+    """The telemetry database. Construct once in the composition root and pass it in."""
+
+    def __init__(self, path: str | Path) -> None:
+        conn = connect(path)
+        try:
+            apply_migrations_to(conn, "telemetry")
+            self._columns = {t: table_columns(conn, t) for t in ("executions", "retrieval_quality")}
+        except BaseException:
+            conn.close()
+            raise
+        self.path = str(path)
+        self._db = LockedConnection(conn)
+        self._writes_since_checkpoint = 0
+        self.auto_checkpoints = 0
+        """How many automatic checkpoints ran since the store opened."""
+
+    @property
+    def writes_since_checkpoint(self) -> int:
+        return self._writes_since_checkpoint
+
+    def columns(self, table: str) -> list[str]:
+        """Columns the open table has (fixed at open; migrations run only then)."""
+        return list(self._columns[table])
+
+    def _count_write(self) -> None:
+        self._writes_since_checkpoint += 1
+        if self._writes_since_checkpoint >= CHECKPOINT_EVERY:
+            self._db.checkpoint()
+            self._writes_since_checkpoint = 0
+            self.auto_checkpoints += 1
+
+    def record(self, entry: ExecutionRecord) -> None:
+        """Insert one ``executions`` row (a redelivery that runs again adds another row)."""
+        sql, params = _insert_sql("executions", entry.model_dump(), self._columns["executions"], "INSERT")
+        with self._db.lock:
+            self._db.execute(sql, tuple(params))
+            self._count_write()
+
+    def record_retrieval_quality(self, entry: RetrievalQualityRecord) -> bool:
+        """Insert-or-ignore one ``retrieval_quality`` row; ``False`` when the delivery id was already there."""
+        values = entry.model_dump()
+        sql, params = _insert_sql(
+            "retrieval_quality", values, self._columns["retrieval_quality"], "INSERT OR IGNORE"
+        )
+        with self._db.lock:
+            cur = self._db.execute(sql, tuple(params))
+            self._count_write()
+            return cur.rowcount > 0
+
+    def purge_older_than(self, days: int) -> int:
+        """Delete ``executions`` rows created strictly before now − ``days``; ``retrieval_quality`` is kept."""
+        if days < 0:
+            raise ValueError(f"days must be >= 0, got {days}")
+        cur = self._db.execute(
+            "DELETE FROM executions WHERE created_at < datetime('now', ?)", (f"-{int(days)} days",)
+        )
+        return int(cur.rowcount)
+
+    def checkpoint(self) -> tuple[int, int, int]:
+        """PASSIVE WAL checkpoint now; SQLite's (busy, log frames, checkpointed frames)."""
+        return self._db.checkpoint()
+
+    def journal_mode(self) -> str:
+        return str(self._db.execute("PRAGMA journal_mode").fetchone()[0])
+
+    def close(self) -> None:
+        """Close the connection; never raises. Any later call raises ``sqlite3.ProgrammingError``."""
+        self._db.close()

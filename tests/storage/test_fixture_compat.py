@@ -1,0 +1,96 @@
+"""The original's Phase 56 databases open, migrate additively and keep every row; the schema after upgrade
+is a superset of the original's at cd3cee39."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from kodiai.storage.migrations import apply_migrations, migration_status
+from kodiai.storage.telemetry import RetrievalQualityRecord, TelemetryStore
+from storage.fixture_paths import FIXTURE_DBS, UPSTREAM_SCHEMA
+
+
+def _dump(path: Path) -> dict[str, list[tuple[object, ...]]]:
+    conn = sqlite3.connect(path)
+    try:
+        tables = [
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' "
+                "AND name NOT LIKE '%yoyo%'"
+            )
+        ]
+        return {t: conn.execute(f"SELECT * FROM {t} ORDER BY id").fetchall() for t in tables}
+    finally:
+        conn.close()
+
+
+def _schema(path: Path) -> tuple[dict[str, list[str]], set[str]]:
+    conn = sqlite3.connect(path)
+    try:
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        columns = {t: [r[1] for r in conn.execute(f"PRAGMA table_info({t})")] for t in tables}
+        indexes = {r[1] for t in tables for r in conn.execute(f"PRAGMA index_list({t})")}
+        return columns, indexes
+    finally:
+        conn.close()
+
+
+def test_fixture_telemetry_has_the_documented_rows() -> None:
+    rows = _dump(FIXTURE_DBS / "kodiai-telemetry.db")
+    assert len(rows["executions"]) == 25 and len(rows["retrieval_quality"]) == 25
+
+
+@pytest.mark.parametrize("name", ["telemetry", "knowledge"])
+def test_fixture_db_migrates_keeps_rows_and_is_upstream_superset(tmp_path: Path, name: str) -> None:
+    """Rows identical before/after, schema ⊇ upstream_schema_cd3cee39.json, a second upgrade is a no-op."""
+    source = FIXTURE_DBS / f"kodiai-{name}.db"
+    path = tmp_path / source.name
+    path.write_bytes(source.read_bytes())
+    before = _dump(path)
+    applied = apply_migrations(path, name)
+    assert applied == [s.id for s in migration_status(path, name)]
+    after = _dump(path)
+    for table, rows in before.items():
+        new_rows = after[table]
+        width = len(rows[0]) if rows else 0
+        assert [r[:width] for r in new_rows] == rows, table
+        assert all(all(v is None for v in r[width:]) for r in new_rows), f"added columns of {table} are NULL"
+    upstream = json.loads(UPSTREAM_SCHEMA.read_text())[f"kodiai-{name}.db"]
+    columns, indexes = _schema(path)
+    for table, cols in upstream["tables"].items():
+        assert table in columns, table
+        assert set(cols) <= set(columns[table]), (table, set(cols) - set(columns[table]))
+    assert set(upstream["indexes"]) <= indexes
+    assert apply_migrations(path, name) == []
+    assert _dump(path) == after
+
+
+def test_fixture_telemetry_gains_threshold_method_and_store_writes_it(fixture_telemetry_db: Path) -> None:
+    before = _dump(fixture_telemetry_db)
+    store = TelemetryStore(fixture_telemetry_db)
+    try:
+        assert "threshold_method" in store.columns("retrieval_quality")
+        existing = before["retrieval_quality"][0]
+        delivery = existing[2]
+        dup = RetrievalQualityRecord(delivery_id=delivery, repo="x/y", event_type="e", result_count=0)
+        if delivery is not None:
+            assert store.record_retrieval_quality(dup) is False
+        assert store.record_retrieval_quality(
+            RetrievalQualityRecord(
+                delivery_id="new-after-upgrade",
+                repo="x/y",
+                event_type="e",
+                result_count=2,
+                threshold_method="percentile",
+            )
+        )
+    finally:
+        store.close()
+    after = _dump(fixture_telemetry_db)
+    assert len(after["retrieval_quality"]) == 26 and len(after["executions"]) == 25
+    assert after["retrieval_quality"][-1][-1] == "percentile"
