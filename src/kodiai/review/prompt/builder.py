@@ -55,7 +55,9 @@ def _summary_sections(ctx: ReviewPromptContext) -> list[str]:
         return [ENHANCED_SUMMARY_NOTE, AFTER_REVIEW]
     if ctx.delta_context is not None:
         return [build_delta_summary_section(ctx.delta_context)]
-    reviewed = build_reviewed_categories_line(ctx.diff_analysis.files_by_category) if ctx.diff_analysis else ""
+    reviewed = (
+        build_reviewed_categories_line(ctx.diff_analysis.files_by_category) if ctx.diff_analysis else ""
+    )
     return [build_standard_summary_section(reviewed), AFTER_REVIEW]
 
 

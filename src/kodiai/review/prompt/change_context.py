@@ -17,19 +17,25 @@ CATEGORY_LABELS = {
 }
 
 
-def build_diff_analysis_section(analysis: DiffAnalysisView | None, *, has_large_pr_context: bool = False) -> str:
+def build_diff_analysis_section(
+    analysis: DiffAnalysisView | None, *, has_large_pr_context: bool = False
+) -> str:
     """``## Change Context``: size, hunks, category breakdown and risk signals; "" for zero files."""
     if analysis is None or analysis.metrics.total_files <= 0:
         return ""
     m = analysis.metrics
-    sentence = f"This PR modifies {m.total_files} files (+{m.total_lines_added} / -{m.total_lines_removed} lines)"
+    sentence = (
+        f"This PR modifies {m.total_files} files (+{m.total_lines_added} / -{m.total_lines_removed} lines)"
+    )
     if m.hunks_count > 0:
         sentence += f" across {m.hunks_count} hunks"
     lines = ["## Change Context", "", sentence + "."]
     if analysis.is_large_pr and not has_large_pr_context:
         lines.append("This is a large PR. Focus on the most critical changes.")
     breakdown = [
-        f"- {category}: {len(files)} file(s)" for category, files in analysis.files_by_category.items() if files
+        f"- {category}: {len(files)} file(s)"
+        for category, files in analysis.files_by_category.items()
+        if files
     ]
     if breakdown:
         lines += ["", "File breakdown:", *breakdown]

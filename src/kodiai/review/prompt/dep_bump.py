@@ -40,12 +40,20 @@ def build_security_section(security: SecurityContextView | None) -> str:
     """Up to 3 advisories, capped at 500 characters; "" without advisories."""
     if security is None or not security.advisories:
         return ""
-    heading = "### Security-Motivated Bump" if security.is_security_bump else "### Security Advisories (informational)"
+    heading = (
+        "### Security-Motivated Bump"
+        if security.is_security_bump
+        else "### Security Advisories (informational)"
+    )
     lines = [heading]
     if security.is_security_bump:
-        lines.append("This bump moves away from a version with known vulnerabilities. Verify the upgrade is complete.")
+        lines.append(
+            "This bump moves away from a version with known vulnerabilities. Verify the upgrade is complete."
+        )
     else:
-        lines.append("Advisories exist for this package. They are informational; verify the new version is not affected.")
+        lines.append(
+            "Advisories exist for this package. They are informational; verify the new version is not affected."
+        )
     for adv in security.advisories[:MAX_ADVISORIES]:
         lines.append(f"- **{adv.ghsa_id}** ({adv.severity}): {adv.summary}")
         if adv.cve_id:
@@ -115,7 +123,11 @@ def build_dep_bump_section(ctx: DepBumpPromptContext | None) -> str:
         return ""
     details, classification = ctx.details, ctx.classification
     signals = ", ".join(ctx.detection.signals)
-    lines = ["## Dependency Bump Context", "", f"This PR is an automated dependency update (detected via: {signals})."]
+    lines = [
+        "## Dependency Bump Context",
+        "",
+        f"This PR is an automated dependency update (detected via: {signals}).",
+    ]
     if ctx.merge_confidence is not None:
         lines += _merge_confidence_lines(ctx.merge_confidence)
     lines.append("")

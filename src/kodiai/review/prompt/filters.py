@@ -20,7 +20,7 @@ def build_comment_limit_section(max_comments: int) -> str:
             "",
             f"Post at most {max_comments} inline comments for this PR review.",
             "If you find more issues than that, post only the most important ones and end your last inline "
-            f"comment with: \"{OVERFLOW_NOTE}\"",
+            f'comment with: "{OVERFLOW_NOTE}"',
         ]
     )
 
@@ -51,7 +51,9 @@ def build_focus_areas_section(focus_areas: list[str], ignored_areas: list[str]) 
             "For other categories, only report CRITICAL issues."
         )
     if ignored_areas:
-        lines.append(f"Explicitly SKIP these categories unless the finding is CRITICAL: {', '.join(ignored_areas)}.")
+        lines.append(
+            f"Explicitly SKIP these categories unless the finding is CRITICAL: {', '.join(ignored_areas)}."
+        )
     return "\n".join(lines)
 
 
@@ -61,7 +63,11 @@ def format_suppression(entry: str | SuppressionView) -> str:
         return f"- pattern: {entry}"
     filters = [
         f"{name}=[{', '.join(values)}]"
-        for name, values in (("severity", entry.severity), ("category", entry.category), ("paths", entry.paths))
+        for name, values in (
+            ("severity", entry.severity),
+            ("category", entry.category),
+            ("paths", entry.paths),
+        )
         if values
     ]
     suffix = f" ({'; '.join(filters)})" if filters else ""

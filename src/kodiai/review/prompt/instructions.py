@@ -138,12 +138,12 @@ FINDING_LANGUAGE_GUIDELINES = "\n".join(
         "## Finding Language Guidelines",
         "",
         "Write every finding so the author knows WHAT is wrong, WHEN it happens and WHY it matters.",
-        "- State the concrete effect: \"causes [specific issue] when [specific condition]\".",
-        "- Avoid vague hedging such as \"could potentially\", \"consider refactoring\" or "
-        "\"this might have problems\"; if you cannot name the failure, do not post the finding.",
-        "- Do not pad findings with reassurance such as \"preserves existing behavior\", "
-        "\"backward compatible\" or \"minimal impact\" unless that is the point of the finding.",
-        "- Prefix optional, non-blocking suggestions with \"Optional:\".",
+        '- State the concrete effect: "causes [specific issue] when [specific condition]".',
+        '- Avoid vague hedging such as "could potentially", "consider refactoring" or '
+        '"this might have problems"; if you cannot name the failure, do not post the finding.',
+        '- Do not pad findings with reassurance such as "preserves existing behavior", '
+        '"backward compatible" or "minimal impact" unless that is the point of the finding.',
+        '- Prefix optional, non-blocking suggestions with "Optional:".',
         "- Be direct and neutral; describe the code, not the author.",
     ]
 )

@@ -70,7 +70,11 @@ def build_conventional_commit_section(conventional: ConventionalTypeView | None)
     guidance = CONVENTIONAL_GUIDANCE.get(conventional.type)
     if guidance is None and not conventional.is_breaking:
         return ""
-    lines = ["## Conventional Commit Context", "", f"The PR title uses the conventional commit type `{conventional.type}`."]
+    lines = [
+        "## Conventional Commit Context",
+        "",
+        f"The PR title uses the conventional commit type `{conventional.type}`.",
+    ]
     if guidance is not None:
         lines.append(guidance)
     if conventional.is_breaking:

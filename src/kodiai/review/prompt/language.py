@@ -70,7 +70,11 @@ def build_language_guidance_section(files_by_language: dict[str, list[str]] | No
     guided.sort(key=lambda item: -len(item[1]))
     lines = ["## Language-Specific Guidance"]
     for lang, files in guided[:MAX_LANGUAGE_GUIDANCE_ENTRIES]:
-        lines += ["", f"### {lang} ({len(files)} file(s))", *(f"- {rule}" for rule in LANGUAGE_GUIDANCE[lang])]
+        lines += [
+            "",
+            f"### {lang} ({len(files)} file(s))",
+            *(f"- {rule}" for rule in LANGUAGE_GUIDANCE[lang]),
+        ]
     lines += ["", _TAXONOMY_NOTE]
     return "\n".join(lines)
 

@@ -69,7 +69,7 @@ def build_standard_summary_section(reviewed_line: str = "") -> str:
         "- Use exactly the headings of the template, in that order; Strengths and Suggestions are optional.",
         "- ### Impact is REQUIRED and must contain at least one finding; ### Preference is optional.",
         "- CRITICAL and MAJOR findings MUST go under ### Impact. Preference findings are capped at MEDIUM "
-        "severity and their prose starts with \"Optional:\".",
+        'severity and their prose starts with "Optional:".',
         "- Every finding line has the form `[SEVERITY] path (lines): title` and is followed by an explanation line.",
         "- The Verdict must be one of the three lines above; determine which one using the Verdict Logic rules "
         "above.",
