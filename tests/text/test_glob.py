@@ -1,0 +1,144 @@
+"""picomatch (``dot: true``) semantics of kodiai.text.glob, on every glob case the specs name."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from kodiai.text.glob import GlobError, any_glob_match, compile_glob, glob_match
+
+# (pattern, path, expected, where the spec states it)
+SPEC_CASES = [
+    # spec/review.md §0.5
+    ("**/auth*", "auth.ts", True, "review §0.5 leading **/ matches zero directories"),
+    ("**/auth*", "src/auth.ts", True, "review §0.5"),
+    ("**/auth*", "src/auth/utils.ts", False, "review §0.5 * never crosses /"),
+    ("package.json", "package.json", True, "review §0.5 root-only"),
+    ("package.json", "apps/web/package.json", False, "review §0.5 no basename matching"),
+    ("**/api?key*", "src/api_key.ts", True, "review §0.5 ? is one char"),
+    ("**/api?key*", "src/api/key.ts", False, "review §0.5 ? never matches /"),
+    # spec/platform.md write.denyPaths defaults and normalisation
+    (".env", ".env", True, "platform deny .env root"),
+    (".env", "config/.env", False, "platform deny .env anchored"),
+    (".env.*", ".env.local", True, "platform deny .env.*"),
+    ("**/*.pem", "key.pem", True, "platform **/*.pem matches root files"),
+    ("**/*.pem", "a/b/key.pem", True, "platform **/*.pem nested"),
+    (".github/**", ".github/workflows/ci.yml", True, "platform trailing / becomes /**"),
+    (".github/**", ".github", True, "picomatch a/** matches a"),
+    (".git/**", ".gitignore", False, "platform .git/ does not match .gitignore"),
+    ("**/*credentials*", "src/aws/credentials.json", True, "platform deny credentials"),
+    ("**/*secret*", "secret.txt", True, "platform deny secret at root"),
+    ("*.md", "README.md", True, "exec §7 *.md only root-level"),
+    ("*.md", "docs/guide.md", False, "exec §7 *.md only root-level"),
+    ("README.md", "docs/README.md", False, "exec §7 README.md only root"),
+    # spec/review.md §1 step 26 skipPaths normalisation: dir/ → dir/**, *.ext → **/*.ext
+    ("docs/**", "docs/a/b.md", True, "review step 26 dir/**"),
+    ("**/*.lock", "a/yarn.lock", True, "review step 26 *.ext → **/*.ext"),
+    # spec/review.md §2.3 default categories
+    ("**/*.test.*", "src/app.test.ts", True, "DA-03"),
+    ("**/__tests__/**", "__tests__/a.ts", True, "default test category at root"),
+    ("**/test/**", "pkg/test/a.go", True, "default test category"),
+    ("**/Dockerfile*", "Dockerfile", True, "DA-06"),
+    ("**/.github/**", ".github/workflows/x.yml", True, "dot directories match with dot:true"),
+    ("**/*.guide", "docs/architecture.guide", True, "DA-07"),
+    ("**/deploy*", "scripts/deploy.sh", True, "infra deploy*"),
+    # braces, classes, extglobs, negation (vectors use all of them)
+    ("**/*.{js,ts}", "src/a.ts", True, "braces"),
+    ("**/*.{js,ts}", "src/a.tsx", False, "braces are anchored"),
+    ("src/[a-c]*.ts", "src/apple.ts", True, "class"),
+    ("src/[a-c]*.ts", "src/dog.ts", False, "class"),
+    ("[sS]rc/**", "Src/x.ts", True, "class at start"),
+    ("!**/*.md", "a.md", False, "negation"),
+    ("!**/*.md", "src/a.ts", True, "negation"),
+    ("*(x)*", "database table name", True, "extglob *(x)"),
+    ("*{null,undefined}*", "value is null here", True, "brace inside stars"),
+    ("lib/?ib.js", "lib/lib.js", True, "? in segment"),
+    ("src/*/index.ts", "src/index.ts", False, "* needs one segment"),
+    ("tests/**/*.py", "tests/a.py", True, "/**/ matches zero directories"),
+    ("src/api/**", "src/api/v1/users.ts", True, "KC-12 path glob"),
+    ("*unused*", "unused import detected", True, "KC-06"),
+    ("*legacy shim*", "legacy shim cleanup candidate", True, "RV-33"),
+    ("*async*", "use async/await", False, "* never crosses / in text globs"),
+]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "expected", "where"), SPEC_CASES, ids=[f"{c[0]}|{c[1]}" for c in SPEC_CASES]
+)
+def test_spec_glob_cases(pattern: str, path: str, expected: bool, where: str) -> None:
+    assert glob_match(pattern, path) is expected, where
+
+
+def test_star_never_crosses_slash_but_globstar_does() -> None:
+    assert glob_match("src/*", "src/a.ts")
+    assert not glob_match("src/*", "src/a/b.ts")
+    assert glob_match("src/**", "src/a/b.ts")
+    assert glob_match("a**", "abc") and not glob_match("a**", "a/b"), "a** is a single star"
+
+
+def test_empty_input_never_matches_even_negated() -> None:
+    assert not glob_match("*", "")
+    assert not glob_match("!*style*", "")
+
+
+def test_input_equal_to_pattern_text_matches_literally() -> None:
+    assert glob_match("[abc]", "[abc]")
+    assert glob_match("[abc]", "a")
+
+
+def test_empty_pattern_raises() -> None:
+    with pytest.raises(GlobError):
+        glob_match("", "a")
+    with pytest.raises(ValueError):
+        compile_glob("")
+
+
+def test_trailing_star_accepts_one_trailing_slash() -> None:
+    assert glob_match("docs/*", "docs/a/")
+    assert not glob_match("docs/*.md", "docs/a.md/x")
+
+
+def test_trap_js_dot_and_dollar_in_negation() -> None:
+    """picomatch negation is ``^(?!…).*$`` with JS ``.``: a text with a newline never matches it."""
+    assert not glob_match("!*style*", "TODO\n")
+    assert glob_match("!*style*", "TODO")
+    # JS ``$`` is the end of input: no match before a trailing newline (Python's ``$`` would).
+    assert not glob_match("*.ts", "a.ts\n")
+    assert glob_match("*unused*", "unused\n"), "[^/] does match a newline"
+
+
+def test_double_negation_cancels() -> None:
+    assert glob_match("!!*.md", "a.md")
+    assert not glob_match("!!*.md", "a.ts")
+
+
+def test_dot_files_and_dot_segments() -> None:
+    assert glob_match("*", ".env")
+    assert glob_match("**", ".github/x")
+    assert not glob_match("**", "../x"), "picomatch never matches . or .. segments"
+
+
+def test_leading_dot_slash_is_stripped() -> None:
+    assert glob_match("./src/*.ts", "src/a.ts")
+
+
+def test_regex_specials_are_literal() -> None:
+    assert glob_match("a+b.txt", "a+b.txt")
+    assert not glob_match("a+b.txt", "aab.txt")
+    assert glob_match("$x^", "$x^")
+    assert glob_match("v(1)", "v1"), "plain parens group like picomatch"
+
+
+def test_extglobs() -> None:
+    assert glob_match("+(a|b).ts", "abba.ts")
+    assert glob_match("@(a|b).ts", "a.ts") and not glob_match("@(a|b).ts", "ab.ts")
+    assert glob_match("?(a).ts", ".ts") or glob_match("?(a).ts", "a.ts")
+    assert glob_match("!(*.d).ts", "x.ts")
+
+
+def test_any_glob_match_and_cache() -> None:
+    assert any_glob_match(["*.md", "src/**"], "src/a.ts")
+    assert not any_glob_match([], "src/a.ts")
+    assert compile_glob("**/*.ts") is compile_glob("**/*.ts")
+    assert isinstance(compile_glob("**/*.ts"), re.Pattern)
