@@ -1,1 +1,92 @@
-"""kodiai.config"""
+"""`.kodiai.yml`: the per-repository configuration (schema, js-yaml-compatible loading, fallback, JSON Schema).
+
+Pinned API: `parse_repo_config(text)` and `load_repo_config(workspace_dir)` return a `RepoConfigResult`
+(`.config`, `.warnings`); a YAML syntax error raises `RepoConfigError`.
+"""
+
+from kodiai.config.base import FocusArea, ReviewMode, ReviewProfile, Severity
+from kodiai.config.loader import (
+    CONFIG_FILENAME,
+    ConfigWarning,
+    RepoConfigError,
+    RepoConfigResult,
+    load_repo_config,
+    parse_repo_config,
+    validate_document,
+)
+from kodiai.config.models import (
+    DEFAULT_DENY_PATHS,
+    DEFAULT_MODEL,
+    SECTIONS,
+    AutoSuppressConfig,
+    AutoSuppressThresholdsConfig,
+    EmbeddingsConfig,
+    FeedbackConfig,
+    KnowledgeConfig,
+    KnowledgeSharingConfig,
+    LanguageRulesConfig,
+    LargePRConfig,
+    MentionConfig,
+    MentionConversationConfig,
+    RepoConfig,
+    RetrievalConfig,
+    RiskWeightsConfig,
+    SeverityFloor,
+    TelemetryConfig,
+    TimeoutConfig,
+    ToolingOverride,
+    WriteConfig,
+    WriteSecretScanConfig,
+)
+from kodiai.config.review_models import (
+    FileCategoriesConfig,
+    PathInstructionConfig,
+    PrioritizationConfig,
+    ReviewConfig,
+    ReviewSeverityConfig,
+    ReviewTriggersConfig,
+    SuppressionPatternConfig,
+)
+
+__all__ = [
+    "CONFIG_FILENAME",
+    "DEFAULT_DENY_PATHS",
+    "DEFAULT_MODEL",
+    "SECTIONS",
+    "AutoSuppressConfig",
+    "AutoSuppressThresholdsConfig",
+    "ConfigWarning",
+    "EmbeddingsConfig",
+    "FeedbackConfig",
+    "FileCategoriesConfig",
+    "FocusArea",
+    "KnowledgeConfig",
+    "KnowledgeSharingConfig",
+    "LanguageRulesConfig",
+    "LargePRConfig",
+    "MentionConfig",
+    "MentionConversationConfig",
+    "PathInstructionConfig",
+    "PrioritizationConfig",
+    "RepoConfig",
+    "RepoConfigError",
+    "RepoConfigResult",
+    "RetrievalConfig",
+    "ReviewConfig",
+    "ReviewMode",
+    "ReviewProfile",
+    "ReviewSeverityConfig",
+    "ReviewTriggersConfig",
+    "RiskWeightsConfig",
+    "Severity",
+    "SeverityFloor",
+    "SuppressionPatternConfig",
+    "TelemetryConfig",
+    "TimeoutConfig",
+    "ToolingOverride",
+    "WriteConfig",
+    "WriteSecretScanConfig",
+    "load_repo_config",
+    "parse_repo_config",
+    "validate_document",
+]

@@ -1,0 +1,281 @@
+"""Process settings from the environment and an optional `.env` file (spec/platform.md §1.1).
+
+The original's variables keep their names, defaults and parsing (`GITHUB_PRIVATE_KEY` as inline PEM, a
+`/` or `./` path, or base64 with the browser `atob` rules; `PORT` through JavaScript `Number()`;
+`BOT_ALLOW_LIST` trimmed and lower-cased). `GITHUB_PRIVATE_KEY_BASE64` is accepted too (the original's
+`.env.example` named it but the app never read it). The port's own variables have working defaults.
+
+`Settings.load()` raises one `SettingsError` listing every problem, including every missing GitHub App
+setting. `Settings.load(require_github_app=False)` tolerates missing GitHub App settings ("setup mode");
+`missing_github_app_settings()` then names them. Secrets are `SecretStr`: never in repr or logs.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, PrivateAttr, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+LogLevel = Literal["trace", "debug", "info", "warn", "error", "fatal", "silent"]
+EmbeddingProvider = Literal["auto", "voyage", "local", "none"]
+
+DEFAULT_PORT = 3000
+DEFAULT_TELEMETRY_DB_PATH = "./data/kodiai-telemetry.db"
+DEFAULT_KNOWLEDGE_DB_PATH = "./data/kodiai-knowledge.db"
+DEFAULT_JOBS_DB_PATH = "./data/kodiai-jobs.db"
+DEFAULT_LEARNING_MEMORY_URI = "./data/kodiai-memory.lance"
+DEFAULT_GITHUB_API_URL = "https://api.github.com"
+
+#: The GitHub App settings the webhook server cannot run without.
+GITHUB_APP_SETTINGS = ("GITHUB_APP_ID", "GITHUB_PRIVATE_KEY", "GITHUB_WEBHOOK_SECRET")
+
+_ASCII_WS = re.compile(r"[\t\n\f\r ]")
+_B64_CHARS = re.compile(r"^[A-Za-z0-9+/]*$")
+# JavaScript StrWhiteSpaceChar: what Number() trims.
+_JS_NUM_WS = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+_JS_DECIMAL = re.compile(r"^[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|Infinity)$")
+
+
+class SettingsError(ValueError):
+    """Invalid or missing process settings. `problems` holds one line per problem; `missing` the names
+    of the required variables that are unset."""
+
+    def __init__(self, problems: list[str], missing: list[str] | None = None) -> None:
+        self.problems = problems
+        self.missing = missing or []
+        super().__init__("Invalid configuration:\n" + "\n".join(f"  {p}" for p in problems))
+
+
+def js_number(text: str) -> float:
+    """JavaScript `Number(text)` for a string: trimmed, `""` is 0, hex/octal/binary literals, else NaN."""
+    s = text.strip(_JS_NUM_WS)
+    if s == "":
+        return 0.0
+    if re.fullmatch(r"0[xX][0-9a-fA-F]+", s):
+        return float(int(s[2:], 16))
+    if re.fullmatch(r"0[oO][0-7]+", s):
+        return float(int(s[2:], 8))
+    if re.fullmatch(r"0[bB][01]+", s):
+        return float(int(s[2:], 2))
+    if _JS_DECIMAL.match(s):
+        return float(s.replace("Infinity", "inf"))
+    return math.nan
+
+
+def atob(value: str) -> bytes:
+    """Decode base64 with the browser `atob` (forgiving-base64) rules; `ValueError` when it would throw."""
+    data = _ASCII_WS.sub("", value)
+    if len(data) % 4 == 0:
+        if data.endswith("=="):
+            data = data[:-2]
+        elif data.endswith("="):
+            data = data[:-1]
+    if len(data) % 4 == 1 or not _B64_CHARS.match(data):
+        raise ValueError("not base64")
+    try:
+        return base64.b64decode(data + "=" * (-len(data) % 4))
+    except (binascii.Error, ValueError) as exc:  # pragma: no cover - excluded by the checks above
+        raise ValueError("not base64") from exc
+
+
+def resolve_private_key(value: str, name: str = "GITHUB_PRIVATE_KEY", cwd: Path | None = None) -> str:
+    """The PEM text of a private-key setting: inline PEM, a `/` or `./` file path, or base64.
+
+    Raises `ValueError` with the original's messages.
+    """
+    if value.startswith("-----BEGIN"):
+        return value
+    if value.startswith("/") or value.startswith("./"):
+        path = Path(value) if cwd is None or value.startswith("/") else cwd / value
+        try:
+            return path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise ValueError(f'Failed to read private key from file "{value}": {reason}') from exc
+    try:
+        return atob(value).decode("latin-1")
+    except ValueError as exc:
+        raise ValueError(f"{name} is not a valid PEM string, file path, or base64-encoded value") from exc
+
+
+@dataclass(frozen=True)
+class KnowledgeDbPath:
+    """The resolved knowledge DB path and where it came from: `arg`, `env` or `default`."""
+
+    path: str
+    source: Literal["arg", "env", "default"]
+
+
+def resolve_knowledge_db_path(
+    arg: str | None = None, env: str | None = None, cwd: str | Path | None = None
+) -> KnowledgeDbPath:
+    """Explicit argument (an operator's `--db`) > `KNOWLEDGE_DB_PATH` > default, absolute against `cwd`.
+
+    Values are trimmed; an empty or whitespace-only value counts as unset.
+    """
+    base = Path(cwd).absolute() if cwd is not None else Path.cwd()
+    for value, source in ((arg, "arg"), (env, "env")):
+        if value is not None and value.strip():
+            return KnowledgeDbPath(os.path.normpath(base / value.strip()), source)  # type: ignore[arg-type]
+    return KnowledgeDbPath(os.path.normpath(base / DEFAULT_KNOWLEDGE_DB_PATH), "default")
+
+
+def _blank_to_none(value: Any) -> Any:
+    if isinstance(value, str) and value.strip() == "":
+        return None
+    return value
+
+
+class Settings(BaseSettings):
+    """Kodiai's process settings. Field `x_y` is read from the environment variable `X_Y`."""
+
+    model_config = SettingsConfigDict(
+        env_file=".env", env_file_encoding="utf-8", extra="ignore", case_sensitive=False
+    )
+
+    # GitHub App (required to serve webhooks)
+    github_app_id: str | None = Field(None, description="GitHub App id.")
+    github_private_key: SecretStr | None = Field(
+        None, description="App private key: inline PEM, a `/` or `./` path, or base64."
+    )
+    github_private_key_base64: SecretStr | None = Field(
+        None, description="Base64 private key (used when GITHUB_PRIVATE_KEY is unset)."
+    )
+    github_webhook_secret: SecretStr | None = Field(None, description="Webhook HMAC secret.")
+    github_api_url: str = Field(DEFAULT_GITHUB_API_URL, description="GitHub REST API base URL.")
+    # Server
+    port: int = Field(DEFAULT_PORT, description="HTTP port (JavaScript Number() parsing; empty means 0).")
+    log_level: LogLevel = Field("info", description="Log level.")
+    bot_allow_list: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="Comma-separated bot logins (without [bot]) allowed to trigger."
+    )
+    # Storage
+    telemetry_db_path: str = Field(DEFAULT_TELEMETRY_DB_PATH, description="Telemetry SQLite file.")
+    knowledge_db_path: str | None = Field(None, description="Knowledge SQLite file.")
+    jobs_db_path: str = Field(DEFAULT_JOBS_DB_PATH, description="Webhook dedup + job journal SQLite file.")
+    learning_memory_uri: str = Field(DEFAULT_LEARNING_MEMORY_URI, description="LanceDB learning memory URI.")
+    workspace_root: str = Field(default_factory=tempfile.gettempdir, description="Where clones are made.")
+    # Models and embeddings
+    voyage_api_key: SecretStr | None = Field(None, description="Voyage AI API key.")
+    embedding_provider: EmbeddingProvider = Field("auto", description="auto, voyage, local or none.")
+    claude_code_oauth_token: SecretStr | None = Field(None, description="Claude Code OAuth token.")
+    anthropic_api_key: SecretStr | None = Field(None, description="Anthropic API key.")
+    # Jobs
+    job_timeout_seconds: float = Field(3600, gt=0, description="Hard limit of one job.")
+    max_lane_length: int = Field(100, ge=1, description="Queued jobs per installation before rejecting.")
+    shutdown_grace_seconds: float = Field(30, ge=0, description="Drain time on SIGTERM.")
+
+    _private_key_pem: str | None = PrivateAttr(None)
+
+    @field_validator("port", mode="before")
+    @classmethod
+    def _port(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        number = js_number(value)
+        if math.isnan(number):
+            raise ValueError("Invalid input: expected number, received NaN")
+        if not number.is_integer() or not 0 <= number <= 65535:
+            raise ValueError(f"expected an integer between 0 and 65535, received {value.strip()}")
+        return int(number)
+
+    @field_validator("bot_allow_list", mode="before")
+    @classmethod
+    def _allow_list(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [e.strip().lower() for e in value.split(",") if e.strip()]
+        return value
+
+    @field_validator("voyage_api_key", "knowledge_db_path", mode="before")
+    @classmethod
+    def _trimmed(cls, value: Any) -> Any:
+        value = _blank_to_none(value)
+        return value.strip() if isinstance(value, str) else value
+
+    @field_validator(
+        "github_private_key",
+        "github_private_key_base64",
+        "claude_code_oauth_token",
+        "anthropic_api_key",
+        mode="before",
+    )
+    @classmethod
+    def _blank(cls, value: Any) -> Any:
+        return _blank_to_none(value)
+
+    @classmethod
+    def load(
+        cls,
+        *,
+        env_file: str | Path | None = ".env",
+        require_github_app: bool = True,
+        cwd: Path | None = None,
+    ) -> Settings:
+        """Read the environment (and `env_file` if it exists) and check it. Raises `SettingsError`."""
+        problems: list[str] = []
+        try:
+            settings = cls(_env_file=env_file)
+        except ValidationError as exc:
+            for err in exc.errors():
+                name = str(err["loc"][0]).upper() if err["loc"] else "settings"
+                problems.append(f"{name}: {err['msg'].removeprefix('Value error, ')}")
+            raise SettingsError(problems) from exc
+        try:
+            settings._private_key_pem = settings._resolve_key(cwd)
+        except ValueError as exc:
+            problems.append(str(exc))
+        missing = settings.missing_github_app_settings()
+        if require_github_app and missing:
+            problems[:0] = [_missing_message(name) for name in missing]
+        if problems:
+            raise SettingsError(problems, missing if require_github_app else [])
+        return settings
+
+    def _resolve_key(self, cwd: Path | None) -> str | None:
+        if self.github_private_key is not None:
+            return resolve_private_key(self.github_private_key.get_secret_value(), "GITHUB_PRIVATE_KEY", cwd)
+        if self.github_private_key_base64 is not None:
+            raw = self.github_private_key_base64.get_secret_value()
+            return resolve_private_key(raw, "GITHUB_PRIVATE_KEY_BASE64", cwd)
+        return None
+
+    def missing_github_app_settings(self) -> list[str]:
+        """Names of the unset GitHub App variables (empty when the webhook server can run)."""
+        missing = []
+        if not (self.github_app_id or "").strip():
+            missing.append("GITHUB_APP_ID")
+        if self.github_private_key is None and self.github_private_key_base64 is None:
+            missing.append("GITHUB_PRIVATE_KEY")
+        if self.github_webhook_secret is None or not self.github_webhook_secret.get_secret_value():
+            missing.append("GITHUB_WEBHOOK_SECRET")
+        return missing
+
+    @property
+    def private_key_pem(self) -> SecretStr | None:
+        """The resolved App private key (PEM text), or `None` when unset (setup mode)."""
+        return SecretStr(self._private_key_pem) if self._private_key_pem is not None else None
+
+    def knowledge_db(self, arg: str | None = None, cwd: str | Path | None = None) -> KnowledgeDbPath:
+        """The knowledge DB path with its source (`arg` > `KNOWLEDGE_DB_PATH` > default)."""
+        return resolve_knowledge_db_path(arg, self.knowledge_db_path, cwd)
+
+    def resolved_embedding_provider(self) -> Literal["voyage", "local", "none"]:
+        """`auto` is Voyage when `VOYAGE_API_KEY` is set, else the local MiniLM model."""
+        if self.embedding_provider == "auto":
+            return "voyage" if self.voyage_api_key is not None else "local"
+        return self.embedding_provider
+
+
+def _missing_message(name: str) -> str:
+    if name == "GITHUB_PRIVATE_KEY":
+        return "GITHUB_PRIVATE_KEY environment variable is required (or GITHUB_PRIVATE_KEY_BASE64)"
+    return f"{name} is required"
