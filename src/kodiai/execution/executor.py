@@ -1,0 +1,160 @@
+"""The executor: runs Claude Code (Claude Agent SDK) on a workspace with our MCP tools (spec/exec.md §1).
+
+Handlers depend on the :class:`Executor` protocol; :class:`ClaudeAgentExecutor` is the implementation.
+The SDK transport is the test seam: pass ``transport_factory`` to replay a scripted message stream
+through the real SDK client (tool calls reach our in-process MCP servers exactly as in production).
+
+Timeouts use an anyio cancel scope: on expiry the SDK stream is cancelled, the query is closed and the
+SDK's subprocess transport closes stdin, then terminates (and if need be kills) the CLI process inside
+its shielded cleanup — an ``asyncio.timeout`` would skip that escalation (see the SDK's
+``Transport.close`` contract), which is why it is not used here.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncGenerator, Callable
+from contextlib import aclosing
+from pathlib import Path
+from typing import Any, Protocol, cast
+
+import anyio
+from claude_agent_sdk import AssistantMessage, ClaudeAgentOptions, ResultMessage, SystemMessage, query
+from claude_agent_sdk._internal.transport import Transport
+
+from github import Github
+from kodiai.execution.config_view import ExecutorConfig, load_executor_config
+from kodiai.execution.generic_prompt import build_generic_prompt
+from kodiai.execution.options import ModelCredentials, build_agent_options
+from kodiai.execution.pacing import PacingPolicy, WritePacer
+from kodiai.execution.result_mapping import NO_RESULT_MESSAGE, error_result, map_result, timeout_result
+from kodiai.execution.tools import PublishFlag, ToolEnv, build_mcp_servers
+from kodiai.execution.types import ExecutionContext, ExecutionResult
+from kodiai.log import get_logger, redact
+
+#: Installation id → a fresh authenticated PyGithub client.
+InstallationClientFactory = Callable[[int], Github]
+TransportFactory = Callable[[ClaudeAgentOptions], Transport]
+ConfigLoader = Callable[[Path, Any], ExecutorConfig]
+
+
+class Executor(Protocol):
+    """What handlers call. Implementations never raise: failures come back as ``conclusion='error'``."""
+
+    async def execute(self, context: ExecutionContext) -> ExecutionResult: ...
+
+
+class ClaudeAgentExecutor:
+    """:class:`Executor` backed by ``claude_agent_sdk.query``."""
+
+    def __init__(
+        self,
+        *,
+        installation_client: InstallationClientFactory,
+        credentials: ModelCredentials,
+        config_loader: ConfigLoader = load_executor_config,
+        transport_factory: TransportFactory | None = None,
+        cli_path: str | Path | None = None,
+        pacing: PacingPolicy | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._installation_client = installation_client
+        self._credentials = credentials
+        self._config_loader = config_loader
+        self._transport_factory = transport_factory
+        self._cli_path = cli_path
+        self._pacing = pacing
+        self._monotonic = monotonic
+
+    async def execute(self, context: ExecutionContext) -> ExecutionResult:
+        started = self._monotonic()
+        log = get_logger(
+            "kodiai.execution.executor",
+            delivery_id=context.delivery_id,
+            repo=f"{context.owner}/{context.repo}",
+            pr_number=context.pr_number,
+            event_type=context.event_type,
+        )
+        publish = PublishFlag()
+        scope: anyio.CancelScope | None = None
+        timeout_seconds: float = 0
+        try:
+            config = self._config_loader(context.workspace_dir, log)
+            timeout_seconds = (
+                context.dynamic_timeout_seconds
+                if context.dynamic_timeout_seconds is not None
+                else config.timeout_seconds
+            )
+            log.info(
+                "Execution timeout configured",
+                timeout_seconds=timeout_seconds,
+                source="dynamic" if context.dynamic_timeout_seconds else "config",
+            )
+            options = self._options(context, config, publish)
+            prompt = context.prompt if context.prompt is not None else build_generic_prompt(context)
+            result: ResultMessage | None = None
+            with anyio.move_on_after(timeout_seconds) as scope:
+                result = await self._stream(prompt, options, log)
+            if scope.cancelled_caught:
+                log.warning(
+                    "Execution timed out", timeout_seconds=timeout_seconds, published=publish.published
+                )
+                return timeout_result(timeout_seconds, published=publish.published)
+        except Exception as exc:
+            if scope is not None and scope.cancel_called:
+                log.warning(
+                    "Execution timed out", timeout_seconds=timeout_seconds, published=publish.published
+                )
+                return timeout_result(timeout_seconds, published=publish.published)
+            message = str(exc) or type(exc).__name__
+            log.error("Execution failed", error=redact(message))
+            return error_result(message)
+        if result is None:
+            log.error("Execution failed", error=NO_RESULT_MESSAGE)
+            return error_result(NO_RESULT_MESSAGE)
+        wall_ms = int((self._monotonic() - started) * 1000)
+        mapped = map_result(result, published=publish.published, wall_clock_ms=wall_ms)
+        log.info(
+            "Execution completed",
+            conclusion=mapped.conclusion,
+            num_turns=mapped.num_turns,
+            cost_usd=mapped.cost_usd,
+            published=mapped.published,
+        )
+        return mapped
+
+    def _options(
+        self, context: ExecutionContext, config: ExecutorConfig, publish: PublishFlag
+    ) -> ClaudeAgentOptions:
+        env = ToolEnv(
+            owner=context.owner,
+            repo=context.repo,
+            client_factory=lambda: self._installation_client(context.installation_id),
+            pacer=WritePacer(self._pacing),
+            publish=publish,
+            bot_handles=list(context.bot_handles),
+            review_output_key=context.review_output_key,
+            pr_number=context.pr_number,
+            delivery_id=context.delivery_id,
+        )
+        servers = build_mcp_servers(
+            env,
+            comment_id=context.comment_id,
+            enable_comment_tools=not context.write_mode,
+            enable_inline_tools=not context.is_mention and not context.write_mode,
+        )
+        return build_agent_options(context, config, servers, self._credentials, cli_path=self._cli_path)
+
+    async def _stream(self, prompt: str, options: ClaudeAgentOptions, log: Any) -> ResultMessage | None:
+        transport = self._transport_factory(options) if self._transport_factory else None
+        result: ResultMessage | None = None
+        stream = cast(AsyncGenerator[Any, None], query(prompt=prompt, options=options, transport=transport))
+        async with aclosing(stream) as messages:
+            async for message in messages:
+                if isinstance(message, SystemMessage) and message.subtype == "init":
+                    log.info("Claude Code session started", session_id=message.data.get("session_id"))
+                elif isinstance(message, AssistantMessage):
+                    log.debug("Assistant message", model=message.model)
+                elif isinstance(message, ResultMessage):
+                    result = message
+        return result

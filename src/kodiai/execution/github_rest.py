@@ -1,0 +1,103 @@
+"""A thin async façade over PyGithub's requester for the endpoints the MCP tools use.
+
+PyGithub is synchronous; every request runs in a worker thread so the agent's event loop keeps
+serving the CLI while GitHub answers. Failures are re-raised as :class:`GitHubApiError`, whose
+``str()`` follows Octokit's shape (``<message>[: <errors>] - <documentation_url>``) because the
+inline tool's hints and error classification (spec/exec.md §3.22, §4) read that text.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import anyio.to_thread
+
+from github import Github, GithubException
+
+#: Builds a fresh authenticated installation client; the tools call it once per tool call.
+GitHubClientFactory = Callable[[], Github]
+
+
+class GitHubApiError(Exception):
+    """A GitHub REST failure: HTTP status, response headers and an Octokit-style message."""
+
+    def __init__(self, message: str, status: int, headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.headers = {k.lower(): v for k, v in (headers or {}).items()}
+
+
+def octokit_message(status: int, data: Any) -> str:
+    """``<GitHub message>[: <errors JSON list>] - <documentation_url>``, as Octokit formats it."""
+    if not isinstance(data, dict):
+        return f"HTTP {status}" if data in (None, "") else str(data)
+    message = str(data.get("message") or f"HTTP {status}")
+    errors = data.get("errors")
+    if isinstance(errors, list) and errors:
+        message += ": " + ", ".join(json.dumps(e, separators=(",", ":")) for e in errors)
+    doc = data.get("documentation_url")
+    if doc:
+        message += f" - {doc}"
+    return message
+
+
+class GitHubRest:
+    """Async JSON calls against one repository's REST API through a PyGithub client."""
+
+    def __init__(self, client: Github, owner: str, repo: str) -> None:
+        self._client = client
+        self.owner = owner
+        self.repo = repo
+
+    def repo_path(self, suffix: str) -> str:
+        return f"/repos/{self.owner}/{self.repo}{suffix}"
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        body: dict[str, Any] | None = None,
+    ) -> Any:
+        """Send one request; return the decoded JSON or raise :class:`GitHubApiError`."""
+
+        def call() -> Any:
+            try:
+                _headers, data = self._client.requester.requestJsonAndCheck(
+                    method, path, parameters=params, input=body
+                )
+            except GithubException as exc:
+                raise GitHubApiError(
+                    octokit_message(exc.status, exc.data), exc.status, exc.headers or {}
+                ) from None
+            return data
+
+        return await anyio.to_thread.run_sync(call)
+
+    async def get(self, suffix: str, **params: Any) -> Any:
+        return await self.request("GET", self.repo_path(suffix), params=params or None)
+
+    async def post(self, suffix: str, body: dict[str, Any]) -> Any:
+        return await self.request("POST", self.repo_path(suffix), body=body)
+
+    async def patch(self, suffix: str, body: dict[str, Any]) -> Any:
+        return await self.request("PATCH", self.repo_path(suffix), body=body)
+
+    async def paginate(
+        self, suffix: str, *, max_items: int = 2000, per_page: int = 100, **params: Any
+    ) -> list[dict[str, Any]]:
+        """Collect pages of a list endpoint until a short page or ``max_items`` items."""
+        items: list[dict[str, Any]] = []
+        page = 1
+        while len(items) < max_items:
+            batch = await self.get(suffix, per_page=per_page, page=page, **params)
+            if not isinstance(batch, list):
+                break
+            items.extend(batch)
+            if len(batch) < per_page:
+                break
+            page += 1
+        return items[:max_items]

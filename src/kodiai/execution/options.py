@@ -1,0 +1,107 @@
+"""The tool surface and the Claude Agent SDK options of a run (spec/exec.md §1.3 steps 4–7, §1.4).
+
+Decision on §1.4: the allow-list is **enforced**. The original ran under ``bypassPermissions`` where the
+list was advisory; here the CLI runs in ``dontAsk`` mode, which denies every tool call the allow rules
+do not approve. Outside write mode ``Edit``/``Write``/``MultiEdit``/``NotebookEdit`` are also *denied*
+explicitly — deny rules win over allow rules, so a repository's own ``.claude/settings.json`` (loaded
+through ``setting_sources=["project"]``) cannot re-enable file edits. Mentions additionally get
+``WebSearch``/``WebFetch`` because the mention prompt asks the model to verify facts on the web.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from claude_agent_sdk import ClaudeAgentOptions
+from claude_agent_sdk.types import McpSdkServerConfig, SystemPromptPreset
+from pydantic import BaseModel, SecretStr
+
+from kodiai.execution.config_view import ExecutorConfig
+from kodiai.execution.tools import allowed_tool_patterns
+from kodiai.execution.types import ExecutionContext
+
+ENTRYPOINT = "kodiai-github-app"
+READ_TOOLS = [
+    "Read",
+    "Grep",
+    "Glob",
+    "Bash(git diff:*)",
+    "Bash(git log:*)",
+    "Bash(git show:*)",
+    "Bash(git status:*)",
+]
+WRITE_TOOLS = ["Edit", "Write", "MultiEdit"]
+WEB_TOOLS = ["WebSearch", "WebFetch"]
+READ_ONLY_DENY = [*WRITE_TOOLS, "NotebookEdit"]
+#: Process secrets of the app itself, blanked in the CLI's environment (the SDK inherits os.environ).
+APP_SECRETS = (
+    "GITHUB_PRIVATE_KEY",
+    "GITHUB_PRIVATE_KEY_BASE64",
+    "GITHUB_WEBHOOK_SECRET",
+    "VOYAGE_API_KEY",
+)
+
+
+class ModelCredentials(BaseModel):
+    """The model credentials; they reach the CLI's environment and nothing else."""
+
+    claude_code_oauth_token: SecretStr | None = None
+    anthropic_api_key: SecretStr | None = None
+
+    def __repr__(self) -> str:  # never print even the masked container with values
+        return "ModelCredentials(***)"
+
+
+def tool_lists(context: ExecutionContext, server_names: list[str]) -> tuple[list[str], list[str]]:
+    """``(allowed_tools, disallowed_tools)`` for a run."""
+    allowed = list(READ_TOOLS)
+    if context.write_mode:
+        allowed += WRITE_TOOLS
+    if context.is_mention:
+        allowed += WEB_TOOLS
+    allowed += allowed_tool_patterns(server_names)
+    disallowed = [] if context.write_mode else list(READ_ONLY_DENY)
+    return allowed, disallowed
+
+
+def cli_env(credentials: ModelCredentials, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Overrides for the CLI's environment: entrypoint, model credentials, app secrets blanked."""
+    source = os.environ if environ is None else environ
+    env = {name: "" for name in APP_SECRETS if name in source}
+    env["CLAUDE_CODE_ENTRYPOINT"] = ENTRYPOINT
+    if credentials.claude_code_oauth_token is not None:
+        env["CLAUDE_CODE_OAUTH_TOKEN"] = credentials.claude_code_oauth_token.get_secret_value()
+    if credentials.anthropic_api_key is not None:
+        env["ANTHROPIC_API_KEY"] = credentials.anthropic_api_key.get_secret_value()
+    return env
+
+
+def build_agent_options(
+    context: ExecutionContext,
+    config: ExecutorConfig,
+    servers: dict[str, McpSdkServerConfig],
+    credentials: ModelCredentials,
+    *,
+    cli_path: str | Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> ClaudeAgentOptions:
+    """``ClaudeAgentOptions`` per §1.3 step 7 (with the enforced tool surface above)."""
+    system_prompt: SystemPromptPreset = {"type": "preset", "preset": "claude_code"}
+    if config.system_prompt_append:
+        system_prompt["append"] = config.system_prompt_append
+    allowed, disallowed = tool_lists(context, list(servers))
+    return ClaudeAgentOptions(
+        cwd=str(context.workspace_dir),
+        model=config.model,
+        max_turns=config.max_turns,
+        system_prompt=system_prompt,
+        mcp_servers=dict(servers),
+        allowed_tools=allowed,
+        disallowed_tools=disallowed,
+        setting_sources=["project"],
+        permission_mode="dontAsk",
+        env=cli_env(credentials, environ),
+        cli_path=cli_path,
+    )

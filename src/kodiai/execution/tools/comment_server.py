@@ -1,0 +1,114 @@
+"""``github_comment``: ``create_comment`` and ``update_comment`` (spec/exec.md §2.1).
+
+Pipeline for both: decision validator → review-summary validator/stripper → re-review validator →
+review marker (when a key is configured) → outgoing-mention sanitiser → GitHub. ``create_comment`` on a
+PR whose final body is a decision-format APPROVE with ``Issues: none`` submits a real approval review.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from claude_agent_sdk import SdkMcpTool, create_sdk_mcp_server, tool
+from claude_agent_sdk.types import McpSdkServerConfig
+from pydantic import BaseModel, ConfigDict, Field
+
+from kodiai.execution.review_output import stamp_review_marker
+from kodiai.execution.tools.common import (
+    SERVER_VERSION,
+    ToolEnv,
+    ToolResult,
+    guarded,
+    input_schema,
+    ok,
+    parse_args,
+)
+from kodiai.execution.tools.validators import DECISION_SUMMARY, validate_comment_body
+from kodiai.text.sanitizer import sanitize_outgoing_mentions
+
+SERVER_NAME = "github_comment"
+
+
+class CreateCommentArgs(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, strict=True)
+    issue_number: int = Field(alias="issueNumber", description="Issue or pull request number")
+    body: str = Field(description="Comment body (markdown)")
+
+
+class UpdateCommentArgs(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, strict=True)
+    comment_id: int = Field(alias="commentId", description="Comment ID to update")
+    body: str = Field(description="New comment body (markdown)")
+
+
+def prepare_body(env: ToolEnv, body: str) -> str:
+    """Validate, stamp the review marker and sanitise mentions; raise on an invalid body."""
+    validated = validate_comment_body(body)
+    log = env.logger(SERVER_NAME)
+    for warning in validated.warnings:
+        log.warning("Review summary warning", detail=warning)
+    stamped = stamp_review_marker(validated.body, env.review_output_key)
+    return sanitize_outgoing_mentions(stamped, env.bot_handles)
+
+
+def is_approval(body: str) -> bool:
+    return DECISION_SUMMARY in body and "Decision: APPROVE" in body and "Issues: none" in body
+
+
+async def create_comment(env: ToolEnv, args: dict[str, Any]) -> ToolResult:
+    params = parse_args(CreateCommentArgs, args)
+    body = prepare_body(env, params.body)
+    rest = env.rest()
+    if env.pr_number is not None and is_approval(body):
+        pr = env.pr_number
+
+        async def find_review() -> dict[str, Any] | None:
+            reviews = await rest.paginate(f"/pulls/{pr}/reviews")
+            return next((r for r in reviews if r.get("body") == body and r.get("state") == "APPROVED"), None)
+
+        await env.pacer.write(
+            lambda: rest.post(f"/pulls/{pr}/reviews", {"event": "APPROVE", "body": body}), find_review
+        )
+        env.publish.mark()
+        return ok({"success": True, "approved": True, "pull_number": pr})
+
+    number = params.issue_number
+
+    async def find_comment() -> dict[str, Any] | None:
+        comments = await rest.paginate(f"/issues/{number}/comments")
+        return next((c for c in reversed(comments) if c.get("body") == body), None)
+
+    created = await env.pacer.write(
+        lambda: rest.post(f"/issues/{number}/comments", {"body": body}), find_comment
+    )
+    env.publish.mark()
+    return ok({"success": True, "comment_id": created["id"]})
+
+
+async def update_comment(env: ToolEnv, args: dict[str, Any]) -> ToolResult:
+    params = parse_args(UpdateCommentArgs, args)
+    body = prepare_body(env, params.body)
+    rest = env.rest()
+    await env.pacer.write(lambda: rest.patch(f"/issues/comments/{params.comment_id}", {"body": body}))
+    env.publish.mark()
+    return ok({"success": True, "comment_id": params.comment_id})
+
+
+def comment_tools(env: ToolEnv) -> list[SdkMcpTool[Any]]:
+    """The two tools, bound to ``env``."""
+    return [
+        tool(
+            "update_comment",
+            "Update a GitHub issue or PR comment with new content",
+            input_schema(UpdateCommentArgs),
+        )(guarded(lambda args: update_comment(env, args))),
+        tool(
+            "create_comment",
+            "Create a new comment on a GitHub issue or pull request",
+            input_schema(CreateCommentArgs),
+        )(guarded(lambda args: create_comment(env, args))),
+    ]
+
+
+def create_comment_server(env: ToolEnv) -> McpSdkServerConfig:
+    return create_sdk_mcp_server(name=SERVER_NAME, version=SERVER_VERSION, tools=comment_tools(env))

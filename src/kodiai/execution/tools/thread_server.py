@@ -1,0 +1,72 @@
+"""``reviewCommentThread`` → ``reply_to_pr_review_comment`` (spec/exec.md §2.2).
+
+The reply is wrapped in ``<details>`` (summary ``kodiai response``), checked lightly (an APPROVE needs
+``Issues: none`` before the closing tag), mention-sanitised and posted as an in-thread reply. It never
+becomes an approval review.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from claude_agent_sdk import SdkMcpTool, create_sdk_mcp_server, tool
+from claude_agent_sdk.types import McpSdkServerConfig
+from pydantic import BaseModel, ConfigDict, Field
+
+from kodiai.execution.tools.common import (
+    SERVER_VERSION,
+    ToolEnv,
+    ToolResult,
+    guarded,
+    input_schema,
+    ok,
+    parse_args,
+)
+from kodiai.execution.tools.validators import validate_thread_decision
+from kodiai.text.formatting import wrap_in_details
+from kodiai.text.sanitizer import sanitize_outgoing_mentions
+
+SERVER_NAME = "reviewCommentThread"
+
+
+class ReplyArgs(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, strict=True)
+    pull_request_number: int = Field(alias="pullRequestNumber", description="Pull request number")
+    comment_id: int = Field(alias="commentId", description="ID of the review comment to reply to")
+    body: str = Field(description="Reply body (markdown). Will be wrapped in <details> tags")
+
+
+async def reply_to_pr_review_comment(env: ToolEnv, args: dict[str, Any]) -> ToolResult:
+    params = parse_args(ReplyArgs, args)
+    wrapped = wrap_in_details(params.body, "kodiai response")
+    validate_thread_decision(wrapped)
+    body = sanitize_outgoing_mentions(wrapped, env.bot_handles)
+    rest = env.rest()
+    pr, parent = params.pull_request_number, params.comment_id
+
+    async def find_reply() -> dict[str, Any] | None:
+        comments = await rest.paginate(f"/pulls/{pr}/comments")
+        return next(
+            (c for c in reversed(comments) if c.get("in_reply_to_id") == parent and c.get("body") == body),
+            None,
+        )
+
+    created = await env.pacer.write(
+        lambda: rest.post(f"/pulls/{pr}/comments/{parent}/replies", {"body": body}), find_reply
+    )
+    env.publish.mark()
+    return ok({"success": True, "comment_id": created["id"], "html_url": created.get("html_url")})
+
+
+def thread_tools(env: ToolEnv) -> list[SdkMcpTool[Any]]:
+    return [
+        tool(
+            "reply_to_pr_review_comment",
+            "Reply in-thread to an existing PR review comment (inline diff comment)",
+            input_schema(ReplyArgs),
+        )(guarded(lambda args: reply_to_pr_review_comment(env, args))),
+    ]
+
+
+def create_thread_server(env: ToolEnv) -> McpSdkServerConfig:
+    return create_sdk_mcp_server(name=SERVER_NAME, version=SERVER_VERSION, tools=thread_tools(env))
