@@ -1,0 +1,54 @@
+"""Aggregation of thumbs-down feedback into suppressible patterns (spec/review.md §2.29)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+
+class FeedbackPattern(BaseModel):
+    """Reactions on the findings that share one title fingerprint, for one repository."""
+
+    model_config = ConfigDict(extra="allow")
+
+    fingerprint: str
+    thumbs_down_count: int
+    thumbs_up_count: int
+    distinct_reactors: int
+    distinct_prs: int
+    severity: str
+    category: str
+    sample_title: str
+
+
+class FeedbackThresholds(BaseModel):
+    """``feedback.autoSuppress.thresholds``: all three must be met (inclusive)."""
+
+    min_thumbs_down: int = 3
+    min_distinct_reactors: int = 3
+    min_distinct_prs: int = 2
+
+
+class FeedbackPatternSource(Protocol):
+    """What the aggregator needs from the knowledge store."""
+
+    def aggregate_feedback_patterns(self, repo: str) -> Sequence[FeedbackPattern | Mapping[str, Any]]: ...
+
+
+def meets_thresholds(pattern: FeedbackPattern, thresholds: FeedbackThresholds) -> bool:
+    return (
+        pattern.thumbs_down_count >= thresholds.min_thumbs_down
+        and pattern.distinct_reactors >= thresholds.min_distinct_reactors
+        and pattern.distinct_prs >= thresholds.min_distinct_prs
+    )
+
+
+def aggregate_suppressible_patterns(
+    store: FeedbackPatternSource, repo: str, thresholds: FeedbackThresholds | Mapping[str, Any]
+) -> list[FeedbackPattern]:
+    """The store's patterns for ``repo`` that meet every threshold, in store order."""
+    limits = FeedbackThresholds.model_validate(thresholds)
+    patterns = (FeedbackPattern.model_validate(p) for p in store.aggregate_feedback_patterns(repo))
+    return [p for p in patterns if meets_thresholds(p, limits)]
