@@ -94,3 +94,33 @@ def test_fixture_telemetry_gains_threshold_method_and_store_writes_it(fixture_te
     after = _dump(fixture_telemetry_db)
     assert len(after["retrieval_quality"]) == 26 and len(after["executions"]) == 25
     assert after["retrieval_quality"][-1][-1] == "percentile"
+
+
+def test_fixture_knowledge_opens_with_store_and_is_usable(fixture_knowledge_db: Path) -> None:
+    """The original's knowledge file opens with KnowledgeStore (migrating it) and takes the full write path."""
+    from kodiai.storage.knowledge import KnowledgeStore
+    from kodiai.storage.knowledge_models import FindingRecord, ReviewRecord
+
+    store = KnowledgeStore(fixture_knowledge_db)
+    try:
+        rid = store.record_review(ReviewRecord(repo="acme/web", pr_number=1, head_sha="h"))
+        store.record_findings(
+            [
+                FindingRecord(
+                    review_id=rid,
+                    file_path="a.ts",
+                    severity="major",
+                    category="security",
+                    confidence=90,
+                    title="t",
+                    comment_id=5,
+                    comment_surface="s",
+                    review_output_key="k",
+                )
+            ]
+        )
+        assert [c.comment_id for c in store.list_recent_finding_comment_candidates("acme/web")] == [5]
+        assert store.get_repo_stats("acme/web").total_reviews == 1
+    finally:
+        store.close()
+    assert apply_migrations(fixture_knowledge_db, "knowledge") == []

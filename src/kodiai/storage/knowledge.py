@@ -1,0 +1,269 @@
+"""Knowledge store: reviews, findings, suppressions, global patterns, feedback reactions, run state, author
+cache and dep-bump merge history (spec/platform.md §6.2), in the original's tables.
+
+One connection with ``foreign_keys=ON`` (a finding or reaction for a missing parent raises
+:class:`sqlite3.IntegrityError`), shared by threads behind a lock; the ``knowledge`` migrations run when it
+opens. Batch inserts run in one transaction each: one bad row rolls the batch back; an empty batch is a no-op.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from kodiai.review.findings import fingerprint_finding_title, fingerprint_variants, normalize_fingerprint
+from kodiai.storage import knowledge_reports as reports
+from kodiai.storage import knowledge_runs as runs
+from kodiai.storage.connection import LockedConnection, connect
+from kodiai.storage.knowledge_models import (
+    AuthorCacheEntry,
+    DepBumpMergeHistoryRecord,
+    FeedbackPattern,
+    FeedbackReactionRecord,
+    FindingByComment,
+    FindingCommentCandidate,
+    FindingRecord,
+    GlobalPatternRecord,
+    PriorFinding,
+    RepoStats,
+    ReviewRecord,
+    RunClaim,
+    SuppressionLogEntry,
+    TrendRow,
+)
+from kodiai.storage.migrations import apply_migrations_to
+
+_REVIEW_COLUMNS = list(ReviewRecord.model_fields)
+_FINDING_COLUMNS = list(FindingRecord.model_fields)
+_REACTION_COLUMNS = list(FeedbackReactionRecord.model_fields)
+_DEP_BUMP_COLUMNS = list(DepBumpMergeHistoryRecord.model_fields)
+
+
+def _insert(table: str, columns: list[str], verb: str = "INSERT") -> str:
+    return f"{verb} INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})"
+
+
+class KnowledgeStore:
+    """The knowledge database. Construct once in the composition root and pass it in."""
+
+    def __init__(self, path: str | Path) -> None:
+        conn = connect(path, foreign_keys=True)
+        try:
+            apply_migrations_to(conn, "knowledge")
+        except BaseException:
+            conn.close()
+            raise
+        self.path = str(path)
+        self._db = LockedConnection(conn)
+
+    # -- reviews and findings -------------------------------------------------------------------
+
+    def record_review(self, entry: ReviewRecord) -> int:
+        """Insert a review; returns its new integer id."""
+        values = entry.model_dump()
+        cur = self._db.execute(_insert("reviews", _REVIEW_COLUMNS), tuple(values[c] for c in _REVIEW_COLUMNS))
+        return int(cur.lastrowid or 0)
+
+    def record_findings(self, findings: Sequence[FindingRecord]) -> None:
+        if not findings:
+            return
+        sql = _insert("findings", _FINDING_COLUMNS)
+        with self._db.transaction() as conn:
+            for finding in findings:
+                values = finding.model_dump()
+                values["suppressed"] = 1 if finding.suppressed else 0
+                conn.execute(sql, tuple(values[c] for c in _FINDING_COLUMNS))
+
+    def list_recent_finding_comment_candidates(
+        self, repo: str, limit: int = 100
+    ) -> list[FindingCommentCandidate]:
+        """The repo's findings linked to a posted comment, newest first (limit at least 1)."""
+        rows = self._db.query(
+            "SELECT f.id AS finding_id, f.review_id, r.repo, f.comment_id, f.comment_surface, f.review_output_key, "
+            "f.severity, f.category, f.file_path, f.title, f.created_at FROM findings f "
+            "JOIN reviews r ON r.id = f.review_id WHERE r.repo = ? AND f.comment_id IS NOT NULL "
+            "AND f.comment_surface IS NOT NULL AND f.review_output_key IS NOT NULL "
+            "ORDER BY f.created_at DESC, f.id DESC LIMIT ?",
+            (repo, max(1, int(limit))),
+        )
+        return [FindingCommentCandidate(**dict(r)) for r in rows]
+
+    def get_finding_by_comment_id(self, repo: str, comment_id: int) -> FindingByComment | None:
+        rows = self._db.query(
+            "SELECT f.severity, f.category, f.file_path, f.start_line, f.title FROM findings f "
+            "JOIN reviews r ON r.id = f.review_id WHERE r.repo = ? AND f.comment_id = ? "
+            "ORDER BY f.created_at DESC, f.id DESC LIMIT 1",
+            (repo, comment_id),
+        )
+        return FindingByComment(**dict(rows[0])) if rows else None
+
+    def get_prior_review_findings(self, repo: str, pr_number: int, limit: int = 100) -> list[PriorFinding]:
+        """Unsuppressed findings of the PR's reviews at the newest completed run's head SHA, in id order."""
+        head = self.get_last_reviewed_head_sha(repo, pr_number)
+        if head is None:
+            return []
+        rows = self._db.query(
+            "SELECT f.file_path, f.title, f.severity, f.category, f.start_line, f.end_line, f.comment_id "
+            "FROM findings f JOIN reviews r ON r.id = f.review_id WHERE r.repo = ? AND r.pr_number = ? "
+            "AND r.head_sha = ? AND f.suppressed = 0 ORDER BY f.id ASC LIMIT ?",
+            (repo, pr_number, head, max(1, int(limit))),
+        )
+        return [
+            PriorFinding(**dict(r), title_fingerprint=fingerprint_finding_title(r["title"])) for r in rows
+        ]
+
+    def find_prior_finding(
+        self, repo: str, pr_number: int, file_path: str, fingerprint: str
+    ) -> PriorFinding | None:
+        """The prior finding at ``file_path`` with ``fingerprint`` in either form (``fp-…`` or bare hex)."""
+        for prior in self.get_prior_review_findings(repo, pr_number):
+            if prior.matches(file_path, fingerprint):
+                return prior
+        return None
+
+    # -- suppressions and global patterns ------------------------------------------------------
+
+    def record_suppression_log(self, entries: Sequence[SuppressionLogEntry]) -> None:
+        if not entries:
+            return
+        with self._db.transaction() as conn:
+            for e in entries:
+                ids = json.dumps(e.finding_ids, separators=(",", ":")) if e.finding_ids is not None else None
+                conn.execute(
+                    "INSERT INTO suppression_log (review_id, pattern, matched_count, finding_ids) VALUES (?, ?, ?, ?)",
+                    (e.review_id, e.pattern, e.matched_count, ids),
+                )
+
+    def record_global_pattern(self, entry: GlobalPatternRecord) -> None:
+        """Add ``count`` to the pattern (skipped when count ≤ 0). The fingerprint is stored in the ``fp-`` form;
+        a row an older database wrote in bare hex is found and added to instead of duplicated."""
+        if entry.count <= 0:
+            return
+        full, bare = fingerprint_variants(entry.pattern_fingerprint)
+        key = (entry.severity, entry.category, entry.confidence_band)
+        with self._db.transaction() as conn:
+            row = conn.execute(
+                "SELECT id FROM global_patterns WHERE severity = ? AND category = ? AND confidence_band = ? "
+                "AND pattern_fingerprint IN (?, ?) ORDER BY pattern_fingerprint = ? DESC, id LIMIT 1",
+                (*key, full, bare, full),
+            ).fetchone()
+            if row:
+                conn.execute(
+                    "UPDATE global_patterns SET count = count + ? WHERE id = ?", (entry.count, row[0])
+                )
+            else:
+                conn.execute(
+                    "INSERT INTO global_patterns (severity, category, confidence_band, pattern_fingerprint, count) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (*key, normalize_fingerprint(entry.pattern_fingerprint), entry.count),
+                )
+
+    def get_global_pattern_count(
+        self, severity: str, category: str, confidence_band: str, fingerprint: str
+    ) -> int:
+        """Total count of a pattern, matching stored fingerprints of either form."""
+        (total,) = self._db.execute(
+            "SELECT COALESCE(SUM(count), 0) FROM global_patterns WHERE severity = ? AND category = ? "
+            "AND confidence_band = ? AND pattern_fingerprint IN (?, ?)",
+            (severity, category, confidence_band, *fingerprint_variants(fingerprint)),
+        ).fetchone()
+        return int(total)
+
+    # -- feedback ------------------------------------------------------------------------------
+
+    def record_feedback_reactions(self, reactions: Sequence[FeedbackReactionRecord]) -> int:
+        """Append reactions; duplicates of (repo, comment_id, reaction_id) are skipped. Returns rows added."""
+        if not reactions:
+            return 0
+        sql = _insert("feedback_reactions", _REACTION_COLUMNS, "INSERT OR IGNORE")
+        added = 0
+        with self._db.transaction() as conn:
+            for reaction in reactions:
+                values = reaction.model_dump()
+                added += conn.execute(sql, tuple(values[c] for c in _REACTION_COLUMNS)).rowcount
+        return added
+
+    def aggregate_feedback_patterns(self, repo: str) -> list[FeedbackPattern]:
+        with self._db.lock:
+            return reports.feedback_patterns(self._db.raw, repo)
+
+    def list_feedback_suppressions(self, repo: str) -> list[FeedbackPattern]:
+        return self.aggregate_feedback_patterns(repo)
+
+    def clear_feedback_suppressions(self, repo: str) -> int:
+        return int(self._db.execute("DELETE FROM feedback_reactions WHERE repo = ?", (repo,)).rowcount)
+
+    # -- dep bumps -----------------------------------------------------------------------------
+
+    def record_dep_bump_merge_history(self, entry: DepBumpMergeHistoryRecord) -> bool:
+        """Insert-or-ignore on (repo, pr_number): the first write wins. ``False`` when one was there."""
+        values = entry.model_dump()
+        flag = entry.is_security_bump
+        values["is_security_bump"] = None if flag is None else (1 if flag else 0)
+        sql = _insert("dep_bump_merge_history", _DEP_BUMP_COLUMNS, "INSERT OR IGNORE")
+        return self._db.execute(sql, tuple(values[c] for c in _DEP_BUMP_COLUMNS)).rowcount > 0
+
+    # -- reports -------------------------------------------------------------------------------
+
+    def get_repo_stats(self, repo: str, since_days: int | None = None) -> RepoStats:
+        with self._db.lock:
+            conn = self._db.raw
+            since = reports.cutoff_days_ago(conn, since_days) if since_days is not None else None
+            return reports.repo_stats(conn, repo, since)
+
+    def get_repo_trends(self, repo: str, days: int) -> list[TrendRow]:
+        with self._db.lock:
+            return reports.repo_trends(self._db.raw, repo, days)
+
+    # -- run state and author cache ------------------------------------------------------------
+
+    def check_and_claim_run(
+        self, *, repo: str, pr_number: int, base_sha: str, head_sha: str, delivery_id: str, action: str
+    ) -> RunClaim:
+        return runs.check_and_claim_run(
+            self._db,
+            repo=repo,
+            pr_number=pr_number,
+            base_sha=base_sha,
+            head_sha=head_sha,
+            delivery_id=delivery_id,
+            action=action,
+        )
+
+    def complete_run(self, run_key: str) -> None:
+        runs.complete_run(self._db, run_key)
+
+    def purge_old_runs(self, retention_days: int = 30) -> int:
+        return runs.purge_old_runs(self._db, retention_days)
+
+    def get_last_reviewed_head_sha(self, repo: str, pr_number: int) -> str | None:
+        return runs.last_reviewed_head_sha(self._db, repo, pr_number)
+
+    def get_author_cache(self, repo: str, author_login: str) -> AuthorCacheEntry | None:
+        return runs.get_author_cache(self._db, repo, author_login)
+
+    def upsert_author_cache(
+        self, *, repo: str, author_login: str, tier: str, author_association: str, pr_count: int | None
+    ) -> None:
+        runs.upsert_author_cache(
+            self._db,
+            repo=repo,
+            author_login=author_login,
+            tier=tier,
+            author_association=author_association,
+            pr_count=pr_count,
+        )
+
+    def purge_stale_author_cache(self, days: int = runs.AUTHOR_CACHE_RETENTION_DAYS) -> int:
+        return runs.purge_stale_author_cache(self._db, days)
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def checkpoint(self) -> tuple[int, int, int]:
+        """PASSIVE WAL checkpoint."""
+        return self._db.checkpoint()
+
+    def close(self) -> None:
+        """Close; never raises. Any later call raises ``sqlite3.ProgrammingError``."""
+        self._db.close()
