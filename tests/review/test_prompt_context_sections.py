@@ -205,10 +205,10 @@ def test_retrieval_entry_shows_confidence_label_when_present() -> None:
 def test_retrieval_section_honours_max_context_chars() -> None:
     """PARITY Q13 fix: the section never exceeds ``knowledge.retrieval.maxContextChars``."""
     findings = [finding(f"finding number {i} " + "x" * 80) for i in range(40)]
-    for cap in (600, 1000, 2000, 5000):
+    for cap in (700, 1000, 2000, 5000):
         section = build_retrieval_context_section(RetrievalContext(findings=findings, max_context_chars=cap))
         assert 0 < len(section) <= cap
-    small = build_retrieval_context_section(RetrievalContext(findings=findings, max_context_chars=600))
+    small = build_retrieval_context_section(RetrievalContext(findings=findings, max_context_chars=900))
     large = build_retrieval_context_section(RetrievalContext(findings=findings, max_context_chars=3000))
     assert small.count("\n- [") < large.count("\n- [")
     assert "finding number 0 " in small
