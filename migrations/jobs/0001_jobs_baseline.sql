@@ -1,0 +1,28 @@
+-- Webhook delivery dedup and the durable job journal (port addition; the original kept both in memory).
+
+-- Every accepted delivery id, remembered for at least 24 h so redeliveries and restarts never re-run it.
+CREATE TABLE IF NOT EXISTS webhook_deliveries (
+  delivery_id TEXT PRIMARY KEY,
+  event_name TEXT NOT NULL,
+  received_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS idx_webhook_deliveries_received_at ON webhook_deliveries (received_at);
+
+-- One row per accepted delivery that has handlers to run. Written in the same transaction as the
+-- dedup row, before the 200 is sent; marked done when its dispatch settles. Rows still 'pending' at
+-- start-up are replayed (handlers already finished are skipped) once.
+CREATE TABLE IF NOT EXISTS job_journal (
+  delivery_id TEXT PRIMARY KEY,
+  event_name TEXT NOT NULL,
+  action TEXT,
+  installation_id INTEGER NOT NULL DEFAULT 0,
+  payload TEXT NOT NULL,
+  status TEXT NOT NULL DEFAULT 'pending',   -- pending | done | failed | abandoned
+  attempts INTEGER NOT NULL DEFAULT 0,
+  handlers_done TEXT NOT NULL DEFAULT '[]', -- JSON list of handler names that finished
+  received_at TEXT NOT NULL,
+  started_at TEXT,
+  finished_at TEXT,
+  error TEXT
+);
+CREATE INDEX IF NOT EXISTS idx_job_journal_status ON job_journal (status);

@@ -1,0 +1,154 @@
+"""GitHub App authentication with PyGithub (spec/platform.md §1.4).
+
+- App JWT calls go through one :class:`github.GithubIntegration` with ``base_url=GITHUB_API_URL``.
+- Installation tokens are cached per installation until shortly before they expire; every REST
+  client handed out reads the cache on each request, so a long job never uses an expired token.
+- ``initialize()`` fetches the app slug (``GET /app``) at start-up and fails fast with one clear message.
+- ``check_connectivity()`` is the readiness probe: ``GET /app``, cached for 30 s.
+
+All PyGithub calls are blocking; async callers use ``asyncio.to_thread``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+from urllib3 import Retry
+
+from github import Auth, Github, GithubIntegration
+from kodiai.github.retry import GitHubRetry
+from kodiai.log import get_logger, redact
+
+DEFAULT_API_URL = "https://api.github.com"
+CONNECTIVITY_TTL_SECONDS = 30.0
+TOKEN_REFRESH_MARGIN = timedelta(minutes=5)
+
+
+class GitHubAppError(RuntimeError):
+    """GitHub App authentication failed (bad key, unknown app, GitHub unreachable)."""
+
+
+class _CachedInstallationAuth(Auth.Auth):
+    """PyGithub auth that asks the app's token cache on every request."""
+
+    def __init__(self, app: GitHubApp, installation_id: int) -> None:
+        self._app = app
+        self._installation_id = installation_id
+
+    @property
+    def token_type(self) -> str:
+        return "token"
+
+    @property
+    def token(self) -> str:
+        return self._app.installation_token(self._installation_id)
+
+    @property
+    def _masked_token(self) -> str:
+        return "token (installation token removed)"
+
+
+class GitHubApp:
+    """One GitHub App: JWT client, installation token cache, slug, connectivity check."""
+
+    def __init__(
+        self,
+        app_id: str | int,
+        private_key: str,
+        *,
+        base_url: str = DEFAULT_API_URL,
+        retry: Retry | None = None,
+        timeout: int = 15,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.app_id = str(app_id)
+        self.base_url = base_url.rstrip("/")
+        self._retry = retry if retry is not None else GitHubRetry()
+        self._timeout = timeout
+        self._auth = Auth.AppAuth(self.app_id, private_key)
+        self._integration = GithubIntegration(
+            auth=self._auth, base_url=self.base_url, retry=self._retry, timeout=timeout
+        )
+        self._clock = clock
+        self._wall_clock = wall_clock
+        self._tokens: dict[int, tuple[str, datetime]] = {}
+        self._lock = threading.Lock()
+        self._last_check: tuple[float, bool] | None = None
+        self.slug = ""
+        self._log = get_logger("kodiai.github.app")
+
+    # ------------------------------------------------------------------ start-up
+    def initialize(self) -> str:
+        """``GET /app`` as the app; cache the slug (or the id when there is none). Fail fast otherwise."""
+        try:
+            app = self._integration.get_app()
+        except Exception as exc:
+            raise GitHubAppError(
+                f"GitHub App authentication failed against {self.base_url} (app id {self.app_id}): "
+                f"{_describe(exc)}. Check GITHUB_APP_ID, GITHUB_PRIVATE_KEY and GITHUB_API_URL."
+            ) from None
+        self.slug = app.slug or str(app.id)
+        self._last_check = (self._clock(), True)
+        self._log.info(f"GitHub App authenticated as {self.slug}", appSlug=self.slug)
+        return self.slug
+
+    # ------------------------------------------------------------------ tokens and clients
+    def installation_token(self, installation_id: int) -> str:
+        """A valid installation access token, minted at most once per expiry window."""
+        now = self._wall_clock()
+        with self._lock:
+            cached = self._tokens.get(installation_id)
+            if cached and cached[1] - TOKEN_REFRESH_MARGIN > now:
+                return cached[0]
+            try:
+                access = self._integration.get_access_token(installation_id)
+            except Exception as exc:
+                raise GitHubAppError(
+                    f"Could not mint an installation token for installation {installation_id}: {_describe(exc)}"
+                ) from None
+            expires = access.expires_at
+            if expires.tzinfo is None:
+                expires = expires.replace(tzinfo=UTC)
+            self._tokens[installation_id] = (access.token, expires)
+            return access.token
+
+    def installation_client(self, installation_id: int) -> Github:
+        """A PyGithub client acting as the installation (same base URL and retry policy)."""
+        return Github(
+            auth=_CachedInstallationAuth(self, installation_id),
+            base_url=self.base_url,
+            retry=self._retry,
+            timeout=self._timeout,
+        )
+
+    # ------------------------------------------------------------------ readiness
+    def check_connectivity(self) -> bool:
+        """``GET /app`` with the app JWT, at most once per 30 s; any error means unreachable."""
+        now = self._clock()
+        with self._lock:
+            if self._last_check and now - self._last_check[0] < CONNECTIVITY_TTL_SECONDS:
+                return self._last_check[1]
+        try:
+            self._integration.get_app()
+            ok = True
+        except Exception as exc:
+            self._log.warning("GitHub connectivity check failed", err=_describe(exc))
+            ok = False
+        with self._lock:
+            self._last_check = (self._clock(), ok)
+        return ok
+
+
+def _describe(exc: BaseException) -> str:
+    status = getattr(exc, "status", None)
+    data = getattr(exc, "data", None)
+    message = data.get("message") if isinstance(data, dict) else None
+    if status is not None:
+        text = f"HTTP {status}" + (f" {message}" if message else "")
+    else:
+        text = f"{type(exc).__name__}: {exc}"
+    return redact(text)[:500]

@@ -1,0 +1,219 @@
+"""Workspaces: shallow clones in temp dirs (spec/platform.md §4.2–§4.3), with the token kept out of sight.
+
+Unlike the original (token in the clone URL, hence in ``.git/config``), the installation token is
+handed to git only through the environment, as an ``http.<base>/.extraHeader`` set with
+``GIT_CONFIG_COUNT``/``GIT_CONFIG_KEY_n``/``GIT_CONFIG_VALUE_n``. It never appears in a URL, in argv,
+in ``.git/config`` or in a log line, and every error message is redacted before it leaves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+
+from kodiai.github.branch_names import validate_branch_name
+from kodiai.log import get_logger, redact
+
+PREFIX = "kodiai-"
+STALE_AFTER_SECONDS = 3600.0
+BOT_NAME = "kodiai[bot]"
+BOT_EMAIL = "kodiai[bot]@users.noreply.github.com"
+
+TokenProvider = Callable[[int], Awaitable[str]]
+
+
+class GitCommandError(RuntimeError):
+    """A git command failed; the message is already redacted."""
+
+
+def git_base_url_for(api_url: str) -> str:
+    """Where repositories are cloned from: github.com for the public API, the GHES host otherwise."""
+    url = api_url.rstrip("/")
+    if url in ("https://api.github.com", "http://api.github.com"):
+        return "https://github.com"
+    return url[: -len("/api/v3")] if url.endswith("/api/v3") else url
+
+
+def auth_env(base_url: str, token: str | None) -> dict[str, str]:
+    """Environment that makes git send ``Authorization`` to ``base_url`` only (never argv or config)."""
+    env = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "", "SSH_ASKPASS": ""}
+    if token:
+        basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+        env.update(
+            {
+                "GIT_CONFIG_COUNT": "1",
+                "GIT_CONFIG_KEY_0": f"http.{base_url.rstrip('/')}/.extraHeader",
+                "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}",
+            }
+        )
+    return env
+
+
+def scrub(text: str, secrets: Sequence[str]) -> str:
+    """Replace each secret (and its Basic-auth form) with ``[REDACTED]``, then the generic patterns."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "[REDACTED]")
+            text = text.replace(base64.b64encode(f"x-access-token:{secret}".encode()).decode(), "[REDACTED]")
+    return redact(text)
+
+
+async def run_git(
+    args: Sequence[str],
+    *,
+    cwd: Path | None = None,
+    base_url: str = "https://github.com",
+    token: str | None = None,
+    git_binary: str = "git",
+) -> str:
+    """Run ``git <args>`` without a shell; return stdout; raise :class:`GitCommandError` (redacted)."""
+    env = {**os.environ, **auth_env(base_url, token)}
+    proc = await asyncio.create_subprocess_exec(
+        git_binary,
+        *args,
+        cwd=str(cwd) if cwd else None,
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await proc.communicate()
+    if proc.returncode != 0:
+        shown = " ".join(args[:2])
+        detail = err.decode("utf-8", "replace").strip()[-2000:]
+        raise GitCommandError(scrub(f"git {shown} failed (exit {proc.returncode}): {detail}", [token or ""]))
+    return out.decode("utf-8", "replace")
+
+
+class Workspace:
+    """A cloned repository in a temp dir. Git commands run with the installation's auth header."""
+
+    def __init__(self, directory: Path, *, base_url: str, token: str, git_binary: str = "git") -> None:
+        self.dir = directory
+        self._base_url = base_url
+        self._token = token
+        self._git_binary = git_binary
+
+    def __repr__(self) -> str:
+        return f"Workspace(dir={str(self.dir)!r})"
+
+    async def git(self, *args: str) -> str:
+        try:
+            return await run_git(
+                args, cwd=self.dir, base_url=self._base_url, token=self._token, git_binary=self._git_binary
+            )
+        except OSError as exc:
+            raise GitCommandError(scrub(f"git could not start: {exc}", [self._token])) from None
+
+    async def fetch_pull_request_head(self, pr_number: int, local_branch: str = "pr-review") -> None:
+        """Fetch ``pull/<n>/head`` into ``local_branch`` and check it out (fork-safe PR checkout)."""
+        if isinstance(pr_number, bool) or not isinstance(pr_number, int) or pr_number <= 0:
+            raise ValueError(f"PR number must be a positive integer: {pr_number!r}")
+        validate_branch_name(local_branch)
+        await self.git("fetch", "--quiet", "origin", f"pull/{pr_number}/head:{local_branch}")
+        await self.git("checkout", "--quiet", local_branch)
+
+    async def fetch_base_ref(self, base_ref: str, depth: int = 1) -> None:
+        """Fetch ``base_ref`` into ``refs/remotes/origin/<base_ref>`` (for diffs against the base)."""
+        validate_branch_name(base_ref)
+        await self.git(
+            "fetch", "--quiet", f"--depth={depth}", "origin", f"{base_ref}:refs/remotes/origin/{base_ref}"
+        )
+
+    async def cleanup(self) -> None:
+        await asyncio.to_thread(shutil.rmtree, self.dir, True)
+
+
+class WorkspaceManager:
+    """Creates workspaces under ``root`` (default: the system temp dir) and removes stale ones."""
+
+    def __init__(
+        self,
+        token_provider: TokenProvider,
+        *,
+        root: Path | None = None,
+        git_base_url: str = "https://github.com",
+        git_binary: str = "git",
+    ) -> None:
+        self._token_provider = token_provider
+        self.root = Path(root) if root else Path(tempfile.gettempdir())
+        self.git_base_url = git_base_url.rstrip("/")
+        self._git_binary = git_binary
+        self._log = get_logger("kodiai.github.workspace")
+
+    def clone_url(self, owner: str, repo: str) -> str:
+        return f"{self.git_base_url}/{owner}/{repo}.git"
+
+    async def create(
+        self, installation_id: int, *, owner: str, repo: str, ref: str, depth: int = 1
+    ) -> Workspace:
+        """Validate ``ref``, shallow-clone ``owner/repo`` at ``ref``, set the bot identity.
+
+        On any failure the directory is removed and the (redacted) error is raised.
+        """
+        validate_branch_name(ref)
+        for part in (owner, repo):
+            if not part or part.startswith(("-", ".")) or "/" in part or ".." in part:
+                raise ValueError(f"Invalid repository name: {owner}/{repo}")
+        self.root.mkdir(parents=True, exist_ok=True)
+        directory = Path(tempfile.mkdtemp(prefix=PREFIX, dir=self.root))
+        token = ""
+        try:
+            token = await self._token_provider(installation_id)
+            workspace = Workspace(
+                directory, base_url=self.git_base_url, token=token, git_binary=self._git_binary
+            )
+            await workspace.git(
+                "clone",
+                "--quiet",
+                f"--depth={int(depth)}",
+                "--single-branch",
+                "--branch",
+                ref,
+                "--",
+                self.clone_url(owner, repo),
+                str(directory),
+            )
+            await workspace.git("config", "user.name", BOT_NAME)
+            await workspace.git("config", "user.email", BOT_EMAIL)
+        except (GitCommandError, asyncio.CancelledError):
+            shutil.rmtree(directory, ignore_errors=True)
+            raise
+        except BaseException as exc:
+            shutil.rmtree(directory, ignore_errors=True)
+            message = scrub(
+                f"Workspace creation failed for {owner}/{repo}: {type(exc).__name__}: {exc}", [token]
+            )
+            raise GitCommandError(message) from None
+        self._log.info("Workspace created", owner=owner, repo=repo, ref=ref, dir=str(directory))
+        return workspace
+
+    def cleanup_stale(self, *, now: float | None = None, max_age: float = STALE_AFTER_SECONDS) -> int:
+        """Remove ``kodiai-*`` entries under ``root`` older than ``max_age`` seconds (by mtime)."""
+        current = time.time() if now is None else now
+        removed = 0
+        try:
+            entries = list(self.root.iterdir()) if self.root.exists() else []
+        except OSError as exc:
+            self._log.warning("Failed to clean up stale workspaces (non-fatal)", err=str(exc))
+            return 0
+        for entry in entries:
+            try:
+                if not entry.name.startswith(PREFIX) or current - entry.lstat().st_mtime <= max_age:
+                    continue
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry)
+                else:
+                    entry.unlink()
+                removed += 1
+            except OSError:
+                continue
+        if removed:
+            self._log.info("Stale workspaces cleaned up", removed=removed)
+        return removed

@@ -1,0 +1,207 @@
+"""The HTTP app factory (spec/platform.md §2): webhook ingress, health, readiness, metrics, setup pages.
+
+``create_app(runtime)`` is the composition root's last step: the runtime (built by
+:func:`kodiai.server.runtime.build_runtime`) already holds every store and client. Routing is strict
+as in the original: no trailing-slash redirects, unknown paths and wrong methods get a plain-text
+``404 Not Found``; any uncaught error becomes a 500 JSON body, logged as "Unhandled error" (never a
+stack trace on the wire).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from kodiai.log import get_logger
+from kodiai.server import setup_mode
+from kodiai.server.runtime import Runtime
+
+NOT_FOUND = "404 Not Found"
+INTERNAL_ERROR = {"error": "Internal Server Error"}
+
+
+class BodyTooLargeError(Exception):
+    """The request body passed the configured limit while it was being read."""
+
+
+async def read_limited(request: Request, limit: int) -> bytes:
+    """Read the body, refusing early (Content-Length) or as soon as the stream passes ``limit``."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise BodyTooLargeError
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLargeError
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+class _ErrorBoundary:
+    """Outermost ASGI wrapper: an exception becomes a logged 500 with a fixed JSON body."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self._log = get_logger("kodiai.server")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception as exc:
+            self._log.error(
+                "Unhandled error",
+                err=f"{type(exc).__name__}: {exc}",
+                path=scope.get("path"),
+                method=scope.get("method"),
+            )
+            if not started:
+                await JSONResponse(INTERNAL_ERROR, status_code=500)(scope, receive, send)
+
+
+def create_app(runtime: Runtime) -> FastAPI:
+    """Build the FastAPI app over ``runtime``. Lifespan: replay the job journal; drain on shutdown."""
+    log = get_logger("kodiai.server")
+    config = runtime.config
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        if runtime.dispatcher is not None:
+            replayed = await runtime.dispatcher.replay_unfinished()
+            if replayed:
+                log.info("Replayed unfinished deliveries from the job journal", replayed=replayed)
+        log.info("Kodiai server started", port=config.port, setupMode=runtime.setup_mode)
+        try:
+            yield
+        finally:
+            if runtime.dispatcher is not None:
+                await runtime.dispatcher.drain(config.shutdown_grace_seconds)
+            runtime.close()
+
+    app = FastAPI(
+        title="Kodiai",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        redirect_slashes=False,
+        lifespan=lifespan,
+    )
+    app.state.runtime = runtime
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_request: Request, exc: StarletteHTTPException) -> Response:
+        if exc.status_code in (404, 405):
+            return PlainTextResponse(NOT_FOUND, status_code=404)
+        return PlainTextResponse(str(exc.detail), status_code=exc.status_code)
+
+    @app.post("/webhooks/github")
+    async def webhook(request: Request) -> Response:
+        if runtime.ingress is None:
+            return JSONResponse({"error": "Kodiai is in setup mode: GitHub App settings are missing"}, 503)
+        try:
+            body = await read_limited(request, config.max_body_bytes)
+        except BodyTooLargeError:
+            runtime.metrics.webhook_deliveries.labels("unverified", "too_large").inc()
+            log.warning("Webhook body too large", limitBytes=config.max_body_bytes)
+            return JSONResponse({"error": "Payload Too Large"}, 413, headers={"Connection": "close"})
+        result = runtime.ingress.handle(request.headers, body)
+        if result.body is None:
+            return Response(b"", status_code=result.status, media_type="text/plain")
+        return JSONResponse(result.body, status_code=result.status)
+
+    @app.api_route("/health", methods=["GET", "HEAD"])
+    async def health() -> JSONResponse:
+        return JSONResponse({"status": "ok"})
+
+    @app.api_route("/readiness", methods=["GET", "HEAD"])
+    async def readiness() -> JSONResponse:
+        if runtime.github is None:
+            return JSONResponse({"status": "not ready", "reason": "GitHub App not configured"}, 503)
+        if await asyncio.to_thread(runtime.github.check_connectivity):
+            return JSONResponse({"status": "ready"})
+        log.warning("Readiness check failed: GitHub API unreachable")
+        return JSONResponse({"status": "not ready", "reason": "GitHub API unreachable"}, 503)
+
+    @app.api_route("/metrics", methods=["GET", "HEAD"])
+    async def metrics() -> Response:
+        body, content_type = runtime.metrics.render()
+        return Response(body, media_type=content_type)
+
+    if runtime.setup_mode:
+        _add_setup_routes(app, runtime)
+
+    app.add_middleware(_ErrorBoundaryMiddleware)
+    return app
+
+
+class _ErrorBoundaryMiddleware(_ErrorBoundary):
+    """``add_middleware`` form of :class:`_ErrorBoundary` (outermost, after Starlette's own)."""
+
+
+def _add_setup_routes(app: FastAPI, runtime: Runtime) -> None:
+    config = runtime.config
+    env_file = Path(config.env_file)
+    log = get_logger("kodiai.server.setup")
+
+    @app.api_route("/", methods=["GET", "HEAD"])
+    async def index(request: Request) -> HTMLResponse:
+        public_url = str(request.base_url).rstrip("/")
+        return HTMLResponse(setup_mode.render_index(config.missing_settings, public_url))
+
+    @app.post("/setup/start")
+    async def start(request: Request) -> Response:
+        form = dict(await _form(request))
+        public_url = (form.get("public_url") or str(request.base_url)).strip().rstrip("/")
+        if not public_url.startswith(("http://", "https://")):
+            return PlainTextResponse("The public URL must start with http:// or https://", 400)
+        org = (form.get("org") or "").strip() or None
+        state = setup_mode.new_state()
+        try:
+            action = setup_mode.registration_url(config.github_api_url, org, state)
+        except setup_mode.SetupError as exc:
+            return PlainTextResponse(str(exc), 400)
+        runtime.setup_state.add(state)
+        return HTMLResponse(setup_mode.render_manifest_form(action, setup_mode.build_manifest(public_url)))
+
+    @app.get("/setup/callback")
+    async def callback(code: str = "", state: str = "") -> Response:
+        if not state or state not in runtime.setup_state:
+            return PlainTextResponse("Unknown or expired setup state; start again from /", 400)
+        try:
+            conversion = await setup_mode.exchange_code(config.github_api_url, code)
+        except setup_mode.SetupError as exc:
+            log.warning("GitHub App manifest conversion failed", err=str(exc))
+            return PlainTextResponse(str(exc), 502)
+        runtime.setup_state.discard(state)
+        setup_mode.write_env(env_file, conversion)
+        slug = str(conversion.get("slug") or conversion["id"])
+        log.info("GitHub App registered; credentials written", appSlug=slug, envFile=str(env_file))
+        html_url = str(conversion.get("html_url") or f"https://github.com/apps/{slug}")
+        return HTMLResponse(setup_mode.render_done(slug, html_url, env_file))
+
+
+async def _form(request: Request) -> dict[str, str]:
+    """URL-encoded form fields (no multipart dependency needed for two text inputs)."""
+    from urllib.parse import parse_qs
+
+    raw = (await read_limited(request, 64 * 1024)).decode("utf-8", "replace")
+    return {k: v[0] for k, v in parse_qs(raw).items()}

@@ -1,0 +1,187 @@
+"""The composition root's state: every store, client and queue, built once and passed in.
+
+:func:`build_runtime` runs the start-up steps that may fail fast (spec/platform.md §1.2): GitHub App
+authentication (one clear message on a bad key or an unreachable GitHub), the jobs database and its
+migrations, stale-workspace cleanup. In setup mode (App settings missing) only what the setup pages
+need is built. :func:`kodiai.server.app.create_app` turns a runtime into the HTTP app.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import BaseModel, SecretStr
+
+from kodiai.github.app_auth import DEFAULT_API_URL, GitHubApp
+from kodiai.github.workspace import WorkspaceManager, git_base_url_for
+from kodiai.jobs.dispatcher import DeliveryDispatcher
+from kodiai.jobs.journal import JobJournal
+from kodiai.jobs.lanes import JobQueue
+from kodiai.log import get_logger
+from kodiai.server.metrics import Metrics
+from kodiai.webhook.bot_filter import BotFilter
+from kodiai.webhook.ingress import WebhookIngress
+from kodiai.webhook.router import EventRouter
+
+MAX_BODY_BYTES = 25 * 1024 * 1024  # GitHub caps webhook payloads at 25 MiB
+
+
+class ServerConfig(BaseModel):
+    """What the server needs from the process settings (see :meth:`from_settings`)."""
+
+    app_id: str | None = None
+    private_key: SecretStr | None = None
+    webhook_secret: SecretStr | None = None
+    github_api_url: str = DEFAULT_API_URL
+    jobs_db_path: str = "./data/kodiai-jobs.db"
+    job_timeout_seconds: float = 3600.0
+    max_lane_length: int = 100
+    shutdown_grace_seconds: float = 30.0
+    workspace_root: str | None = None
+    bot_allow_list: list[str] = []
+    max_body_bytes: int = MAX_BODY_BYTES
+    missing_settings: list[str] = []
+    env_file: str = ".env"
+    port: int = 3000
+
+    @property
+    def setup_mode(self) -> bool:
+        return bool(self.missing_settings)
+
+    @classmethod
+    def from_settings(cls, settings: object, *, env_file: str = ".env") -> ServerConfig:
+        """Read the fields by name from a ``kodiai.settings.Settings`` (duck-typed, no import cycle)."""
+
+        def get(name: str, default: object = None) -> object:
+            return getattr(settings, name, default)
+
+        missing_fn = get("missing_github_app_settings")
+        missing = list(missing_fn()) if callable(missing_fn) else []
+        allow = get("bot_allow_list", []) or []
+        return cls(
+            app_id=_text(get("github_app_id")),
+            private_key=_secret(get("github_private_key")),
+            webhook_secret=_secret(get("github_webhook_secret")),
+            github_api_url=str(get("github_api_url", DEFAULT_API_URL) or DEFAULT_API_URL),
+            jobs_db_path=str(get("jobs_db_path", "./data/kodiai-jobs.db")),
+            job_timeout_seconds=float(get("job_timeout_seconds", 3600) or 0),  # type: ignore[arg-type]
+            max_lane_length=int(get("max_lane_length", 100)),  # type: ignore[call-overload]
+            shutdown_grace_seconds=float(get("shutdown_grace_seconds", 30)),  # type: ignore[arg-type]
+            workspace_root=_text(get("workspace_root")),
+            bot_allow_list=list(allow),  # type: ignore[call-overload]
+            missing_settings=missing,
+            env_file=env_file,
+            port=int(get("port", 3000) or 0),  # type: ignore[call-overload]
+        )
+
+
+def _text(value: object) -> str | None:
+    if value is None:
+        return None
+    return str(value)
+
+
+def _secret(value: object) -> SecretStr | None:
+    if value is None:
+        return None
+    if isinstance(value, SecretStr):
+        return value if value.get_secret_value() else None
+    return SecretStr(str(value)) if str(value) else None
+
+
+HandlerRegistrar = Callable[["Runtime"], None]
+
+
+@dataclass
+class Runtime:
+    """Everything the server runs on. ``setup_mode`` runtimes have no GitHub client, journal or ingress."""
+
+    config: ServerConfig
+    metrics: Metrics
+    router: EventRouter
+    queue: JobQueue
+    github: GitHubApp | None = None
+    journal: JobJournal | None = None
+    dispatcher: DeliveryDispatcher | None = None
+    ingress: WebhookIngress | None = None
+    workspaces: WorkspaceManager | None = None
+    setup_state: set[str] = field(default_factory=set)
+
+    @property
+    def setup_mode(self) -> bool:
+        return self.github is None
+
+    def close(self) -> None:
+        if self.journal is not None:
+            self.journal.close()
+
+
+def build_runtime(
+    config: ServerConfig,
+    *,
+    github: GitHubApp | None = None,
+    register_handlers: HandlerRegistrar | None = None,
+    metrics: Metrics | None = None,
+) -> Runtime:
+    """Run the start-up sequence and return the runtime. Raises ``GitHubAppError`` on a bad app set-up."""
+    log = get_logger("kodiai.server")
+    metrics = metrics or Metrics()
+    if config.setup_mode and github is None:
+        log.warning("GitHub App settings missing; starting in setup mode", missing=config.missing_settings)
+        router = EventRouter(BotFilter(""))
+        return Runtime(config=config, metrics=metrics, router=router, queue=JobQueue(metrics=metrics))
+
+    if config.webhook_secret is None or not config.webhook_secret.get_secret_value():
+        raise ValueError("GITHUB_WEBHOOK_SECRET is required")
+    if github is None:
+        assert config.app_id and config.private_key  # guaranteed when not in setup mode
+        github = GitHubApp(
+            config.app_id, config.private_key.get_secret_value(), base_url=config.github_api_url
+        )
+    slug = github.slug or github.initialize()
+
+    queue = JobQueue(
+        job_timeout=config.job_timeout_seconds, max_lane_length=config.max_lane_length, metrics=metrics
+    )
+
+    async def token_for(installation_id: int) -> str:
+        return await asyncio.to_thread(github.installation_token, installation_id)
+
+    workspaces = WorkspaceManager(
+        token_for,
+        root=Path(config.workspace_root) if config.workspace_root else None,
+        git_base_url=git_base_url_for(config.github_api_url),
+    )
+    stale = workspaces.cleanup_stale()
+    if stale:
+        log.info("Cleaned up stale workspaces from previous run", staleCount=stale)
+
+    journal = JobJournal.open(config.jobs_db_path)
+    router = EventRouter(BotFilter(slug, config.bot_allow_list))
+    runtime = Runtime(
+        config=config,
+        metrics=metrics,
+        router=router,
+        queue=queue,
+        github=github,
+        journal=journal,
+        workspaces=workspaces,
+    )
+    try:
+        if register_handlers is not None:
+            register_handlers(runtime)
+        runtime.dispatcher = DeliveryDispatcher(router, journal, metrics=metrics)
+        runtime.ingress = WebhookIngress(
+            secret=config.webhook_secret.get_secret_value(),
+            router=router,
+            journal=journal,
+            dispatcher=runtime.dispatcher,
+            metrics=metrics,
+        )
+    except BaseException:
+        journal.close()
+        raise
+    return runtime

@@ -1,0 +1,169 @@
+"""Setup mode: register the GitHub App through GitHub's App Manifest flow and write ``.env``.
+
+When the App settings are missing, ``GET /`` lists what is missing and offers the flow:
+``POST /setup/start`` renders a form that POSTs a manifest (permissions and events the bot needs) to
+``<github>/settings/apps/new`` (or the organisation variant); GitHub redirects back to
+``GET /setup/callback?code=…&state=…``, which exchanges the code with
+``POST {GITHUB_API_URL}/app-manifests/{code}/conversions`` and writes the credentials to ``.env``.
+Secrets are never shown on a page or written to a log.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import os
+import re
+import secrets
+from pathlib import Path
+from typing import Any
+
+import httpx
+from dotenv import set_key
+
+from kodiai.github.workspace import git_base_url_for
+
+PERMISSIONS = {
+    "contents": "write",
+    "issues": "write",
+    "pull_requests": "write",
+    "actions": "read",
+    "metadata": "read",
+    "checks": "read",
+}
+EVENTS = ["issue_comment", "issues", "pull_request", "pull_request_review", "pull_request_review_comment"]
+_ORG = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})")
+
+
+class SetupError(RuntimeError):
+    """The manifest flow could not complete (bad state, bad code, GitHub error)."""
+
+
+def build_manifest(public_url: str, *, name: str = "Kodiai") -> dict[str, Any]:
+    """The App Manifest GitHub pre-fills the registration form with."""
+    base = public_url.rstrip("/")
+    return {
+        "name": name,
+        "url": base,
+        "hook_attributes": {"url": f"{base}/webhooks/github", "active": True},
+        "redirect_url": f"{base}/setup/callback",
+        "public": False,
+        "default_permissions": PERMISSIONS,
+        "default_events": EVENTS,
+    }
+
+
+def registration_url(github_api_url: str, org: str | None, state: str) -> str:
+    """``<web>/settings/apps/new`` or ``<web>/organizations/<org>/settings/apps/new`` with the state."""
+    web = git_base_url_for(github_api_url)
+    if org:
+        if not _ORG.fullmatch(org):
+            raise SetupError(f"Invalid organization name: {org!r}")
+        return f"{web}/organizations/{org}/settings/apps/new?state={state}"
+    return f"{web}/settings/apps/new?state={state}"
+
+
+def _page(title: str, body: str) -> str:
+    return (
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        f"<title>{html.escape(title)}</title>"
+        "<style>body{font-family:system-ui,sans-serif;max-width:44rem;margin:3rem auto;padding:0 1rem}"
+        "code{background:#f3f3f3;padding:0 .2rem}label{display:block;margin:.6rem 0 .2rem}"
+        "input{width:100%;padding:.3rem}button{margin-top:1rem;padding:.5rem 1rem}</style></head>"
+        f"<body><h1>{html.escape(title)}</h1>{body}</body></html>"
+    )
+
+
+def render_index(missing: list[str], public_url: str) -> str:
+    items = "".join(f"<li><code>{html.escape(name)}</code></li>" for name in missing)
+    return _page(
+        "Kodiai setup",
+        "<p>Kodiai is running in <strong>setup mode</strong>: the GitHub App settings are missing.</p>"
+        f"<p>Missing settings:</p><ul>{items}</ul>"
+        "<p>Register a new GitHub App with the permissions and events Kodiai needs. GitHub sends you back "
+        "here and the credentials are written to the <code>.env</code> file; then restart "
+        "<code>kodiai serve</code>.</p>"
+        "<form method='post' action='/setup/start'>"
+        "<label for='public_url'>Public URL of this server (GitHub sends webhooks here)</label>"
+        f"<input id='public_url' name='public_url' value='{html.escape(public_url, quote=True)}'>"
+        "<label for='org'>Organization (leave empty to register under your user account)</label>"
+        "<input id='org' name='org' value=''>"
+        "<button type='submit'>Register the GitHub App</button></form>"
+        "<p>Or set <code>GITHUB_APP_ID</code>, <code>GITHUB_PRIVATE_KEY</code> and "
+        "<code>GITHUB_WEBHOOK_SECRET</code> yourself.</p>",
+    )
+
+
+def render_manifest_form(action_url: str, manifest: dict[str, Any]) -> str:
+    """A form POSTing the manifest to GitHub (submitted automatically, with a button as fallback)."""
+    value = html.escape(json.dumps(manifest), quote=True)
+    return _page(
+        "Register the Kodiai GitHub App",
+        f"<form id='manifest' method='post' action='{html.escape(action_url, quote=True)}'>"
+        f"<input type='hidden' name='manifest' value='{value}'>"
+        "<p>Continue on GitHub to create the app.</p>"
+        "<button type='submit'>Continue on GitHub</button></form>"
+        "<script>document.getElementById('manifest').submit()</script>",
+    )
+
+
+def render_done(slug: str, html_url: str, env_file: Path) -> str:
+    return _page(
+        "Kodiai is registered",
+        f"<p>GitHub App <strong>{html.escape(slug)}</strong> created. Its credentials were written to "
+        f"<code>{html.escape(str(env_file))}</code>.</p>"
+        "<p>Next: restart <code>kodiai serve</code>, then "
+        f"<a href='{html.escape(html_url, quote=True)}/installations/new'>install the app</a> on your "
+        "repositories.</p>",
+    )
+
+
+def new_state() -> str:
+    return secrets.token_urlsafe(24)
+
+
+async def exchange_code(
+    github_api_url: str, code: str, *, client: httpx.AsyncClient | None = None
+) -> dict[str, Any]:
+    """``POST /app-manifests/{code}/conversions`` → the new app's id, slug, pem, webhook secret."""
+    if not re.fullmatch(r"[A-Za-z0-9_-]{1,100}", code):
+        raise SetupError("Invalid manifest code")
+    url = f"{github_api_url.rstrip('/')}/app-manifests/{code}/conversions"
+    owned = client is None
+    http = client or httpx.AsyncClient(timeout=15)
+    try:
+        response = await http.post(url, headers={"Accept": "application/vnd.github+json"})
+    except httpx.HTTPError as exc:
+        raise SetupError(f"Could not reach GitHub at {github_api_url}: {type(exc).__name__}") from None
+    finally:
+        if owned:
+            await http.aclose()
+    if response.status_code != 201:
+        raise SetupError(f"GitHub refused the manifest code (HTTP {response.status_code})")
+    data: dict[str, Any] = response.json()
+    for key in ("id", "pem", "webhook_secret"):
+        if not data.get(key):
+            raise SetupError(f"GitHub's manifest conversion has no {key!r}")
+    return data
+
+
+def write_env(env_file: Path, conversion: dict[str, Any]) -> None:
+    """Write the app credentials into ``env_file`` (other lines kept; file mode 0600).
+
+    The private key is stored base64-encoded on one line (``GITHUB_PRIVATE_KEY`` accepts that form).
+    """
+    env_file.parent.mkdir(parents=True, exist_ok=True)
+    if not env_file.exists():
+        env_file.touch(mode=0o600)
+    os.chmod(env_file, 0o600)
+    pem_b64 = base64.b64encode(str(conversion["pem"]).encode()).decode()
+    values = {
+        "GITHUB_APP_ID": str(conversion["id"]),
+        "GITHUB_PRIVATE_KEY": pem_b64,
+        "GITHUB_WEBHOOK_SECRET": str(conversion["webhook_secret"]),
+    }
+    if conversion.get("client_id"):
+        values["GITHUB_CLIENT_ID"] = str(conversion["client_id"])
+    for key, value in values.items():
+        set_key(str(env_file), key, value, quote_mode="never")

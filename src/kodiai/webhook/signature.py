@@ -1,0 +1,30 @@
+"""Webhook signature verification (pure): ``X-Hub-Signature-256`` over the exact body bytes."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+
+PREFIX = "sha256="
+
+
+def sign(secret: str | bytes, body: bytes) -> str:
+    """The header value GitHub sends for ``body``: ``sha256=`` + lower-case hex HMAC-SHA256."""
+    key = secret.encode() if isinstance(secret, str) else secret
+    return PREFIX + hmac.new(key, body, hashlib.sha256).hexdigest()
+
+
+def verify_signature(secret: str | bytes, body: bytes, header: str | None) -> bool:
+    """True only for the exact ``sha256=<lower hex>`` of ``body``, compared in constant time.
+
+    As the original: a missing header, an empty body, upper-case hex, a bare digest without the
+    prefix, or a digest of a different length all fail; the legacy sha1 header is never consulted.
+    """
+    if not header or not body:
+        return False
+    expected = sign(secret, body).encode()
+    try:
+        given = header.encode("ascii")
+    except UnicodeEncodeError:
+        return False
+    return hmac.compare_digest(expected, given)
