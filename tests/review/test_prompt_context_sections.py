@@ -197,7 +197,10 @@ def test_retrieval_entry_shows_confidence_label_when_present() -> None:
         RetrievalContext(findings=[finding(confidence="high"), finding("Second", confidence=Label())])
     )
     assert "distance: 0.200, confidence: high)" in section
-    assert "- [major/correctness] Second (file: src/example.ts, outcome: accepted, distance: 0.200, confidence: medium)" in section
+    assert (
+        "- [major/correctness] Second (file: src/example.ts, outcome: accepted, distance: 0.200, confidence: medium)"
+        in section
+    )
     with pytest.raises(ValidationError):
         RetrievalContext(findings=[finding(confidence="certain")])
 
@@ -225,16 +228,22 @@ def test_retrieval_default_cap_is_2000() -> None:
 def test_retrieval_cap_zero_disables_section() -> None:
     """Decision: ``maxContextChars: 0`` leaves the learning context out of the prompt."""
     assert build_retrieval_context_section(RetrievalContext(findings=[finding()], max_context_chars=0)) == ""
-    assert "Similar Prior Findings" not in make(retrieval_context={"findings": [finding()], "max_context_chars": 0})
+    assert "Similar Prior Findings" not in make(
+        retrieval_context={"findings": [finding()], "max_context_chars": 0}
+    )
 
 
 def test_retrieval_section_left_out_when_no_entry_fits() -> None:
-    section = build_retrieval_context_section(RetrievalContext(findings=[finding("z" * 3000)], max_context_chars=2000))
+    section = build_retrieval_context_section(
+        RetrievalContext(findings=[finding("z" * 3000)], max_context_chars=2000)
+    )
     assert section == ""
 
 
 def test_rp_059_reviewed_line_source_and_test() -> None:
-    line = build_reviewed_categories_line({"source": ["a"], "test": ["b"], "config": [], "docs": [], "infra": []})
+    line = build_reviewed_categories_line(
+        {"source": ["a"], "test": ["b"], "config": [], "docs": [], "infra": []}
+    )
     assert line == "Reviewed: core logic, tests"
 
 
@@ -246,7 +255,10 @@ def test_rp_060_reviewed_line_all_categories() -> None:
 
 
 def test_rp_061_reviewed_line_all_empty() -> None:
-    assert build_reviewed_categories_line({"source": [], "test": [], "config": [], "docs": [], "infra": []}) == ""
+    assert (
+        build_reviewed_categories_line({"source": [], "test": [], "config": [], "docs": [], "infra": []})
+        == ""
+    )
 
 
 def test_rp_062_reviewed_line_only_tests() -> None:
@@ -260,7 +272,13 @@ def test_rp_063_reviewed_line_unknown_key_verbatim() -> None:
 def test_rp_064_standard_prompt_has_reviewed_line() -> None:
     prompt = make(
         diff_analysis={
-            "files_by_category": {"source": ["a.ts"], "test": ["a.test.ts"], "config": [], "docs": [], "infra": []},
+            "files_by_category": {
+                "source": ["a.ts"],
+                "test": ["a.test.ts"],
+                "config": [],
+                "docs": [],
+                "infra": [],
+            },
             "metrics": {"total_files": 2, "total_lines_added": 1, "total_lines_removed": 0, "hunks_count": 1},
         }
     )

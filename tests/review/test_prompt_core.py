@@ -133,7 +133,8 @@ def test_rp_013_suppression_section_renders_patterns_and_filters() -> None:
     )
     assert "- pattern: missing JSDoc\n" in section
     assert (
-        "- pattern: regex:missing.*handling (severity=[major]; category=[correctness]; paths=[src/**])" in section
+        "- pattern: regex:missing.*handling (severity=[major]; category=[correctness]; paths=[src/**])"
+        in section
     )
 
 

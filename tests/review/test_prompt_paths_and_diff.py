@@ -14,7 +14,14 @@ from kodiai.review.prompt import (
 from kodiai.review.prompt.change_context import build_diff_analysis_section
 from kodiai.review.prompt.context import DiffAnalysisView
 
-FILES = ["src/api/auth.ts", "src/api/users.ts", "src/db/pool.ts", "src/main.ts", "src/main.test.ts", "README.md"]
+FILES = [
+    "src/api/auth.ts",
+    "src/api/users.ts",
+    "src/db/pool.ts",
+    "src/main.ts",
+    "src/main.test.ts",
+    "README.md",
+]
 
 
 def make(**overrides: Any) -> str:
@@ -157,7 +164,9 @@ def test_rp_029_diff_section_summary_and_breakdown() -> None:
 
 
 def test_rp_030_diff_section_lists_risk_signals() -> None:
-    section = build_diff_analysis_section(analysis(risk_signals=["Modifies authentication/authorization code"]))
+    section = build_diff_analysis_section(
+        analysis(risk_signals=["Modifies authentication/authorization code"])
+    )
     assert "Pay special attention to these areas:\n- Modifies authentication/authorization code" in section
 
 
@@ -168,14 +177,18 @@ def test_rp_031_diff_section_large_pr_note() -> None:
 
 
 def test_rp_032_diff_section_empty_for_zero_files() -> None:
-    empty = analysis(metrics={"total_files": 0, "total_lines_added": 0, "total_lines_removed": 0, "hunks_count": 0})
+    empty = analysis(
+        metrics={"total_files": 0, "total_lines_added": 0, "total_lines_removed": 0, "hunks_count": 0}
+    )
     assert build_diff_analysis_section(empty) == ""
     assert "## Change Context" not in make(diff_analysis=empty)
 
 
 def test_rp_033_diff_section_hunks() -> None:
     section = build_diff_analysis_section(
-        analysis(metrics={"total_files": 3, "total_lines_added": 1, "total_lines_removed": 2, "hunks_count": 9})
+        analysis(
+            metrics={"total_files": 3, "total_lines_added": 1, "total_lines_removed": 2, "hunks_count": 9}
+        )
     )
     assert "This PR modifies 3 files (+1 / -2 lines) across 9 hunks." in section
 
@@ -195,12 +208,21 @@ def test_rp_035_prompt_has_path_section_when_matched() -> None:
 
 def test_x_37_large_pr_sentence_suppressed_with_triage_section() -> None:
     """§4.37 X-37: the "large PR" sentence disappears whenever a Large PR Triage section is present."""
-    large = {"full_review_files": ["a.ts"], "abbreviated_files": ["b.ts"], "mention_only_count": 3, "total_files": 5}
+    large = {
+        "full_review_files": ["a.ts"],
+        "abbreviated_files": ["b.ts"],
+        "mention_only_count": 3,
+        "total_files": 5,
+    }
     prompt = make(diff_analysis=analysis(is_large_pr=True), large_pr_context=large)
     assert "This is a large PR." not in prompt
     assert "## Large PR Triage" in prompt
-    assert "This PR contains 5 files. Files have been prioritized by risk score for efficient review." in prompt
-    assert "### Full Review (1 files)\nReview these files thoroughly for all issue categories:\n- a.ts" in prompt
+    assert (
+        "This PR contains 5 files. Files have been prioritized by risk score for efficient review." in prompt
+    )
+    assert (
+        "### Full Review (1 files)\nReview these files thoroughly for all issue categories:\n- a.ts" in prompt
+    )
     assert "### Abbreviated Review (1 files)" in prompt
     assert "ONLY flag CRITICAL and MAJOR issues. Skip MEDIUM and MINOR findings." in prompt
     assert "3 additional file(s) were not included for review (lower risk score)." in prompt
