@@ -196,7 +196,7 @@ def test_changelog_section_forms() -> None:
 
 def test_x_36_changed_files_sorted_and_capped_with_scale_note() -> None:
     """§4.37 X-36: code-unit order, capped at 200, with a Scale Notes line."""
-    files = [f"src/file{i:03d}.ts" for i in range(205)][::-1] + ["Zeta.ts", "alpha.ts"]
+    files = [*reversed([f"src/file{i:03d}.ts" for i in range(205)]), "Zeta.ts", "alpha.ts"]
     prompt = make(changed_files=files)
     listing = prompt[prompt.index("Changed files:") :].split("\n\n")[0].split("\n")[1:]
     assert len(listing) == 200

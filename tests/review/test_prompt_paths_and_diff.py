@@ -239,10 +239,11 @@ def test_diff_analysis_accepts_foreign_objects() -> None:
         hunks_count = 2
 
     class Foreign:
-        files_by_category = {"source": ["a.py", "b.py"]}
-        risk_signals: list[str] = []
-        metrics = Metrics()
-        is_large_pr = False
+        def __init__(self) -> None:
+            self.files_by_category = {"source": ["a.py", "b.py"]}
+            self.risk_signals: list[str] = []
+            self.metrics = Metrics()
+            self.is_large_pr = False
 
     ctx = ReviewPromptContext.model_validate(
         {
