@@ -1,0 +1,403 @@
+"""Learned memory on LanceDB: writes, repo-isolated vector search, staleness (spec §2.26, platform §6.3).
+
+Any LanceDB URI works (a local directory by default, object storage unchanged). Every search is
+pre-filtered on the repo and on ``stale = false``; distances are Euclidean L2 between the stored unit
+vectors (LanceDB's ``l2`` is the *squared* distance, so the store recomputes the true distance in
+float64 from the returned vectors), which keeps the original's 0.3 / 0.15 / 0.65 thresholds meaningful.
+A repo with at most ``exact_search_max_rows`` live memories is searched exactly (flat); above that an
+ANN index (IVF_PQ by default) with a refine step answers, once :meth:`LanceMemoryStore.ensure_index`
+has built it (writes call it as the table grows).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import lancedb
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from kodiai.learning.memory_schema import (
+    TABLE_NAME,
+    VECTOR_COLUMN,
+    as_vector,
+    memory_schema,
+    record_from_row,
+    rows_table,
+    sql_int_list,
+    sql_string,
+    validate_owner,
+    validate_repo,
+    vector_dimensions,
+)
+from kodiai.learning.types import LearningMemoryRecord, MemoryHit
+from kodiai.log import get_logger
+
+OWNER_POOL_REPOS = 5
+_SQLITE_TIME = "%Y-%m-%d %H:%M:%S"
+
+
+class MemoryStoreOptions(BaseModel):
+    """Search and index tuning (defaults measured by ``benchmarks/retrieval.py``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    exact_search_max_rows: int = 20_000
+    index_type: Literal["IVF_PQ", "IVF_HNSW_SQ"] = "IVF_PQ"
+    nprobes: int = 24
+    refine_factor: int = 10
+    index_check_every: int = 1_000
+    reindex_unindexed_share: float = 0.1
+
+
+class MemoryStats(BaseModel):
+    """Counts for ``kodiai memory stats``."""
+
+    total: int
+    stale: int
+    dimensions: int
+    by_repo: dict[str, int]
+    by_model: dict[str, int]
+    indexed: bool
+
+
+class LanceMemoryStore:
+    """The learned-memory store. Construct with :func:`open_memory_store`."""
+
+    def __init__(
+        self,
+        table: Any,
+        dimensions: int,
+        options: MemoryStoreOptions,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self._table = table
+        self._dimensions = dimensions
+        self._options = options
+        self._clock = clock
+        self._log = get_logger("kodiai.learning.memory_store")
+        self._next_id = self._max_id() + 1
+        self._repo_counts: dict[str, int] = {}
+        self._owner_repos: dict[str, Counter[str]] = {}
+        self._writes_since_check = 0
+        self._has_index: bool | None = None
+        self._keys: set[tuple[str, int | None, str]] | None = None
+
+    @property
+    def dimensions(self) -> int:
+        return self._dimensions
+
+    # ---- writes -----------------------------------------------------------------------------------
+
+    def write_memory(
+        self, record: LearningMemoryRecord, embedding: Sequence[float] | np.ndarray
+    ) -> int | None:
+        """Store one memory; returns its id, or None when ``(repo, finding_id, outcome)`` already exists."""
+        return self.write_memories([record], [embedding])[0]
+
+    def write_memories(
+        self,
+        records: Sequence[LearningMemoryRecord],
+        embeddings: Sequence[Sequence[float] | np.ndarray] | np.ndarray,
+    ) -> list[int | None]:
+        """Store a batch; each position gets the new id or None for a skipped duplicate.
+
+        Validation (names, vector sizes) happens for the whole batch before anything is written, so a bad
+        row loses nothing and writes nothing. A null ``finding_id`` never counts as a duplicate (as in the
+        original, where NULL never violates UNIQUE).
+        """
+        if len(records) != len(embeddings):
+            raise ValueError(f"{len(records)} records but {len(embeddings)} embeddings")
+        if not records:
+            return []
+        vectors = np.stack([as_vector(e, self._dimensions) for e in embeddings])
+        for record in records:
+            validate_repo(record.repo)
+            validate_owner(record.owner)
+        existing = self._existing_keys()
+        pending: set[tuple[str, int | None, str]] = set()
+        now_text = self._clock().astimezone(UTC).strftime(_SQLITE_TIME)
+        out: list[int | None] = []
+        keep_rows: list[int] = []
+        new_records: list[LearningMemoryRecord] = []
+        for i, record in enumerate(records):
+            key = (record.repo, record.finding_id, record.outcome)
+            if record.finding_id is not None and (key in existing or key in pending):
+                self._log.debug(
+                    "Duplicate memory write skipped", repo=record.repo, finding_id=record.finding_id
+                )
+                out.append(None)
+                continue
+            if record.finding_id is not None:
+                pending.add(key)
+            memory_id = self._next_id
+            self._next_id += 1
+            out.append(memory_id)
+            keep_rows.append(i)
+            new_records.append(
+                record.model_copy(update={"id": memory_id, "created_at": record.created_at or now_text})
+            )
+        if new_records:
+            ids = [r.id for r in new_records if r.id is not None]
+            try:
+                self._table.add(rows_table(new_records, ids, vectors[keep_rows], self._dimensions))
+            except BaseException:
+                self._next_id -= len(new_records)
+                raise
+            existing |= pending
+            self._invalidate()
+            self._writes_since_check += len(new_records)
+            if self._writes_since_check >= self._options.index_check_every or len(new_records) > 1:
+                self.ensure_index()
+        return out
+
+    def _existing_keys(self) -> set[tuple[str, int | None, str]]:
+        """The uniqueness keys already stored (kept in memory after one scan: one writer per store)."""
+        if self._keys is None:
+            rows = self._table.search().select(["repo", "finding_id", "outcome"]).to_arrow()
+            self._keys = {
+                (repo, finding_id, outcome)
+                for repo, finding_id, outcome in zip(
+                    rows.column("repo").to_pylist(),
+                    rows.column("finding_id").to_pylist(),
+                    rows.column("outcome").to_pylist(),
+                    strict=True,
+                )
+                if finding_id is not None
+            }
+        return self._keys
+
+    # ---- reads ------------------------------------------------------------------------------------
+
+    def retrieve_memories(
+        self, query_embedding: Sequence[float] | np.ndarray, repo: str, top_k: int
+    ) -> list[MemoryHit]:
+        """The ``top_k`` nearest live memories of ``repo``, nearest first (ties by id)."""
+        validate_repo(repo)
+        if top_k <= 0:
+            return []
+        query = as_vector(query_embedding, self._dimensions)
+        exact = self._repo_count(repo) <= self._options.exact_search_max_rows
+        return self._search(query, f"repo = {sql_string(repo)} AND stale = false", top_k, exact=exact)
+
+    def retrieve_memories_for_owner(
+        self, query_embedding: Sequence[float] | np.ndarray, owner: str, exclude_repo: str, top_k: int
+    ) -> list[MemoryHit]:
+        """The owner's shared pool: its 5 other repos with most live memories (ties by name), then
+        ``max(1, ceil(top_k / repos))`` from each, merged, de-duplicated, sorted, cut to ``top_k``."""
+        validate_owner(owner)
+        validate_repo(exclude_repo)
+        if top_k <= 0:
+            return []
+        query = as_vector(query_embedding, self._dimensions)
+        counts = self._owner_repo_counts(owner)
+        ranked = sorted((r for r in counts if r != exclude_repo), key=lambda r: (-counts[r], r))
+        repos = ranked[:OWNER_POOL_REPOS]
+        if not repos:
+            return []
+        per_repo_k = max(1, math.ceil(top_k / len(repos)))
+        merged: dict[int, MemoryHit] = {}
+        for repo in repos:
+            try:
+                hits = self.retrieve_memories(query, repo, per_repo_k)
+            except Exception as exc:  # one bad partition must not sink the pool (as the original)
+                self._log.debug("Owner pool repo query failed; skipped", repo=repo, error=str(exc))
+                continue
+            for hit in hits:
+                merged.setdefault(hit.memory_id, hit)
+        return sorted(merged.values(), key=lambda h: (h.distance, h.memory_id))[:top_k]
+
+    def _search(self, query: np.ndarray, where: str, k: int, *, exact: bool) -> list[MemoryHit]:
+        builder = (
+            self._table.search(query, vector_column_name=VECTOR_COLUMN)
+            .distance_type("l2")
+            .where(where, prefilter=True)
+            .select(["id", VECTOR_COLUMN])
+            .limit(k)
+        )
+        if exact or not self._indexed():
+            builder = builder.bypass_vector_index()
+        else:
+            builder = builder.nprobes(self._options.nprobes).refine_factor(self._options.refine_factor)
+        table = builder.to_arrow()
+        if table.num_rows == 0:
+            return []
+        ids = table.column("id").to_numpy()
+        stored = (
+            table.column(VECTOR_COLUMN).combine_chunks().flatten().to_numpy().reshape(-1, self._dimensions)
+        )
+        distances = np.linalg.norm(stored.astype(np.float64) - query.astype(np.float64), axis=1)
+        order = np.lexsort((ids, distances))
+        return [MemoryHit(memory_id=int(ids[i]), distance=float(distances[i])) for i in order]
+
+    def get_memory_record(self, memory_id: int) -> LearningMemoryRecord | None:
+        return self.get_memory_records([memory_id]).get(int(memory_id))
+
+    def get_memory_records(self, memory_ids: Sequence[int]) -> dict[int, LearningMemoryRecord]:
+        """Records by id (missing ids are absent from the result)."""
+        if not memory_ids:
+            return {}
+        rows = (
+            self._table.search()
+            .where(f"id IN ({sql_int_list(memory_ids)})")
+            .select(list(memory_schema(self._dimensions).names[:-1]))
+            .to_arrow()
+            .to_pylist()
+        )
+        return {int(row["id"]): record_from_row(row) for row in rows}
+
+    # ---- maintenance ------------------------------------------------------------------------------
+
+    def mark_stale(self, embedding_model: str) -> int:
+        """Flag live rows written by any other model; returns how many were flagged."""
+        result = self._table.update(
+            where=f"stale = false AND embedding_model != {sql_string(embedding_model)}",
+            values={"stale": True},
+        )
+        self._invalidate()
+        return int(result.rows_updated)
+
+    def purge_stale_embeddings(self) -> int:
+        """Delete stale rows (with their vectors); returns the number deleted."""
+        count = int(self._table.count_rows("stale = true"))
+        if count:
+            self._table.delete("stale = true")
+            self._invalidate(keys=True)
+        return count
+
+    def retire(self, repo: str, finding_id: int, outcome: str | None = None) -> int:
+        """Remove one finding's memories from ``repo`` (all outcomes unless one is named)."""
+        validate_repo(repo)
+        where = f"repo = {sql_string(repo)} AND finding_id = {int(finding_id)}"
+        if outcome is not None:
+            where += f" AND outcome = {sql_string(outcome)}"
+        count = int(self._table.count_rows(where))
+        if count:
+            self._table.delete(where)
+            self._invalidate(keys=True)
+        return count
+
+    def count(self, repo: str | None = None) -> int:
+        if repo is None:
+            return int(self._table.count_rows())
+        return int(self._table.count_rows(f"repo = {sql_string(validate_repo(repo))}"))
+
+    def stats(self) -> MemoryStats:
+        rows = self._table.search().select(["repo", "embedding_model", "stale"]).to_arrow()
+        repos = Counter(rows.column("repo").to_pylist())
+        models = Counter(rows.column("embedding_model").to_pylist())
+        stale = sum(1 for s in rows.column("stale").to_pylist() if s)
+        return MemoryStats(
+            total=rows.num_rows,
+            stale=stale,
+            dimensions=self._dimensions,
+            by_repo=dict(sorted(repos.items(), key=lambda kv: (-kv[1], kv[0]))),
+            by_model=dict(sorted(models.items())),
+            indexed=self._indexed(),
+        )
+
+    def ensure_index(self, *, force: bool = False) -> bool:
+        """Build the ANN index once the table outgrows exact search; fold new rows into it later.
+
+        Returns True when an index was built or updated. ``force`` builds even on a small table.
+        """
+        self._writes_since_check = 0
+        total = int(self._table.count_rows())
+        if not force and total <= self._options.exact_search_max_rows:
+            return False
+        if not self._indexed():
+            partitions = max(1, min(4096, round(math.sqrt(total))))
+            sub_vectors = next(d for d in (64, 48, 32, 24, 16, 8, 4, 2, 1) if self._dimensions % d == 0)
+            self._table.create_index(
+                metric="l2",
+                vector_column_name=VECTOR_COLUMN,
+                index_type=self._options.index_type,
+                num_partitions=partitions,
+                num_sub_vectors=sub_vectors,
+            )
+            for column, kind in (("repo", "BITMAP"), ("owner", "BITMAP"), ("id", "BTREE")):
+                self._table.create_scalar_index(column, index_type=kind)
+            self._has_index = True
+            return True
+        unindexed = self._unindexed_rows()
+        if unindexed > self._options.reindex_unindexed_share * total:
+            self._table.optimize()
+            return True
+        return False
+
+    def close(self) -> None:
+        """Nothing to release: LanceDB holds no open connection (kept for the original's API)."""
+
+    # ---- internals --------------------------------------------------------------------------------
+
+    def _indexed(self) -> bool:
+        if self._has_index is None:
+            self._has_index = any(VECTOR_COLUMN in idx.columns for idx in self._table.list_indices())
+        return self._has_index
+
+    def _unindexed_rows(self) -> int:
+        for idx in self._table.list_indices():
+            if VECTOR_COLUMN in idx.columns:
+                stats = self._table.index_stats(idx.name)
+                return int(stats.num_unindexed_rows) if stats is not None else 0
+        return 0
+
+    def _max_id(self) -> int:
+        ids = self._table.search().select(["id"]).to_arrow().column("id")
+        return int(max(ids.to_pylist(), default=0))
+
+    def _repo_count(self, repo: str) -> int:
+        if repo not in self._repo_counts:
+            self._repo_counts[repo] = int(
+                self._table.count_rows(f"repo = {sql_string(repo)} AND stale = false")
+            )
+        return self._repo_counts[repo]
+
+    def _owner_repo_counts(self, owner: str) -> Counter[str]:
+        if owner not in self._owner_repos:
+            rows = (
+                self._table.search()
+                .where(f"owner = {sql_string(owner)} AND stale = false")
+                .select(["repo"])
+                .to_arrow()
+            )
+            self._owner_repos[owner] = Counter(rows.column("repo").to_pylist())
+        return self._owner_repos[owner]
+
+    def _invalidate(self, *, keys: bool = False) -> None:
+        if keys:
+            self._keys = None
+        self._repo_counts.clear()
+        self._owner_repos.clear()
+
+
+def open_memory_store(
+    uri: str | Any,
+    dimensions: int = 1024,
+    *,
+    options: MemoryStoreOptions | None = None,
+    clock: Callable[[], datetime] | None = None,
+    storage_options: dict[str, str] | None = None,
+    table_name: str = TABLE_NAME,
+) -> LanceMemoryStore:
+    """Open (creating if needed) the memory table at ``uri`` with ``dimensions``-sized vectors.
+
+    An existing table with another vector size is a clear error: one store holds one embedding size.
+    """
+    if dimensions <= 0:
+        raise ValueError(f"dimensions must be positive, got {dimensions}")
+    db = lancedb.connect(str(uri), storage_options=storage_options)
+    table = db.create_table(table_name, schema=memory_schema(dimensions), exist_ok=True)
+    existing = vector_dimensions(table.schema)
+    if existing != dimensions:
+        raise ValueError(
+            f"memory store at {uri} holds {existing}-dimension vectors, not {dimensions}; "
+            "use a separate store per embedding size"
+        )
+    return LanceMemoryStore(
+        table, dimensions, options or MemoryStoreOptions(), clock or (lambda: datetime.now(UTC))
+    )

@@ -1,0 +1,176 @@
+"""The whole retrieval chain, as the review handler runs it (spec §1 step 32).
+
+isolation (wide pool when adaptive) → language rerank → recency weighting → cut (adaptive max-gap
+threshold, then ``top_k``) → confidence labels; plus the ambiguity signal on the untruncated pool and the
+``retrieval_quality`` figures. Pure apart from the store reads that isolation does.
+
+The cut is a plain function of ``(reranked results, CutContext)``: pass another :data:`CutStrategy` to
+``retrieve_context`` to change how the list is cut without touching the rest of the chain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from kodiai.learning.adaptive_threshold import (
+    AdaptiveThresholdConfig,
+    AdaptiveThresholdResult,
+    compute_adaptive_threshold,
+)
+from kodiai.learning.ambiguity import AmbiguityConfig, AmbiguitySignal, ambiguity_signal
+from kodiai.learning.confidence import ConfidenceConfig, ConfidenceLabel, confidence_labels, label_counts
+from kodiai.learning.isolation import IsolationLayer, Provenance
+from kodiai.learning.recency import RecencyConfig, apply_recency_weighting
+from kodiai.learning.rerank import RerankConfig, rerank_by_language
+from kodiai.learning.types import RerankedResult, RetrievalResult, ThresholdMethod
+
+
+class CutContext(BaseModel):
+    """What a cut strategy may look at besides the results."""
+
+    model_config = ConfigDict(frozen=True)
+
+    top_k: int
+    distance_threshold: float
+    adaptive: bool
+    adaptive_config: AdaptiveThresholdConfig | None = None
+
+
+class CutDecision(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    results: list[RerankedResult]
+    threshold: AdaptiveThresholdResult
+
+
+CutStrategy = Callable[[Sequence[RerankedResult], CutContext], CutDecision]
+
+
+def max_gap_cut(reranked: Sequence[RerankedResult], ctx: CutContext) -> CutDecision:
+    """The original's cut. Adaptive: threshold from the adjusted distances, keep ``≤ threshold``, then
+    ``top_k``. Not adaptive: the configured threshold as is (unclamped; isolation already filtered raw
+    distances by it) and the first ``top_k``."""
+    if not ctx.adaptive:
+        threshold = AdaptiveThresholdResult(
+            threshold=ctx.distance_threshold, method="configured", candidate_count=len(reranked)
+        )
+        return CutDecision(results=list(reranked[: ctx.top_k]), threshold=threshold)
+    threshold = compute_adaptive_threshold(
+        [r.adjusted_distance for r in reranked], ctx.distance_threshold, ctx.adaptive_config
+    )
+    kept = [r for r in reranked if r.adjusted_distance <= threshold.threshold]
+    return CutDecision(results=kept[: ctx.top_k], threshold=threshold)
+
+
+class RetrievalQuality(BaseModel):
+    """The figures of one retrieval; the first six are the original's ``retrieval_quality`` columns."""
+
+    model_config = ConfigDict(frozen=True)
+
+    result_count: int
+    avg_distance: float | None
+    language_match_ratio: float | None
+    threshold_method: ThresholdMethod
+    distance_threshold: float
+    top_k: int
+    candidate_count: int
+    ambiguity_cluster_size: int | None = None
+    confidence_high: int | None = None
+    confidence_medium: int | None = None
+    confidence_low: int | None = None
+
+
+class RetrievalOutcome(BaseModel):
+    """Everything one retrieval decided, stage by stage."""
+
+    model_config = ConfigDict(frozen=True)
+
+    candidates: list[RetrievalResult]
+    """What isolation returned (the pool, nearest first)."""
+    reranked: list[RerankedResult]
+    """The pool after language rerank and recency weighting, before the cut."""
+    results: list[RerankedResult]
+    """The final, ordered results."""
+    threshold: AdaptiveThresholdResult
+    quality: RetrievalQuality
+    provenance: Provenance
+    confidence: list[ConfidenceLabel] | None = None
+    """One label per result (same order) when labels are enabled."""
+    ambiguity: AmbiguitySignal | None = None
+
+
+def retrieve_context(
+    isolation: IsolationLayer,
+    query_embedding: Sequence[float] | np.ndarray,
+    *,
+    repo: str,
+    owner: str,
+    sharing_enabled: bool,
+    pr_languages: Sequence[str],
+    top_k: int,
+    distance_threshold: float,
+    adaptive: bool,
+    now: datetime | None = None,
+    rerank_config: RerankConfig | None = None,
+    recency_config: RecencyConfig | None = None,
+    adaptive_config: AdaptiveThresholdConfig | None = None,
+    cut: CutStrategy = max_gap_cut,
+    confidence: ConfidenceConfig | None = None,
+    ambiguity: AmbiguityConfig | None = None,
+) -> RetrievalOutcome:
+    """Run the chain once. ``confidence``/``ambiguity`` switch those signals on (None = off)."""
+    isolated = isolation.retrieve_with_isolation(
+        query_embedding=query_embedding,
+        repo=repo,
+        owner=owner,
+        sharing_enabled=sharing_enabled,
+        top_k=top_k,
+        distance_threshold=distance_threshold,
+        adaptive=adaptive,
+    )
+    candidates = isolated.results
+    reranked: list[RerankedResult] = []
+    if candidates:
+        reranked = rerank_by_language(candidates, pr_languages, rerank_config)
+    if reranked:
+        reranked = apply_recency_weighting(reranked, now, recency_config)
+    ctx = CutContext(
+        top_k=top_k, distance_threshold=distance_threshold, adaptive=adaptive, adaptive_config=adaptive_config
+    )
+    decision = cut(reranked, ctx)
+    final = decision.results
+
+    labels = confidence_labels([r.distance for r in final], confidence) if confidence is not None else None
+    signal = (
+        ambiguity_signal([c.distance for c in candidates], top_k, ambiguity)
+        if ambiguity is not None
+        else None
+    )
+    counts = label_counts(labels) if labels is not None else None
+    quality = RetrievalQuality(
+        result_count=len(final),
+        avg_distance=sum(r.adjusted_distance for r in final) / len(final) if final else None,
+        language_match_ratio=sum(1 for r in final if r.language_match) / len(final) if final else None,
+        threshold_method=decision.threshold.method,
+        distance_threshold=decision.threshold.threshold,
+        top_k=top_k,
+        candidate_count=len(candidates),
+        ambiguity_cluster_size=signal.cluster_size if signal is not None else None,
+        confidence_high=counts["high"] if counts is not None else None,
+        confidence_medium=counts["medium"] if counts is not None else None,
+        confidence_low=counts["low"] if counts is not None else None,
+    )
+    return RetrievalOutcome(
+        candidates=candidates,
+        reranked=reranked,
+        results=final,
+        threshold=decision.threshold,
+        quality=quality,
+        provenance=isolated.provenance,
+        confidence=labels,
+        ambiguity=signal,
+    )
