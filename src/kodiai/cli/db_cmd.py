@@ -1,7 +1,99 @@
-"""`kodiai db ...` commands."""
+"""`kodiai db upgrade|status`: apply and inspect the additive migrations of each SQLite database."""
 
 from __future__ import annotations
 
-import typer
+import json
+import os
+import sqlite3
+from typing import Annotated
 
-app = typer.Typer(help="db commands", no_args_is_help=True)
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from kodiai.storage.db_path import DEFAULT_TELEMETRY_DB_PATH, resolve_knowledge_db_path
+from kodiai.storage.migrations import MIGRATIONS_DIR, MigrationError, apply_migrations, migration_status
+
+app = typer.Typer(help="Apply and inspect database migrations (additive only).", no_args_is_help=True)
+
+DEFAULT_JOBS_DB_PATH = "./data/kodiai-jobs.db"
+
+TelemetryOpt = Annotated[
+    str | None, typer.Option("--telemetry", help="Telemetry DB path (env TELEMETRY_DB_PATH).")
+]
+KnowledgeOpt = Annotated[
+    str | None, typer.Option("--knowledge", help="Knowledge DB path (env KNOWLEDGE_DB_PATH).")
+]
+JobsOpt = Annotated[str | None, typer.Option("--jobs", help="Jobs/dedup DB path (env JOBS_DB_PATH).")]
+
+
+def _targets(telemetry: str | None, knowledge: str | None, jobs: str | None) -> list[tuple[str, str]]:
+    """(database name, path) pairs: the ones named on the command line, or every known database."""
+    env = os.environ
+    named = [(n, p) for n, p in (("telemetry", telemetry), ("knowledge", knowledge), ("jobs", jobs)) if p]
+    if named:
+        return [(n, resolve_knowledge_db_path(p, env)[0] if n == "knowledge" else p) for n, p in named]
+    targets = [
+        ("telemetry", env.get("TELEMETRY_DB_PATH", "").strip() or DEFAULT_TELEMETRY_DB_PATH),
+        ("knowledge", resolve_knowledge_db_path(None, env)[0]),
+    ]
+    if (MIGRATIONS_DIR / "jobs").is_dir():
+        targets.append(("jobs", env.get("JOBS_DB_PATH", "").strip() or DEFAULT_JOBS_DB_PATH))
+    return targets
+
+
+@app.command()
+def upgrade(telemetry: TelemetryOpt = None, knowledge: KnowledgeOpt = None, jobs: JobsOpt = None) -> None:
+    """Apply pending migrations (creates missing files). With no option: every database at its configured path."""
+    failed = False
+    for name, path in _targets(telemetry, knowledge, jobs):
+        try:
+            applied = apply_migrations(path, name)
+        except (MigrationError, sqlite3.Error, OSError) as exc:
+            typer.echo(f"{name} ({path}): FAILED: {exc}", err=True)
+            failed = True
+            continue
+        if applied:
+            typer.echo(f"{name} ({path}): applied {len(applied)}: {', '.join(applied)}")
+        else:
+            typer.echo(f"{name} ({path}): up to date")
+    if failed:
+        raise typer.Exit(1)
+
+
+@app.command()
+def status(
+    telemetry: TelemetryOpt = None,
+    knowledge: KnowledgeOpt = None,
+    jobs: JobsOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """Show applied and pending migrations per database (never creates or changes a file)."""
+    rows: list[dict[str, object]] = []
+    for name, path in _targets(telemetry, knowledge, jobs):
+        try:
+            states = migration_status(path, name)
+        except (MigrationError, sqlite3.Error) as exc:
+            typer.echo(f"{name} ({path}): {exc}", err=True)
+            raise typer.Exit(1) from None
+        rows += [
+            {"database": name, "path": path, "id": s.id, "applied": s.applied, "applied_at": s.applied_at}
+            for s in states
+        ]
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    table = Table(title="Kodiai database migrations")
+    for col in ("Database", "Path", "Migration", "Status", "Applied at (UTC)"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(
+            str(r["database"]),
+            str(r["path"]),
+            str(r["id"]),
+            "applied" if r["applied"] else "[bold]pending[/bold]",
+            str(r["applied_at"] or "-"),
+        )
+    Console(width=160, soft_wrap=False, highlight=False).print(table)
+    pending = sum(1 for r in rows if not r["applied"])
+    typer.echo(f"{pending} pending" if pending else "all applied")

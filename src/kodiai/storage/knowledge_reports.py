@@ -6,12 +6,35 @@ connection; the store calls it under its own lock. SQL follows spec/platform.md 
 
 from __future__ import annotations
 
+import re
 import sqlite3
+from datetime import UTC, datetime, timedelta
 
 from kodiai.review.findings import fingerprint_finding_title
 from kodiai.storage.knowledge_models import FeedbackPattern, RepoStats, TopFile, TrendRow
 
 SEVERITIES = ("critical", "major", "medium", "minor")
+DEFAULT_DB_HINT = "./data/kodiai-knowledge.db"
+
+
+_DAYS = re.compile(r"^(\d+)d$")
+
+
+def parse_stats_since(value: str, now: datetime) -> str:
+    """``--since`` of the stats report: ``Nd`` → now − N days; an ISO date/time → that moment in UTC
+    (a date alone is UTC midnight, a naive time is local time, as JavaScript's ``Date`` reads them);
+    returned as ``YYYY-MM-DD HH:MM:SS`` text. Anything else raises ``ValueError``."""
+    if m := _DAYS.match(value.strip()):
+        moment = now.astimezone(UTC) - timedelta(days=int(m.group(1)))
+    else:
+        try:
+            parsed = datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise ValueError(f"Invalid --since value: {value}. Use Nd (e.g. 30d) or ISO date.") from None
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=UTC) if len(value.strip()) == 10 else parsed.astimezone()
+        moment = parsed.astimezone(UTC)
+    return moment.strftime("%Y-%m-%d %H:%M:%S")
 
 
 def cutoff_days_ago(conn: sqlite3.Connection, days: float) -> str:

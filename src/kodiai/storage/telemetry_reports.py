@@ -1,0 +1,246 @@
+"""Telemetry report queries (spec/platform.md §7 usage report, plus the retrieval-quality report).
+
+Pure SQL over a (read-only) connection; the CLI renders. Works on a file the original created whether or
+not it has been upgraded: a column the file lacks (``threshold_method`` before the upgrade) reads as NULL,
+and numeric columns that later additive migrations add to ``retrieval_quality`` are summed automatically.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from typing import Literal
+
+from pydantic import BaseModel
+
+RETRIEVAL_BASE_COLUMNS = (
+    "id",
+    "created_at",
+    "delivery_id",
+    "repo",
+    "pr_number",
+    "event_type",
+    "top_k",
+    "distance_threshold",
+    "result_count",
+    "avg_distance",
+    "language_match_ratio",
+    "threshold_method",
+)
+
+_DAYS = re.compile(r"^(\d+)d$")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}")
+
+
+class SinceError(ValueError):
+    """An unparseable ``--since`` value."""
+
+
+def parse_usage_since(value: str, now: datetime) -> str:
+    """``Nd`` → now − N days as UTC ``YYYY-MM-DD HH:MM:SS``; ``YYYY-MM-DD`` → that day at 00:00:00;
+    ``YYYY-MM-DD[T ]HH:MM…`` → the text with ``T`` replaced by a space; anything else raises."""
+    if m := _DAYS.match(value):
+        moment = now.astimezone(UTC) - timedelta(days=int(m.group(1)))
+        return moment.strftime("%Y-%m-%d %H:%M:%S")
+    if _DATE.match(value):
+        return f"{value} 00:00:00"
+    if _DATETIME.match(value):
+        return value.replace("T", " ", 1)
+    raise SinceError(f'Invalid --since format: "{value}". Use Nd (e.g., 7d) or YYYY-MM-DD')
+
+
+def _where(since: str | None, repo: str | None) -> tuple[str, tuple[object, ...]]:
+    clauses: list[str] = []
+    params: list[object] = []
+    if since is not None:
+        clauses.append("created_at >= ?")
+        params.append(since)
+    if repo is not None:
+        clauses.append("repo = ?")
+        params.append(repo)
+    return (" WHERE " + " AND ".join(clauses)) if clauses else "", tuple(params)
+
+
+class UsageSummary(BaseModel):
+    total_executions: int
+    total_input_tokens: int
+    total_output_tokens: int
+    total_tokens: int
+    total_cost: float
+
+
+class RepoUsage(BaseModel):
+    repo: str
+    executions: int
+    total_tokens: int
+    total_cost: float
+    avg_duration_ms: int
+
+
+class CategoryUsage(BaseModel):
+    category: Literal["review", "mention"]
+    executions: int
+    avg_duration_ms: int
+    total_cost: float
+
+
+class UsageReport(BaseModel):
+    summary: UsageSummary
+    top_repos: list[RepoUsage]
+    duration_by_category: list[CategoryUsage]
+
+
+def _round_half_up(value: float | None) -> int:
+    """SQLite's ROUND() is half away from zero; durations are never negative."""
+    return int(value + 0.5) if value is not None else 0
+
+
+def usage_report(conn: sqlite3.Connection, since: str | None = None, repo: str | None = None) -> UsageReport:
+    """Executions, tokens (cache tokens excluded), cost and latency: overall, per repo, review vs mention."""
+    where, params = _where(since, repo)
+    count, inp, out, cost = conn.execute(
+        "SELECT COUNT(*), COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0), "
+        f"COALESCE(SUM(cost_usd), 0) FROM executions{where}",
+        params,
+    ).fetchone()
+    repos = [
+        RepoUsage(
+            repo=r, executions=n, total_tokens=t or 0, total_cost=c or 0.0, avg_duration_ms=_round_half_up(d)
+        )
+        for r, n, t, c, d in conn.execute(
+            "SELECT repo, COUNT(*), SUM(input_tokens + output_tokens), SUM(cost_usd) AS total_cost, "
+            f"AVG(duration_ms) FROM executions{where} GROUP BY repo ORDER BY total_cost DESC",
+            params,
+        )
+    ]
+    categories = [
+        CategoryUsage(category=cat, executions=n, avg_duration_ms=_round_half_up(d), total_cost=c or 0.0)
+        for cat, n, d, c in conn.execute(
+            "SELECT CASE WHEN event_type LIKE 'pull_request.%' THEN 'review' ELSE 'mention' END AS category, "
+            f"COUNT(*), AVG(duration_ms) AS avg_d, SUM(cost_usd) FROM executions{where} "
+            "GROUP BY category ORDER BY avg_d DESC",
+            params,
+        )
+    ]
+    return UsageReport(
+        summary=UsageSummary(
+            total_executions=int(count),
+            total_input_tokens=int(inp),
+            total_output_tokens=int(out),
+            total_tokens=int(inp) + int(out),
+            total_cost=float(cost),
+        ),
+        top_repos=repos,
+        duration_by_category=categories,
+    )
+
+
+class RetrievalGroup(BaseModel):
+    """Aggregates of a set of ``retrieval_quality`` rows.
+
+    ``avg_distance`` / ``avg_language_match_ratio`` average the per-row values over the rows that have one
+    (rows with no results store NULL). ``extra`` sums each numeric column added by later migrations.
+    """
+
+    key: str | None
+    rows: int
+    total_results: int
+    avg_result_count: float
+    zero_result_rows: int
+    avg_distance: float | None
+    avg_language_match_ratio: float | None
+    avg_top_k: float | None
+    avg_distance_threshold: float | None
+    extra: dict[str, float] = {}
+
+
+class RetrievalReport(BaseModel):
+    since: str | None
+    repo: str | None
+    bucket: Literal["day", "week"]
+    extra_columns: list[str]
+    has_threshold_method: bool
+    overall: RetrievalGroup
+    by_threshold_method: list[RetrievalGroup]
+    by_repo: list[RetrievalGroup]
+    by_period: list[RetrievalGroup]
+
+
+def _numeric_extra_columns(conn: sqlite3.Connection) -> tuple[list[str], set[str]]:
+    info = conn.execute("PRAGMA table_info(retrieval_quality)").fetchall()
+    names = {str(r[1]) for r in info}
+    extra = [
+        str(r[1])
+        for r in info
+        if str(r[1]) not in RETRIEVAL_BASE_COLUMNS
+        and any(t in str(r[2]).upper() for t in ("INT", "REAL", "FLOA", "DOUB", "NUM"))
+    ]
+    return extra, names
+
+
+def _groups(
+    conn: sqlite3.Connection, key_sql: str, where: str, params: tuple[object, ...], extra: list[str]
+) -> list[RetrievalGroup]:
+    extra_sql = "".join(f', COALESCE(SUM("{c}"), 0)' for c in extra)
+    rows = conn.execute(
+        f"SELECT {key_sql} AS k, COUNT(*), COALESCE(SUM(result_count), 0), AVG(result_count), "
+        "SUM(CASE WHEN result_count = 0 THEN 1 ELSE 0 END), AVG(avg_distance), AVG(language_match_ratio), "
+        f"AVG(top_k), AVG(distance_threshold){extra_sql} FROM retrieval_quality{where} GROUP BY k ORDER BY k",
+        params,
+    ).fetchall()
+    return [
+        RetrievalGroup(
+            key=None if r[0] is None else str(r[0]),
+            rows=int(r[1]),
+            total_results=int(r[2]),
+            avg_result_count=float(r[3] or 0.0),
+            zero_result_rows=int(r[4] or 0),
+            avg_distance=r[5],
+            avg_language_match_ratio=r[6],
+            avg_top_k=r[7],
+            avg_distance_threshold=r[8],
+            extra={c: float(v) for c, v in zip(extra, r[9:], strict=True)},
+        )
+        for r in rows
+    ]
+
+
+def retrieval_report(
+    conn: sqlite3.Connection,
+    since: str | None = None,
+    repo: str | None = None,
+    bucket: Literal["day", "week"] = "day",
+) -> RetrievalReport:
+    """Rows, result counts, average distance, language-match ratio, split by threshold method, per repo and
+    per day or per week (``YYYY-Www``: SQLite's ``%W``, weeks starting on Monday, week 00 before the first)."""
+    extra, names = _numeric_extra_columns(conn)
+    where, params = _where(since, repo)
+    has_method = "threshold_method" in names
+    method_sql = "threshold_method" if has_method else "NULL"
+    period_sql = "date(created_at)" if bucket == "day" else "strftime('%Y-W%W', created_at)"
+    overall = _groups(conn, "'all'", where, params, extra)
+    empty = RetrievalGroup(
+        key="all",
+        rows=0,
+        total_results=0,
+        avg_result_count=0.0,
+        zero_result_rows=0,
+        avg_distance=None,
+        avg_language_match_ratio=None,
+        avg_top_k=None,
+        avg_distance_threshold=None,
+        extra=dict.fromkeys(extra, 0.0),
+    )
+    return RetrievalReport(
+        since=since,
+        repo=repo,
+        bucket=bucket,
+        extra_columns=extra,
+        has_threshold_method=has_method,
+        overall=overall[0] if overall else empty,
+        by_threshold_method=_groups(conn, method_sql, where, params, extra),
+        by_repo=_groups(conn, "repo", where, params, extra),
+        by_period=_groups(conn, period_sql, where, params, extra),
+    )
