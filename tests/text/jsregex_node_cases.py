@@ -63,5 +63,5 @@ if __name__ == "__main__":
     cases += generate(seed=20261122, patterns=300, max_atoms=6, texts_per_pattern=6)
     expected = run_node(cases)
     rows = [[s, f, t, e] for (s, f, t), e in zip(cases, expected, strict=True)]
-    OUT.write_text(json.dumps(rows, ensure_ascii=True, indent=0) + "\n", encoding="utf-8")
+    OUT.write_text("[\n" + ",\n".join(json.dumps(r, ensure_ascii=True) for r in rows) + "\n]\n", encoding="utf-8")
     print(f"wrote {len(rows)} cases to {OUT}")
