@@ -44,6 +44,7 @@ def fake_gh(fake_server: tuple[FakeGitHub, PrState]) -> FakeGitHub:
             fake.data[kind].clear()
         fake.data["pulls"].clear()
         fake.data["jobs"].clear()
+        fake.data["lost_responses"].clear()
         fake.faults.clear()
     state.add_pull(OWNER, REPO, PR, head_sha="abc123def456", files=["src/app.py", "docs/with space.md"])
     fake.reset_calls()

@@ -8,10 +8,12 @@ ignore sort/direction and come back oldest first, as on GitHub).
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import JSONResponse
 
 from support.fake_github import FakeGitHub
 
@@ -39,6 +41,20 @@ class PrState:
         fake.data.setdefault("reviews", [])
         fake.data.setdefault("workflow_runs", [])
         fake.data.setdefault("jobs", {})
+        fake.data.setdefault("lost_responses", [])
+
+    def lose_next_response(self, method: str, path_regex: str, status: int = 502) -> None:
+        """Apply the next matching write, then answer ``status`` as if the response was lost."""
+        with self.fake.lock:
+            self.fake.data["lost_responses"].append((method.upper(), path_regex, status))
+
+    def take_lost_response(self, method: str, path: str) -> int | None:
+        with self.fake.lock:
+            for i, (m, regex, status) in enumerate(self.fake.data["lost_responses"]):
+                if m == method.upper() and re.fullmatch(regex, path):
+                    del self.fake.data["lost_responses"][i]
+                    return status
+        return None
 
     def add_pull(
         self,
@@ -144,7 +160,7 @@ def install_pr_routes(fake: FakeGitHub) -> PrState:
         payload = await request.json()
         if not isinstance(payload.get("body"), str):
             raise HTTPException(422, detail="Validation Failed")
-        return _public(state.add_issue_comment(owner, repo, number, payload["body"]))
+        return _deliver(state, request, state.add_issue_comment(owner, repo, number, payload["body"]))
 
     @router.patch("/repos/{owner}/{repo}/issues/comments/{comment_id}")
     async def update_issue_comment(
@@ -172,15 +188,14 @@ def install_pr_routes(fake: FakeGitHub) -> PrState:
         payload = await request.json()
         states = {"APPROVE": "APPROVED", "REQUEST_CHANGES": "CHANGES_REQUESTED", "COMMENT": "COMMENTED"}
         review_state = states.get(payload.get("event") or "", "PENDING")
-        return _public(
-            state._store(
-                "reviews",
-                owner,
-                repo,
-                number,
-                {"body": payload.get("body", ""), "state": review_state, "commit_id": pull["head"]["sha"]},
-            )
+        created = state._store(
+            "reviews",
+            owner,
+            repo,
+            number,
+            {"body": payload.get("body", ""), "state": review_state, "commit_id": pull["head"]["sha"]},
         )
+        return _deliver(state, request, created)
 
     @router.get("/repos/{owner}/{repo}/pulls/{number}/comments")
     async def list_review_comments(
@@ -211,7 +226,9 @@ def install_pr_routes(fake: FakeGitHub) -> PrState:
             k: payload.get(k) for k in ("path", "line", "side", "start_line", "start_side", "commit_id")
         }
         fields["original_line"] = payload.get("line")
-        return _public(state.add_review_comment(owner, repo, number, payload["body"], **fields))
+        return _deliver(
+            state, request, state.add_review_comment(owner, repo, number, payload["body"], **fields)
+        )
 
     @router.post("/repos/{owner}/{repo}/pulls/{number}/comments/{comment_id}/replies", status_code=201)
     async def reply(owner: str, repo: str, number: int, comment_id: int, request: Request) -> dict[str, Any]:
@@ -262,9 +279,15 @@ def install_pr_routes(fake: FakeGitHub) -> PrState:
     return state
 
 
-def _validation_failed(error: dict[str, Any]) -> Any:
-    from fastapi.responses import JSONResponse
+def _deliver(state: PrState, request: Request, item: dict[str, Any]) -> Any:
+    """The created item, unless a lost response was queued for this write (the write still happened)."""
+    status = state.take_lost_response(request.method, request.url.path)
+    if status is not None:
+        return JSONResponse({"message": "Server Error"}, status_code=status)
+    return _public(item)
 
+
+def _validation_failed(error: dict[str, Any]) -> Any:
     return JSONResponse(
         {"message": "Validation Failed", "errors": [error], "documentation_url": f"{DOC}/pulls/comments"},
         status_code=422,

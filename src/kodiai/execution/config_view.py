@@ -11,8 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-DEFAULT_MODEL = "claude-sonnet-4-5-20250929"
-CONFIG_FILE = ".kodiai.yml"
+from kodiai.config import DEFAULT_MODEL, RepoConfig, load_repo_config
 
 
 class ExecutorConfig(BaseModel):
@@ -24,27 +23,19 @@ class ExecutorConfig(BaseModel):
     system_prompt_append: str | None = None
 
     @classmethod
-    def from_repo_config(cls, config: Any) -> ExecutorConfig:
-        defaults = cls()
+    def from_repo_config(cls, config: RepoConfig) -> ExecutorConfig:
+        # The schema keeps JS numbers (floats); the CLI flag wants an integer turn count.
         return cls(
-            model=getattr(config, "model", None) or defaults.model,
-            max_turns=getattr(config, "max_turns", None) or defaults.max_turns,
-            timeout_seconds=getattr(config, "timeout_seconds", None) or defaults.timeout_seconds,
-            system_prompt_append=getattr(config, "system_prompt_append", None),
+            model=config.model,
+            max_turns=int(config.max_turns),
+            timeout_seconds=config.timeout_seconds,
+            system_prompt_append=config.system_prompt_append,
         )
 
 
 def load_executor_config(workspace_dir: Path, log: Any) -> ExecutorConfig:
-    """Parse ``.kodiai.yml`` with :func:`kodiai.config.parse_repo_config`; defaults when absent."""
-    from kodiai.config import parse_repo_config  # the config package owns parsing and its errors
-
-    path = workspace_dir / CONFIG_FILE
-    text = path.read_text(encoding="utf-8") if path.is_file() else ""
-    parsed = parse_repo_config(text)
-    for warning in getattr(parsed, "warnings", []) or []:
-        log.warning(
-            "Config section invalid, using defaults",
-            section=getattr(warning, "section", None),
-            issues=getattr(warning, "issues", None),
-        )
-    return ExecutorConfig.from_repo_config(parsed.config)
+    """Load ``.kodiai.yml`` (defaults when absent); ``RepoConfigError`` propagates on bad YAML."""
+    result = load_repo_config(workspace_dir)
+    for warning in result.warnings:
+        log.warning("Config section invalid, using defaults", section=warning.section, issues=warning.issues)
+    return ExecutorConfig.from_repo_config(result.config)

@@ -61,8 +61,13 @@ class GitHubRest:
         *,
         params: dict[str, Any] | None = None,
         body: dict[str, Any] | None = None,
+        on_success: Callable[[], None] | None = None,
     ) -> Any:
-        """Send one request; return the decoded JSON or raise :class:`GitHubApiError`."""
+        """Send one request; return the decoded JSON or raise :class:`GitHubApiError`.
+
+        ``on_success`` runs in the worker thread as soon as GitHub accepted the request, so a write that
+        completes while the run is being cancelled (a timeout) is still reported as published.
+        """
 
         def call() -> Any:
             try:
@@ -73,6 +78,8 @@ class GitHubRest:
                 raise GitHubApiError(
                     octokit_message(exc.status, exc.data), exc.status, exc.headers or {}
                 ) from None
+            if on_success is not None:
+                on_success()
             return data
 
         return await anyio.to_thread.run_sync(call)
@@ -80,11 +87,15 @@ class GitHubRest:
     async def get(self, suffix: str, **params: Any) -> Any:
         return await self.request("GET", self.repo_path(suffix), params=params or None)
 
-    async def post(self, suffix: str, body: dict[str, Any]) -> Any:
-        return await self.request("POST", self.repo_path(suffix), body=body)
+    async def post(
+        self, suffix: str, body: dict[str, Any], on_success: Callable[[], None] | None = None
+    ) -> Any:
+        return await self.request("POST", self.repo_path(suffix), body=body, on_success=on_success)
 
-    async def patch(self, suffix: str, body: dict[str, Any]) -> Any:
-        return await self.request("PATCH", self.repo_path(suffix), body=body)
+    async def patch(
+        self, suffix: str, body: dict[str, Any], on_success: Callable[[], None] | None = None
+    ) -> Any:
+        return await self.request("PATCH", self.repo_path(suffix), body=body, on_success=on_success)
 
     async def paginate(
         self, suffix: str, *, max_items: int = 2000, per_page: int = 100, **params: Any

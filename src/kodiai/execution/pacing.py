@@ -93,13 +93,23 @@ class WritePacer:
         do_write: Callable[[], Awaitable[T]],
         find_existing: Callable[[], Awaitable[T | None]] | None = None,
     ) -> T:
-        """Run ``do_write``; on a retryable failure wait as advised, probe, and retry."""
+        """Run ``do_write``; on a retryable failure wait as advised, then probe before writing again.
+
+        A failing probe (itself rate-limited) counts as an attempt and is retried the same way, so a
+        write is only ever repeated after a probe has confirmed it is not there.
+        """
         async with self._lock:
             attempt = 0
+            probe_first = False
             while True:
                 attempt += 1
                 await self._space()
                 try:
+                    if probe_first and find_existing is not None:
+                        existing = await find_existing()
+                        if existing is not None:
+                            self._log.info("GitHub write already applied; not re-posting")
+                            return existing
                     return await do_write()
                 except GitHubApiError as error:
                     wait = advised_wait(error, self.policy, self._wall_clock(), attempt)
@@ -112,12 +122,6 @@ class WritePacer:
                         attempt=attempt,
                     )
                     await self._sleep(wait)
-                    if find_existing is not None:
-                        existing = await find_existing()
-                        if existing is not None:
-                            self._log.info(
-                                "GitHub write already applied; not re-posting", status=error.status
-                            )
-                            return existing
+                    probe_first = True
                 finally:
                     self._last_write = self._monotonic()

@@ -67,7 +67,8 @@ async def create_comment(env: ToolEnv, args: dict[str, Any]) -> ToolResult:
             return next((r for r in reviews if r.get("body") == body and r.get("state") == "APPROVED"), None)
 
         await env.pacer.write(
-            lambda: rest.post(f"/pulls/{pr}/reviews", {"event": "APPROVE", "body": body}), find_review
+            lambda: rest.post(f"/pulls/{pr}/reviews", {"event": "APPROVE", "body": body}, env.publish.mark),
+            find_review,
         )
         env.publish.mark()
         return ok({"success": True, "approved": True, "pull_number": pr})
@@ -79,7 +80,7 @@ async def create_comment(env: ToolEnv, args: dict[str, Any]) -> ToolResult:
         return next((c for c in reversed(comments) if c.get("body") == body), None)
 
     created = await env.pacer.write(
-        lambda: rest.post(f"/issues/{number}/comments", {"body": body}), find_comment
+        lambda: rest.post(f"/issues/{number}/comments", {"body": body}, env.publish.mark), find_comment
     )
     env.publish.mark()
     return ok({"success": True, "comment_id": created["id"]})
@@ -89,7 +90,9 @@ async def update_comment(env: ToolEnv, args: dict[str, Any]) -> ToolResult:
     params = parse_args(UpdateCommentArgs, args)
     body = prepare_body(env, params.body)
     rest = env.rest()
-    await env.pacer.write(lambda: rest.patch(f"/issues/comments/{params.comment_id}", {"body": body}))
+    await env.pacer.write(
+        lambda: rest.patch(f"/issues/comments/{params.comment_id}", {"body": body}, env.publish.mark)
+    )
     env.publish.mark()
     return ok({"success": True, "comment_id": params.comment_id})
 

@@ -127,7 +127,9 @@ class InlineCommentServer:
                 None,
             )
 
-        created = await env.pacer.write(lambda: rest.post(f"/pulls/{pr}/comments", payload), find_comment)
+        created = await env.pacer.write(
+            lambda: rest.post(f"/pulls/{pr}/comments", payload, env.publish.mark), find_comment
+        )
         env.publish.mark()
         if key:
             env.logger(SERVER_NAME).info(

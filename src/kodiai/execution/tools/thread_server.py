@@ -52,7 +52,8 @@ async def reply_to_pr_review_comment(env: ToolEnv, args: dict[str, Any]) -> Tool
         )
 
     created = await env.pacer.write(
-        lambda: rest.post(f"/pulls/{pr}/comments/{parent}/replies", {"body": body}), find_reply
+        lambda: rest.post(f"/pulls/{pr}/comments/{parent}/replies", {"body": body}, env.publish.mark),
+        find_reply,
     )
     env.publish.mark()
     return ok({"success": True, "comment_id": created["id"], "html_url": created.get("html_url")})
