@@ -77,8 +77,8 @@ class PrioritizationStatsView(_In):
 class ReviewDetailsInput(_In):
     review_output_key: str
     files_reviewed: int
-    lines_added: int
-    lines_removed: int
+    lines_added: int | float
+    lines_removed: int | float
     profile: ProfileSelection | None = None
     author_tier: str = "regular"
     finding_counts: FindingCounts = Field(default_factory=FindingCounts)
@@ -146,7 +146,7 @@ def format_review_details_summary(details: ReviewDetailsInput, findings_suffix: 
         "<summary>Review Details</summary>",
         "",
         f"- Files reviewed: {details.files_reviewed}",
-        f"- Lines changed: +{details.lines_added} -{details.lines_removed}",
+        f"- Lines changed: +{js_number_to_string(details.lines_added)} -{js_number_to_string(details.lines_removed)}",
     ]
     if details.profile is not None:
         lines.append(format_profile_line(details.profile))

@@ -13,6 +13,7 @@ from .context import (
     ReviewPromptContext,
 )
 from .path_instructions import build_path_instructions_section, match_path_instructions
+from .retrieval import build_retrieval_context
 
 __all__ = [
     "DeltaContext",
@@ -25,6 +26,7 @@ __all__ = [
     "RetrievedFinding",
     "ReviewPromptContext",
     "build_path_instructions_section",
+    "build_retrieval_context",
     "build_review_prompt",
     "match_path_instructions",
 ]

@@ -79,7 +79,7 @@ class RetrievedFinding(PromptView):
 
 class RetrievalContext(PromptView):
     findings: list[RetrievedFinding] = Field(default_factory=list)
-    max_context_chars: int = Field(default=2000, ge=0)
+    max_context_chars: int | float = Field(default=2000, ge=0)
 
 
 class DeltaPriorFinding(PromptView):
@@ -219,9 +219,9 @@ class ReviewPromptContext(PromptView):
     severity_min_level: SeverityLevel = "minor"
     focus_areas: list[str] = Field(default_factory=list)
     ignored_areas: list[str] = Field(default_factory=list)
-    max_comments: int = 7
+    max_comments: int | float = 7
     suppressions: list[str | SuppressionView] = Field(default_factory=list)
-    min_confidence: int = 0
+    min_confidence: int | float = 0
     diff_analysis: DiffAnalysisView | None = None
     matched_path_instructions: list[PathInstructionMatch] = Field(default_factory=list)
     incremental_context: IncrementalContext | None = None

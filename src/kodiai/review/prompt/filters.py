@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from kodiai.text.js import js_number_to_string
+
 from .context import SeverityLevel, SuppressionView
 
 SEVERITY_ORDER: list[SeverityLevel] = ["critical", "major", "medium", "minor"]
@@ -12,13 +14,13 @@ OVERFLOW_NOTE = (
 )
 
 
-def build_comment_limit_section(max_comments: int) -> str:
+def build_comment_limit_section(max_comments: int | float) -> str:
     """``## Comment Limit``: the inline-comment cap and the overflow note the model must add."""
     return "\n".join(
         [
             "## Comment Limit",
             "",
-            f"Post at most {max_comments} inline comments for this PR review.",
+            f"Post at most {js_number_to_string(max_comments)} inline comments for this PR review.",
             "If you find more issues than that, post only the most important ones and end your last inline "
             f'comment with: "{OVERFLOW_NOTE}"',
         ]
@@ -93,7 +95,7 @@ def build_suppression_rules_section(suppressions: list[str | SuppressionView]) -
     )
 
 
-def build_confidence_section(min_confidence: int) -> str:
+def build_confidence_section(min_confidence: int | float) -> str:
     """``## Confidence Display`` and, for a positive threshold, the collapsible-section note."""
     lines = [
         "## Confidence Display",
@@ -103,6 +105,6 @@ def build_confidence_section(min_confidence: int) -> str:
     ]
     if min_confidence > 0:
         lines.append(
-            f"Findings below {min_confidence}% confidence will be shown in a separate collapsible section."
+            f"Findings below {js_number_to_string(min_confidence)}% confidence will be shown in a separate collapsible section."
         )
     return "\n".join(lines)

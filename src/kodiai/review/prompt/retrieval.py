@@ -9,6 +9,8 @@ cap; when not even the first entry fits, the section is left out rather than sho
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from kodiai.text.js import to_fixed, utf16_len
 
 from .context import RetrievalContext, RetrievedFinding
@@ -25,6 +27,42 @@ _HEADER = [
     "`(Prior pattern: [brief description of the similar prior finding])`",
     "",
 ]
+
+
+def build_retrieval_context(
+    results: Sequence[object],
+    labels: Sequence[str] | None = None,
+    max_context_chars: int | float = DEFAULT_MAX_CONTEXT_CHARS,
+) -> RetrievalContext | None:
+    """Turn the learning pipeline's final results (``RerankedResult``: ``.record``, ``.adjusted_distance``)
+    and its optional per-result confidence labels into the prompt's retrieval input (§1 step 32.8).
+
+    The distance shown is the adjusted (post-rerank, post-recency) distance. No results → None.
+    """
+    if not results:
+        return None
+    if labels is not None and len(labels) != len(results):
+        raise ValueError(f"{len(labels)} confidence labels for {len(results)} retrieval results")
+    findings = []
+    for index, result in enumerate(results):
+        record = getattr(result, "record", None)
+        if record is None:
+            raise ValueError("retrieval result has no record")
+        findings.append(
+            RetrievedFinding.model_validate(
+                {
+                    "finding_text": getattr(record, "finding_text", ""),
+                    "severity": getattr(record, "severity", ""),
+                    "category": getattr(record, "category", ""),
+                    "file_path": getattr(record, "file_path", ""),
+                    "outcome": getattr(record, "outcome", ""),
+                    "distance": getattr(result, "adjusted_distance", getattr(result, "distance", 0.0)),
+                    "source_repo": getattr(result, "source_repo", None),
+                    "confidence": labels[index] if labels is not None else None,
+                }
+            )
+        )
+    return RetrievalContext(findings=findings, max_context_chars=max_context_chars)
 
 
 def format_retrieved_finding(finding: RetrievedFinding) -> str:

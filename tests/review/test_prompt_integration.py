@@ -1,0 +1,160 @@
+"""The prompt and Review Details built from the real neighbouring modules' outputs.
+
+Config from ``parse_repo_config``, diff analysis from ``analyze_diff``, triage from ``file_risk``, the
+profile from ``profiles``, retrieval results as ``RerankedResult`` with ``learning.confidence`` labels.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from kodiai.config import parse_repo_config
+from kodiai.learning.confidence import confidence_labels
+from kodiai.learning.types import LearningMemoryRecord, RerankedResult
+from kodiai.review.details import ReviewDetailsInput, format_review_details_summary
+from kodiai.review.diff_analysis import analyze_diff, parse_numstat_per_file
+from kodiai.review.file_risk import compute_file_risk_scores, triage_files_by_risk
+from kodiai.review.profiles import resolve_review_profile
+from kodiai.review.prompt import (
+    ReviewPromptContext,
+    build_retrieval_context,
+    build_review_prompt,
+    match_path_instructions,
+)
+
+YAML = """
+review:
+  maxComments: 4
+  minConfidence: 35
+  severity:
+    minLevel: medium
+  suppressions:
+    - missing JSDoc
+    - pattern: "glob:*legacy*"
+      severity: [minor]
+      paths: ["src/**"]
+  pathInstructions:
+    - path: "src/api/**"
+      instructions: Check authorization on every handler.
+    - path: ["docs/**", "!docs/internal/**"]
+      instructions: Docs must match the code.
+knowledge:
+  retrieval:
+    maxContextChars: 900
+"""
+
+FILES = [
+    "src/api/auth.ts",
+    "src/api/users.py",
+    "docs/guide.md",
+    "docs/internal/notes.md",
+    "tests/auth.test.ts",
+]
+NUMSTAT = [
+    "30\t2\tsrc/api/auth.ts",
+    "12\t0\tsrc/api/users.py",
+    "5\t5\tdocs/guide.md",
+    "1\t0\tdocs/internal/notes.md",
+    "40\t0\ttests/auth.test.ts",
+]
+
+
+def memory(i: int, distance: float) -> RerankedResult:
+    record = LearningMemoryRecord(
+        repo="acme/repo",
+        owner="acme",
+        finding_id=i,
+        review_id=1,
+        source_repo="acme/repo",
+        finding_text=f"Missing authorization check {i}",
+        severity="major",
+        category="security",
+        file_path=f"src/api/h{i}.ts",
+        outcome="accepted",
+        embedding_model="m",
+        embedding_dim=1024,
+    )
+    return RerankedResult(
+        memory_id=i,
+        distance=distance,
+        record=record,
+        source_repo="acme/repo",
+        adjusted_distance=distance,
+        language_match=True,
+    )
+
+
+def test_prompt_from_real_module_outputs() -> None:
+    config = parse_repo_config(YAML).config
+    review = config.review
+    analysis = analyze_diff({"changed_files": FILES, "numstat_lines": NUMSTAT})
+    results = [memory(i, d) for i, d in enumerate([0.2, 0.35, 0.9])]
+    labels = confidence_labels([r.distance for r in results])
+    retrieval = build_retrieval_context(results, labels, config.knowledge.retrieval.max_context_chars)
+    ctx = ReviewPromptContext(
+        owner="acme",
+        repo="repo",
+        pr_number=12,
+        pr_title="feat: auth",
+        pr_author="alice",
+        base_branch="main",
+        head_branch="feat/auth",
+        changed_files=FILES,
+        custom_instructions=review.prompt,
+        mode=review.mode,
+        severity_min_level=review.severity.min_level,
+        focus_areas=review.focus_areas,
+        ignored_areas=review.ignored_areas,
+        max_comments=review.max_comments,
+        suppressions=review.suppressions,
+        min_confidence=review.min_confidence,
+        diff_analysis=analysis,
+        matched_path_instructions=match_path_instructions(review.path_instructions, FILES),
+        retrieval_context=retrieval,
+        files_by_language=analysis.files_by_language,
+        output_language=review.output_language,
+    )
+    prompt = build_review_prompt(ctx)
+    assert "Post at most 4 inline comments for this PR review." in prompt
+    assert "Only report findings at these severity levels: critical, major, medium." in prompt
+    assert "- pattern: glob:*legacy* (severity=[minor]; paths=[src/**])" in prompt
+    assert "Findings below 35% confidence" in prompt
+    assert "**src/api/** (applies to: src/api/auth.ts, src/api/users.py)" in prompt
+    assert "**docs/**, !docs/internal/** (applies to: docs/guide.md)" in prompt
+    assert "This PR modifies 5 files (+88 / -7 lines)." in prompt
+    assert "### Python (1 file(s))" in prompt
+    section = prompt[prompt.index("## Similar Prior Findings") :].split("\n\n## ")[0]
+    assert len(section) <= 900
+    assert f"distance: 0.200, confidence: {labels[0]})" in section
+    assert labels[0] == "high"
+
+
+def test_review_details_from_real_triage_and_profile() -> None:
+    files = [f"src/f{i:02d}.ts" for i in range(12)]
+    numstat = [f"{i + 1}\t0\t{f}" for i, f in enumerate(files)]
+    analysis = analyze_diff({"changed_files": files, "numstat_lines": numstat})
+    scores = compute_file_risk_scores(
+        files=files,
+        per_file_stats=parse_numstat_per_file(numstat),
+        files_by_category=analysis.files_by_category,
+    )
+    tiers = triage_files_by_risk(
+        risk_scores=scores, file_threshold=10, full_review_count=5, abbreviated_count=3
+    )
+    profile = resolve_review_profile(keyword_profile_override=None, manual_profile=None, lines_changed=78)
+    text = format_review_details_summary(
+        ReviewDetailsInput(
+            review_output_key="k",
+            files_reviewed=analysis.metrics.total_files,
+            lines_added=analysis.metrics.total_lines_added,
+            lines_removed=analysis.metrics.total_lines_removed,
+            profile=profile,
+            completed_at=datetime(2026, 1, 1, tzinfo=UTC),
+            triage=tiers,
+        )
+    )
+    assert "- Profile: strict (auto, lines changed: 78)" in text
+    assert "- Review scope: Reviewed 8/12 files, prioritized by risk" in text
+    assert "- Full review: 5 files | Abbreviated review: 3 files | Not reviewed: 4 files" in text
+    listed = [line for line in text.split("\n") if line.startswith("- src/") and "(risk: " in line]
+    assert [line.split(" ")[1] for line in listed] == [s.file_path for s in tiers.mention_only]
