@@ -6,6 +6,7 @@ Pure: the only outside input is the clock used for the 50 ms time budget, which 
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -194,23 +195,24 @@ def count_hunks(diff_content: str) -> int:
 
 
 def _numstat_totals(lines: Sequence[str]) -> tuple[int | float, int | float]:
-    added: int | float = 0
-    removed: int | float = 0
+    """Sum the first two tab fields as JS doubles, as the vectors pin it: a NaN ``removed`` skips the line,
+    a NaN ``added`` skips only the added count (``１２<TAB>3`` still adds 3 removed lines)."""
+    added = 0.0
+    removed = 0.0
     for line in lines:
         parts = line.split("\t")
-        raw_added = parts[0]
-        raw_removed = parts[1] if len(parts) > 1 else None
-        a = 0 if raw_added == "-" else js_parse_int(raw_added)
-        r = (
-            0
-            if raw_removed == "-"
-            else (js_parse_int(raw_removed) if raw_removed is not None else float("nan"))
-        )
-        if not _is_nan(a):
-            added += a
+        a = 0 if parts[0] == "-" else js_parse_int(parts[0])
+        r = (0 if parts[1] == "-" else js_parse_int(parts[1])) if len(parts) > 1 else math.nan
         if not _is_nan(r):
-            removed += r
-    return added, removed
+            removed += float(r)
+            if not _is_nan(a):
+                added += float(a)
+    return _js_number(added), _js_number(removed)
+
+
+def _js_number(value: float) -> int | float:
+    """A JS double as the integer it holds when it is integral (``1e20`` → ``10**20``)."""
+    return int(value) if value.is_integer() else value
 
 
 def _is_nan(value: int | float) -> bool:
