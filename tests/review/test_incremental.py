@@ -155,3 +155,47 @@ def test_parse_name_only_and_review_file_selection() -> None:
     full = inc.model_copy(update={"mode": "full"})
     assert select_review_files(["a", "b"], full) == ["a", "b"]
     assert select_review_files(["a"], None) == ["a"]
+
+
+def test_with_real_knowledge_store_and_q2_fix_order(repo: tuple[Path, list[str]], tmp_path: Path) -> None:
+    """PARITY Q2 fix: reading the last completed run *before* claiming the new one makes incremental mode
+    reachable; reading it after the claim (the original's order) always gives ``no-prior-review``."""
+    from kodiai.storage.knowledge import KnowledgeStore
+
+    work, shas = repo
+    store = KnowledgeStore(tmp_path / "knowledge.db")
+    try:
+        first = store.check_and_claim_run(
+            repo="acme/repo",
+            pr_number=3,
+            base_sha="base",
+            head_sha=shas[0],
+            delivery_id="d1",
+            action="opened",
+        )
+        store.complete_run(first.run_key)
+        before_claim = compute_incremental_diff(
+            workspace_dir=str(work),
+            repo="acme/repo",
+            pr_number=3,
+            get_last_reviewed_head_sha=store.get_last_reviewed_head_sha,
+        )
+        assert before_claim.mode == "incremental"
+        assert before_claim.changed_files_since_last_review == ["b.txt", "c/d.txt", "e.txt"]
+        store.check_and_claim_run(
+            repo="acme/repo",
+            pr_number=3,
+            base_sha="base",
+            head_sha=shas[2],
+            delivery_id="d2",
+            action="synchronize",
+        )
+        after_claim = compute_incremental_diff(
+            workspace_dir=str(work),
+            repo="acme/repo",
+            pr_number=3,
+            get_last_reviewed_head_sha=store.get_last_reviewed_head_sha,
+        )
+        assert (after_claim.mode, after_claim.reason) == ("full", "no-prior-review")
+    finally:
+        store.close()

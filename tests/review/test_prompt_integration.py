@@ -158,3 +158,19 @@ def test_review_details_from_real_triage_and_profile() -> None:
     assert "- Full review: 5 files | Abbreviated review: 3 files | Not reviewed: 4 files" in text
     listed = [line for line in text.split("\n") if line.startswith("- src/") and "(risk: " in line]
     assert [line.split(" ")[1] for line in listed] == [s.file_path for s in tiers.mention_only]
+
+
+def test_build_retrieval_context_shapes_and_errors() -> None:
+    """§1 step 32.8: the adjusted distance is shown; labels must pair one-to-one with results."""
+    import pytest
+
+    results = [memory(1, 0.4).model_copy(update={"adjusted_distance": 0.25})]
+    ctx = build_retrieval_context(results)
+    assert ctx is not None
+    assert ctx.findings[0].distance == 0.25
+    assert ctx.findings[0].confidence is None
+    assert ctx.findings[0].source_repo == "acme/repo"
+    assert ctx.max_context_chars == 2000
+    assert build_retrieval_context([]) is None
+    with pytest.raises(ValueError, match="2 confidence labels for 1"):
+        build_retrieval_context(results, ["high", "low"])
