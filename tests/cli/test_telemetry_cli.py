@@ -182,9 +182,13 @@ def test_retrieval_report_shows_numeric_columns_added_later(migrated_telemetry: 
     conn.commit()
     conn.close()
     report = json.loads(_invoke("telemetry", "retrieval", "--db", str(migrated_telemetry), "--json").stdout)
-    assert report["extra_columns"] == ["confident_count"]
-    assert report["overall"]["extra"] == {"confident_count": 10.0}
-    assert "confident_count" in _invoke("telemetry", "retrieval", "--db", str(migrated_telemetry)).stdout
+    assert report["extra_columns"][-1] == "confident_count"
+    assert report["overall"]["extra"]["confident_count"] == 10.0
+    assert report["overall"]["extra_avg"]["confident_count"] == 2.0
+    by_method = {g["key"]: g["extra"]["confident_count"] for g in report["by_threshold_method"]}
+    assert by_method == {None: 0.0, "adaptive": 6.0, "configured": 2.0, "percentile": 2.0}
+    text = _invoke("telemetry", "retrieval", "--db", str(migrated_telemetry)).stdout
+    assert "added columns (sum / avg)" in text and "confident_count" in text and "10 / 2.00" in text
 
 
 def test_missing_telemetry_db_is_a_clear_error(tmp_path: Path) -> None:

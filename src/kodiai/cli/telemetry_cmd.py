@@ -284,18 +284,9 @@ def usage(
     out.print(repos, cats)
 
 
-def _retrieval_table(title: str, key_name: str, groups: list[tr.RetrievalGroup], extra: list[str]) -> Table:
+def _retrieval_table(title: str, key_name: str, groups: list[tr.RetrievalGroup]) -> Table:
     table = Table(title=title)
-    for name in (
-        key_name,
-        "Rows",
-        "Results",
-        "Avg Results",
-        "Zero-result",
-        "Avg Distance",
-        "Lang Match",
-        *extra,
-    ):
+    for name in (key_name, "Rows", "Results", "Avg Results", "Zero-result", "Avg Distance", "Lang Match"):
         table.add_column(name, justify="left" if name == key_name else "right")
     for g in groups:
         table.add_row(
@@ -306,8 +297,19 @@ def _retrieval_table(title: str, key_name: str, groups: list[tr.RetrievalGroup],
             str(g.zero_result_rows),
             _num(g.avg_distance),
             _num(g.avg_language_match_ratio),
-            *(f"{g.extra[c]:g}" for c in extra),
         )
+    return table
+
+
+def _extra_table(title: str, key_name: str, groups: list[tr.RetrievalGroup], extra: list[str]) -> Table:
+    """Columns added by later migrations (e.g. confidence counts): sum and average per group."""
+    table = Table(title=f"{title}: added columns (sum / avg)")
+    table.add_column(key_name)
+    for name in extra:
+        table.add_column(name, justify="right")
+    for g in groups:
+        cells = [f"{g.extra[c]:g} / {_num(g.extra_avg.get(c), 2)}" for c in extra]
+        table.add_row(g.key if g.key is not None else "(not recorded)", *cells)
     return table
 
 
@@ -342,8 +344,13 @@ def retrieval(
         return
     if not report.has_threshold_method:
         out.print("Note: this database predates threshold_method; run `kodiai db upgrade`.")
-    extra = report.extra_columns
-    out.print(_retrieval_table("Overall", "Scope", [report.overall], extra))
-    out.print(_retrieval_table("By threshold method", "Method", report.by_threshold_method, extra))
-    out.print(_retrieval_table("By repository", "Repo", report.by_repo, extra))
-    out.print(_retrieval_table(f"By {bucket}", bucket.capitalize(), report.by_period, extra))
+    sections = [
+        ("Overall", "Scope", [report.overall]),
+        ("By threshold method", "Method", report.by_threshold_method),
+        ("By repository", "Repo", report.by_repo),
+        (f"By {bucket}", bucket.capitalize(), report.by_period),
+    ]
+    for title, key_name, groups in sections:
+        out.print(_retrieval_table(title, key_name, groups))
+        if report.extra_columns:
+            out.print(_extra_table(title, key_name, groups, report.extra_columns))

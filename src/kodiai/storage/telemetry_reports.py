@@ -141,7 +141,8 @@ class RetrievalGroup(BaseModel):
     """Aggregates of a set of ``retrieval_quality`` rows.
 
     ``avg_distance`` / ``avg_language_match_ratio`` average the per-row values over the rows that have one
-    (rows with no results store NULL). ``extra`` sums each numeric column added by later migrations.
+    (rows with no results store NULL). ``extra`` / ``extra_avg`` sum / average (over non-NULL values) each
+    numeric column that later migrations add (confidence and ambiguity counts, …).
     """
 
     key: str | None
@@ -154,6 +155,7 @@ class RetrievalGroup(BaseModel):
     avg_top_k: float | None
     avg_distance_threshold: float | None
     extra: dict[str, float] = {}
+    extra_avg: dict[str, float | None] = {}
 
 
 class RetrievalReport(BaseModel):
@@ -183,7 +185,7 @@ def _numeric_extra_columns(conn: sqlite3.Connection) -> tuple[list[str], set[str
 def _groups(
     conn: sqlite3.Connection, key_sql: str, where: str, params: tuple[object, ...], extra: list[str]
 ) -> list[RetrievalGroup]:
-    extra_sql = "".join(f', COALESCE(SUM("{c}"), 0)' for c in extra)
+    extra_sql = "".join(f', COALESCE(SUM("{c}"), 0), AVG("{c}")' for c in extra)
     rows = conn.execute(
         f"SELECT {key_sql} AS k, COUNT(*), COALESCE(SUM(result_count), 0), AVG(result_count), "
         "SUM(CASE WHEN result_count = 0 THEN 1 ELSE 0 END), AVG(avg_distance), AVG(language_match_ratio), "
@@ -201,7 +203,8 @@ def _groups(
             avg_language_match_ratio=r[6],
             avg_top_k=r[7],
             avg_distance_threshold=r[8],
-            extra={c: float(v) for c, v in zip(extra, r[9:], strict=True)},
+            extra={c: float(v) for c, v in zip(extra, r[9::2], strict=True)},
+            extra_avg={c: v for c, v in zip(extra, r[10::2], strict=True)},
         )
         for r in rows
     ]
@@ -232,6 +235,7 @@ def retrieval_report(
         avg_top_k=None,
         avg_distance_threshold=None,
         extra=dict.fromkeys(extra, 0.0),
+        extra_avg=dict.fromkeys(extra),
     )
     return RetrievalReport(
         since=since,
