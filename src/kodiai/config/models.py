@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from kodiai.config.base import Bool, ConfigModel, NonEmptyStr, OptStr, SeverityValue, Str, required
 from kodiai.config.js_types import Js
@@ -120,6 +120,24 @@ class RetrievalConfig(ConfigModel):
     max_context_chars: Annotated[float, _num(0, 5000)] = Field(
         2000, description="Character budget of the retrieved context."
     )
+    confidence_labels: Bool | None = Field(
+        None, description="Label retrieved memories high/medium/low in the prompt (unset = on)."
+    )
+    ambiguity_signal: Bool | None = Field(
+        None, description="Record how many candidates cluster around the best match (unset = off)."
+    )
+
+    @model_validator(mode="after")
+    def _warn_ambiguity_small_top_k(self) -> RetrievalConfig:
+        if self.ambiguity_signal and self.top_k <= 3:
+            from kodiai.log import get_logger
+
+            get_logger("kodiai.config").warning(
+                "knowledge.retrieval.ambiguitySignal with topK <= 3: the signal is taken on the candidate "
+                "pool, but so few results make it a weak guide",
+                top_k=self.top_k,
+            )
+        return self
 
 
 class KnowledgeConfig(ConfigModel):
