@@ -1,0 +1,158 @@
+"""The SQLite dedup + job journal, and the dispatcher's replay and drain (real SQLite files)."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from kodiai.jobs.dispatcher import DeliveryDispatcher
+from kodiai.jobs.journal import JobJournal, JournalEntry
+from kodiai.webhook.bot_filter import BotFilter
+from kodiai.webhook.events import WebhookEvent
+from kodiai.webhook.router import EventRouter
+
+T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+
+def entry(delivery: str, installation: int = 1) -> JournalEntry:
+    return JournalEntry(
+        delivery_id=delivery,
+        event_name="issues",
+        action="opened",
+        installation_id=installation,
+        payload={"action": "opened", "installation": {"id": installation}, "n": delivery},
+    )
+
+
+def test_dedup_survives_a_restart(tmp_path: Path) -> None:
+    """Dedup is persisted: a reopened journal still knows the delivery."""
+    db = tmp_path / "jobs.db"
+    journal = JobJournal.open(db)
+    assert journal.accept(entry("a"), now=T0)
+    assert not journal.accept(entry("a"), now=T0)
+    journal.close()
+    reopened = JobJournal.open(db)
+    assert not reopened.accept(entry("a"), now=T0 + timedelta(hours=1))
+    assert reopened.seen("a")
+    reopened.close()
+
+
+def test_dedup_window_is_at_least_24h(tmp_path: Path) -> None:
+    """§3.2: remembered ≥ 24 h; eviction forgets finished ids older than the window only."""
+    journal = JobJournal.open(tmp_path / "j.db")
+    journal.accept(entry("old"), now=T0)
+    journal.finish("old", now=T0)
+    journal.accept(entry("pending"), now=T0)
+    journal.accept(entry("fresh", 2), now=T0 + timedelta(hours=23))
+    assert journal.evict(now=T0 + timedelta(hours=23, minutes=59)) == 0
+    assert journal.evict(now=T0 + timedelta(hours=24, minutes=1)) == 1
+    assert not journal.seen("old")
+    assert journal.seen("pending")  # still pending in the journal: never forgotten
+    assert journal.seen("fresh")
+    # the finished journal row is kept for its own retention, so a late redelivery is still a duplicate
+    assert not journal.accept(entry("old"), now=T0 + timedelta(hours=25))
+    journal.close()
+
+
+def test_unjournaled_delivery_is_remembered_but_not_replayed(tmp_path: Path) -> None:
+    journal = JobJournal.open(tmp_path / "j.db")
+    assert journal.accept(entry("f"), now=T0, journal=False)
+    assert journal.seen("f") and journal.get("f") is None and journal.unfinished() == []
+    journal.close()
+
+
+def test_handler_progress_and_unfinished(tmp_path: Path) -> None:
+    journal = JobJournal.open(tmp_path / "j.db")
+    journal.accept(entry("x"), now=T0)
+    journal.start_attempt("x", now=T0)
+    journal.mark_handler_done("x", "review")
+    journal.mark_handler_done("x", "review")
+    [row] = journal.unfinished()
+    assert row.delivery_id == "x" and row.attempts == 1 and row.handlers_done == ["review"]
+    assert row.payload["n"] == "x"
+    journal.finish("x", now=T0)
+    assert journal.unfinished() == []
+    assert journal.counts() == {"done": 1}
+    journal.close()
+
+
+def make_router(log: list[tuple[str, str]], *, block: asyncio.Event | None = None) -> EventRouter:
+    router = EventRouter(BotFilter("kodiai"))
+
+    def handler(name: str):  # type: ignore[no-untyped-def]
+        async def run(event: WebhookEvent) -> None:
+            if block is not None and name == "slow":
+                await block.wait()
+            log.append((event.id, name))
+
+        return run
+
+    router.register("issues.opened", handler("fast"), name="fast")
+    router.register("issues.opened", handler("slow"), name="slow")
+    return router
+
+
+async def test_replay_runs_only_unfinished_handlers_once(tmp_path: Path) -> None:
+    """A delivery interrupted mid-dispatch is replayed at start-up, skipping handlers that finished."""
+    db = tmp_path / "j.db"
+    journal = JobJournal.open(db)
+    ran: list[tuple[str, str]] = []
+    gate = asyncio.Event()
+    first = DeliveryDispatcher(make_router(ran, block=gate), journal)
+    journal.accept(entry("d1"), now=T0)
+    first.submit(WebhookEvent(id="d1", name="issues", payload={"action": "opened"}, installation_id=1))
+    while ("d1", "fast") not in ran:
+        await asyncio.sleep(0)
+    assert await first.drain(0) == 1  # "shutdown" with the slow handler in flight
+    journal.close()
+
+    journal2 = JobJournal.open(db)
+    ran2: list[tuple[str, str]] = []
+    second = DeliveryDispatcher(make_router(ran2), journal2)
+    assert await second.replay_unfinished() == 1
+    await second.drain(5)
+    assert ran2 == [("d1", "slow")]
+    assert journal2.get("d1")["status"] == "done"  # type: ignore[index]
+    assert await second.replay_unfinished() == 0
+    journal2.close()
+
+
+async def test_replayed_only_once_then_abandoned(tmp_path: Path) -> None:
+    """Unfinished jobs are replayed once: a delivery that did not finish after its replay is abandoned."""
+    journal = JobJournal.open(tmp_path / "j.db")
+    journal.accept(entry("poison"), now=T0)
+    journal.start_attempt("poison", now=T0)
+    journal.start_attempt("poison", now=T0)  # first run + a replay, both cut short
+    ran: list[tuple[str, str]] = []
+    dispatcher = DeliveryDispatcher(make_router(ran), journal)
+    assert await dispatcher.replay_unfinished() == 0
+    assert ran == []
+    assert journal.get("poison")["status"] == "abandoned"  # type: ignore[index]
+    journal.close()
+
+
+async def test_drain_waits_for_in_flight_jobs_within_grace(tmp_path: Path) -> None:
+    """Graceful shutdown: in-flight dispatches that finish within the grace period complete normally."""
+    journal = JobJournal.open(tmp_path / "j.db")
+    ran: list[tuple[str, str]] = []
+    gate = asyncio.Event()
+    dispatcher = DeliveryDispatcher(make_router(ran, block=gate), journal)
+    journal.accept(entry("d"), now=T0)
+    dispatcher.submit(WebhookEvent(id="d", name="issues", payload={"action": "opened"}, installation_id=1))
+    asyncio.get_running_loop().call_later(0.05, gate.set)
+    assert await dispatcher.drain(5) == 0
+    assert sorted(ran) == [("d", "fast"), ("d", "slow")]
+    assert journal.get("d")["status"] == "done"  # type: ignore[index]
+    journal.close()
+
+
+@pytest.mark.parametrize("bad", ["", "x" * 10])
+def test_finish_unknown_delivery_is_harmless(tmp_path: Path, bad: str) -> None:
+    journal = JobJournal.open(tmp_path / "j.db")
+    journal.finish(bad, now=T0)
+    journal.mark_handler_done(bad, "h")
+    assert journal.counts() == {}
+    journal.close()
