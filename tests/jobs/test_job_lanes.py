@@ -127,9 +127,11 @@ async def test_lane_length_bound_sheds_with_a_clear_log() -> None:
     await until(lambda: queue.pending_count(5) == 1)
     tasks += [asyncio.create_task(queue.enqueue(5, blocked)) for _ in range(2)]  # 1 running + 2 waiting
     await until(lambda: queue.queue_size(5) == 2)
-    with structlog.testing.capture_logs() as logs:
-        with pytest.raises(LaneFullError, match="already has 2 waiting jobs"):
-            await queue.enqueue(5, blocked, JobContext(delivery_id="d-shed", job_type="mention"))
+    with (
+        structlog.testing.capture_logs() as logs,
+        pytest.raises(LaneFullError, match="already has 2 waiting jobs"),
+    ):
+        await queue.enqueue(5, blocked, JobContext(delivery_id="d-shed", job_type="mention"))
     shed = [e for e in logs if e["event"] == "Job shed: installation lane is full"]
     assert shed and shed[0]["deliveryId"] == "d-shed" and shed[0]["maxLaneLength"] == 2
     assert metrics.jobs_shed._value.get() == 1
