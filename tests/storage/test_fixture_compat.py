@@ -93,7 +93,12 @@ def test_fixture_telemetry_gains_threshold_method_and_store_writes_it(fixture_te
         store.close()
     after = _dump(fixture_telemetry_db)
     assert len(after["retrieval_quality"]) == 26 and len(after["executions"]) == 25
-    assert after["retrieval_quality"][-1][-1] == "percentile"
+    conn = sqlite3.connect(fixture_telemetry_db)
+    (method,) = conn.execute(
+        "SELECT threshold_method FROM retrieval_quality WHERE delivery_id = 'new-after-upgrade'"
+    ).fetchone()
+    conn.close()
+    assert method == "percentile"
 
 
 def test_fixture_knowledge_opens_with_store_and_is_usable(fixture_knowledge_db: Path) -> None:

@@ -117,7 +117,8 @@ def test_status_of_missing_file_is_all_pending_and_creates_nothing(tmp_path: Pat
 def test_threshold_method_is_added_on_empty_db(tmp_path: Path) -> None:
     path = tmp_path / "t.db"
     apply_migrations(path, "telemetry")
-    assert _table_columns(path, "retrieval_quality")[-1] == "threshold_method"
+    columns = _table_columns(path, "retrieval_quality")
+    assert columns.index("threshold_method") == columns.index("language_match_ratio") + 1
 
 
 def test_order_is_by_id_so_0100_runs_after_0002_and_other_dbs_can_use_the_runner(tmp_path: Path) -> None:
