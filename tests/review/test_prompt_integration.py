@@ -174,3 +174,35 @@ def test_build_retrieval_context_shapes_and_errors() -> None:
     assert build_retrieval_context([]) is None
     with pytest.raises(ValueError, match="2 confidence labels for 1"):
         build_retrieval_context(results, ["high", "low"])
+
+
+def test_dep_bump_section_with_real_scope_and_usage_models() -> None:
+    """RP-101/RP-102 with the objects library A produces (``UsageEvidence``, ``ScopeGroup``)."""
+    from kodiai.review.scope import detect_scope_coordination
+    from kodiai.review.usage import parse_git_grep_output
+
+    groups = detect_scope_coordination(["@babel/parser", "@babel/core", "lodash", "@types/node"])
+    evidence = parse_git_grep_output(
+        "src/index.ts:1:import { merge } from 'lodash'\nsrc/a.ts:12:  merge(`x`)\n"
+    )
+    prompt = build_review_prompt(
+        {
+            "owner": "acme",
+            "repo": "repo",
+            "pr_number": 1,
+            "pr_title": "Bump the babel group",
+            "pr_author": "dependabot[bot]",
+            "base_branch": "main",
+            "head_branch": "dependabot/npm_and_yarn/babel",
+            "dep_bump_context": {
+                "detection": {"source": "dependabot", "signals": ["sender"]},
+                "details": {"package_name": None, "is_group": True, "ecosystem": "npm"},
+                "classification": {"bump_type": "unknown", "is_breaking": False},
+                "usage_evidence": {"evidence": evidence, "timed_out": False},
+                "scope_groups": groups,
+            },
+        }
+    )
+    assert "- @babel: @babel/core, @babel/parser" in prompt
+    assert "- `src/index.ts:1` -- `import { merge } from 'lodash'`" in prompt
+    assert "- `src/a.ts:12` -- `merge('x')`" in prompt
