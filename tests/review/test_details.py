@@ -213,3 +213,10 @@ def test_x_17_standalone_comment_found_by_details_marker() -> None:
     assert find_comment_with_marker(["x"], marker) is None
     standalone = format_review_details_summary(details())
     assert build_review_output_marker(KEY) not in standalone
+
+
+def test_finding_counts_of_severities() -> None:
+    """§1 step 45 / Q10: counts over every processed finding; unknown severities are not counted."""
+    assert FindingCounts.of(["major", "minor", "major", "weird", "critical"]) == FindingCounts(
+        critical=1, major=2, medium=0, minor=1
+    )

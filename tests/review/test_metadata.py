@@ -86,3 +86,43 @@ def test_markers_removed_everywhere() -> None:
     assert strip_review_markers(f"{MARKER}\n[MAJOR] X\n{MARKER}") == "[MAJOR] X"
     assert parse_finding_metadata(f"{MARKER}\n[MAJOR] Title").title == "Title"
     assert normalize_severity(" CRITICAL ") == "critical"
+
+
+def test_extract_findings_from_review_comments() -> None:
+    """§1 step 38: marker-tagged comments only; id/path/body types checked; unparseable dropped."""
+    from kodiai.review.metadata import extract_findings
+
+    class Comment:
+        def __init__(self, **fields: object) -> None:
+            self.__dict__.update(fields)
+
+    comments: list[object] = [
+        {
+            "id": 11,
+            "path": "src/db.ts",
+            "body": f"[CRITICAL] SQL injection\n\n{MARKER}",
+            "start_line": None,
+            "line": 42,
+        },
+        {
+            "id": 12,
+            "path": "src/a.ts",
+            "body": f"```yaml\nseverity: minor\ncategory: style\n```\n\n**Fmt**\n\n{MARKER}",
+            "start_line": 3,
+            "line": 5,
+        },
+        {"id": 13, "path": "src/a.ts", "body": "[MAJOR] from another run"},
+        {"id": "14", "path": "src/a.ts", "body": f"[MAJOR] bad id {MARKER}"},
+        {"id": 15, "path": None, "body": f"[MAJOR] no path {MARKER}"},
+        {"id": 16, "path": "x", "body": f"Thanks! {MARKER}"},
+        {"id": True, "path": "x", "body": f"[MAJOR] bool id {MARKER}"},
+        Comment(id=17, path="src/b.go", body=f"[medium] Unchecked error\n{MARKER}", start_line=1.5, line=9),
+    ]
+    found = extract_findings(comments, MARKER)
+    assert [
+        (f.comment_id, f.file_path, f.severity, f.category, f.title, f.start_line, f.end_line) for f in found
+    ] == [
+        (11, "src/db.ts", "critical", "correctness", "SQL injection", None, 42),
+        (12, "src/a.ts", "minor", "style", "Fmt", 3, 5),
+        (17, "src/b.go", "medium", "correctness", "Unchecked error", None, 9),
+    ]

@@ -6,7 +6,7 @@ Everything here is pure string work; the handler fetches and posts the comments.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -29,6 +29,15 @@ class FindingCounts(_In):
     major: int = 0
     medium: int = 0
     minor: int = 0
+
+    @classmethod
+    def of(cls, severities: Iterable[str]) -> FindingCounts:
+        """Count findings per severity (step 45: over every processed finding, suppressed ones too, Q10)."""
+        counts = {"critical": 0, "major": 0, "medium": 0, "minor": 0}
+        for severity in severities:
+            if severity in counts:
+                counts[severity] += 1
+        return cls(**counts)
 
     @property
     def total(self) -> int:

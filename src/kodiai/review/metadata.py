@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from typing import Literal
 
 from pydantic import BaseModel
@@ -104,3 +105,56 @@ def parse_finding_metadata(body: str) -> FindingMetadata:
             title=js_trim(tagged.group(2)) or UNTITLED,
         )
     return FindingMetadata(severity=None, category="correctness", title=UNTITLED)
+
+
+class ExtractedFinding(BaseModel):
+    """One finding read back from this run's inline comments (spec/review.md §1 step 38)."""
+
+    comment_id: int
+    file_path: str
+    title: str
+    severity: Severity
+    category: Category
+    start_line: int | None = None
+    end_line: int | None = None
+
+
+def _field(comment: object, name: str) -> object:
+    if isinstance(comment, Mapping):
+        return comment.get(name)
+    return getattr(comment, name, None)
+
+
+def _int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def extract_findings(comments: Iterable[object], marker: str) -> list[ExtractedFinding]:
+    """Findings from PR review comments (REST dicts or objects with ``id, path, body, start_line, line``).
+
+    Only comments with an integer id, a string path and a string body containing ``marker`` count;
+    comments whose parsed severity is None are dropped. ``start_line``/``line`` are kept when numeric.
+    """
+    findings: list[ExtractedFinding] = []
+    for comment in comments:
+        comment_id = _int_or_none(_field(comment, "id"))
+        path, body = _field(comment, "path"), _field(comment, "body")
+        if comment_id is None or not isinstance(path, str) or not isinstance(body, str):
+            continue
+        if marker not in body:
+            continue
+        meta = parse_finding_metadata(body)
+        if meta.severity is None:
+            continue
+        findings.append(
+            ExtractedFinding(
+                comment_id=comment_id,
+                file_path=path,
+                title=meta.title,
+                severity=meta.severity,
+                category=meta.category,
+                start_line=_int_or_none(_field(comment, "start_line")),
+                end_line=_int_or_none(_field(comment, "line")),
+            )
+        )
+    return findings
