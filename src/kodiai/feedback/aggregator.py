@@ -34,7 +34,9 @@ class FeedbackThresholds(BaseModel):
 class FeedbackPatternSource(Protocol):
     """What the aggregator needs from the knowledge store."""
 
-    def aggregate_feedback_patterns(self, repo: str) -> Sequence[FeedbackPattern | Mapping[str, Any]]: ...
+    def aggregate_feedback_patterns(self, repo: str) -> Sequence[Any]:
+        """Patterns as ``FeedbackPattern``-shaped objects or dicts, in a stable order."""
+        ...
 
 
 def meets_thresholds(pattern: FeedbackPattern, thresholds: FeedbackThresholds) -> bool:
@@ -50,5 +52,6 @@ def aggregate_suppressible_patterns(
 ) -> list[FeedbackPattern]:
     """The store's patterns for ``repo`` that meet every threshold, in store order."""
     limits = FeedbackThresholds.model_validate(thresholds)
-    patterns = (FeedbackPattern.model_validate(p) for p in store.aggregate_feedback_patterns(repo))
+    rows = store.aggregate_feedback_patterns(repo)
+    patterns = (FeedbackPattern.model_validate(p, from_attributes=True) for p in rows)
     return [p for p in patterns if meets_thresholds(p, limits)]
