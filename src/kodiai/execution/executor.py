@@ -25,6 +25,7 @@ from claude_agent_sdk._internal.transport import Transport
 from github import Github
 from kodiai.execution.config_view import ExecutorConfig, load_executor_config
 from kodiai.execution.generic_prompt import build_generic_prompt
+from kodiai.execution.github_rest import RestApi
 from kodiai.execution.options import ModelCredentials, build_agent_options
 from kodiai.execution.pacing import PacingPolicy, WritePacer
 from kodiai.execution.result_mapping import NO_RESULT_MESSAGE, error_result, map_result, timeout_result
@@ -35,6 +36,8 @@ from kodiai.log import get_logger, redact
 #: Installation id → a fresh authenticated PyGithub client.
 InstallationClientFactory = Callable[[int], Github]
 TransportFactory = Callable[[ClaudeAgentOptions], Transport]
+#: Per run: a factory of REST façades replacing GitHub (local reviews record instead of posting).
+RestFactoryForRun = Callable[[ExecutionContext], Callable[[], RestApi]]
 ConfigLoader = Callable[[Path, Any], ExecutorConfig]
 
 
@@ -50,8 +53,9 @@ class ClaudeAgentExecutor:
     def __init__(
         self,
         *,
-        installation_client: InstallationClientFactory,
+        installation_client: InstallationClientFactory | None,
         credentials: ModelCredentials,
+        rest_factory: RestFactoryForRun | None = None,
         config_loader: ConfigLoader = load_executor_config,
         transport_factory: TransportFactory | None = None,
         cli_path: str | Path | None = None,
@@ -59,6 +63,7 @@ class ClaudeAgentExecutor:
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._installation_client = installation_client
+        self._rest_factory = rest_factory
         self._credentials = credentials
         self._config_loader = config_loader
         self._transport_factory = transport_factory
@@ -126,10 +131,12 @@ class ClaudeAgentExecutor:
     def _options(
         self, context: ExecutionContext, config: ExecutorConfig, publish: PublishFlag
     ) -> ClaudeAgentOptions:
+        client = self._installation_client
         env = ToolEnv(
             owner=context.owner,
             repo=context.repo,
-            client_factory=lambda: self._installation_client(context.installation_id),
+            client_factory=(lambda: client(context.installation_id)) if client is not None else None,
+            rest_factory=self._rest_factory(context) if self._rest_factory is not None else None,
             pacer=WritePacer(self._pacing),
             publish=publish,
             bot_handles=list(context.bot_handles),

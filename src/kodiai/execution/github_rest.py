@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import anyio.to_thread
 
@@ -18,6 +18,24 @@ from github import Github, GithubException
 
 #: Builds a fresh authenticated installation client; the tools call it once per tool call.
 GitHubClientFactory = Callable[[], Github]
+
+
+class RestApi(Protocol):
+    """What the tools need from GitHub: repository-relative JSON calls (``suffix`` = ``/pulls/7``...)."""
+
+    async def get(self, suffix: str, **params: Any) -> Any: ...
+
+    async def post(
+        self, suffix: str, body: dict[str, Any], on_success: Callable[[], None] | None = None
+    ) -> Any: ...
+
+    async def patch(
+        self, suffix: str, body: dict[str, Any], on_success: Callable[[], None] | None = None
+    ) -> Any: ...
+
+    async def paginate(
+        self, suffix: str, *, max_items: int = 2000, per_page: int = 100, **params: Any
+    ) -> list[dict[str, Any]]: ...
 
 
 class GitHubApiError(Exception):

@@ -6,7 +6,7 @@ on what they post and, before the first inline comment of a run, scan the PR for
 
 from __future__ import annotations
 
-from kodiai.execution.github_rest import GitHubRest
+from kodiai.execution.github_rest import RestApi
 
 MARKER_PREFIX = "kodiai:review-output-key"
 SCAN_LIMIT = 2000
@@ -25,7 +25,7 @@ def stamp_review_marker(body: str, review_output_key: str | None) -> str:
     return body if marker in body else f"{body}\n\n{marker}"
 
 
-async def review_output_published(rest: GitHubRest, pr_number: int, review_output_key: str) -> bool:
+async def review_output_published(rest: RestApi, pr_number: int, review_output_key: str) -> bool:
     """Whether any review comment, issue comment or review of the PR contains the marker.
 
     Scanned in order — PR review comments, issue comments, PR reviews — 100 a page, each scan stopping

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from kodiai.execution.github_rest import GitHubClientFactory, GitHubRest
+from kodiai.execution.github_rest import GitHubClientFactory, GitHubRest, RestApi
 from kodiai.execution.pacing import WritePacer
 from kodiai.log import get_logger
 
@@ -40,16 +40,22 @@ class ToolEnv:
 
     owner: str
     repo: str
-    client_factory: GitHubClientFactory
+    client_factory: GitHubClientFactory | None
     pacer: WritePacer
     publish: PublishFlag
     bot_handles: list[str] = field(default_factory=list)
     review_output_key: str | None = None
     pr_number: int | None = None
     delivery_id: str | None = None
+    #: Replaces GitHub altogether (``kodiai review`` records what would be posted).
+    rest_factory: Callable[[], RestApi] | None = None
 
-    def rest(self) -> GitHubRest:
+    def rest(self) -> RestApi:
         """A REST façade over a *fresh* installation client (one per tool call)."""
+        if self.rest_factory is not None:
+            return self.rest_factory()
+        if self.client_factory is None:
+            raise RuntimeError("No GitHub client configured for the tools")
         return GitHubRest(self.client_factory(), self.owner, self.repo)
 
     def logger(self, tool: str) -> Any:

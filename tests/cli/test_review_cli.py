@@ -1,0 +1,75 @@
+"""``kodiai review`` end to end through the typer app, on a real temporary git repository."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kodiai.cli.main import app
+from kodiai.cli.review_cmd import PROMPT_RULE, RETRIEVAL_RULE
+from support.gitrepo import commit_files, git
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)  # no stray .env is read
+    for name in ("ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN", "VOYAGE_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LEARNING_MEMORY_URI", str(tmp_path / "absent.lance"))
+    root = tmp_path / "widgets"
+    root.mkdir()
+    git("init", "-q", "-b", "main", cwd=root)
+    git("remote", "add", "origin", "https://github.com/acme/widgets.git", cwd=root)
+    commit_files(root, {"app.py": "x = 1\n", ".kodiai.yml": "review:\n  maxComments: 5\n"}, "initial")
+    git("checkout", "-q", "-b", "topic", cwd=root)
+    commit_files(root, {"app.py": "x = 2\n", "lib/util.go": "package lib\n"}, "fix: bump x")
+    return root
+
+
+def test_dry_run_prints_prompt_and_retrieval_context(repo: Path) -> None:
+    """--dry-run prints the retrieval context and the exact prompt; the model is not called."""
+    result = runner.invoke(
+        app, ["review", "--repo", str(repo), "--base", "main", "--head", "topic", "--dry-run"]
+    )
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "repository: acme/widgets" in out and "changed files: 2" in out
+    retrieval = out[out.index(RETRIEVAL_RULE) : out.index(PROMPT_RULE)]
+    assert "status: no-store" in retrieval and "absent.lance" in retrieval
+    prompt = out[out.index(PROMPT_RULE) + len(PROMPT_RULE) + 1 :]
+    assert prompt.startswith("You are reviewing pull request #0 in acme/widgets.")
+    assert "Title: fix: bump x" in prompt and "Branches: topic -> main" in prompt
+    assert "Post at most 5 inline comments" in prompt
+    assert "app.py" in prompt and "lib/util.go" in prompt
+
+
+def test_dry_run_json(repo: Path) -> None:
+    """--dry-run --json prints the whole context as JSON (prompt included, verbatim)."""
+    result = runner.invoke(
+        app, ["review", "--repo", str(repo), "--base", "main", "--head", "topic", "--dry-run", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["changed_files"] == ["app.py", "lib/util.go"]
+    assert data["retrieval"]["status"] == "no-store"
+    assert data["prompt"].startswith("You are reviewing pull request #0 in acme/widgets.")
+
+
+def test_unknown_ref_is_a_clear_error(repo: Path) -> None:
+    """A ref that does not exist exits 1 with git's message, nothing else printed to stdout."""
+    result = runner.invoke(app, ["review", "--repo", str(repo), "--base", "nope", "--dry-run"])
+    assert result.exit_code == 1
+    assert "kodiai review: git rev-parse" in result.output
+    assert PROMPT_RULE not in result.stdout
+
+
+def test_run_without_credentials_refuses(repo: Path) -> None:
+    """Without --dry-run and without model credentials the command explains what is missing (exit 2)."""
+    result = runner.invoke(app, ["review", "--repo", str(repo), "--base", "main", "--head", "topic"])
+    assert result.exit_code == 2
+    assert "CLAUDE_CODE_OAUTH_TOKEN or ANTHROPIC_API_KEY" in result.output

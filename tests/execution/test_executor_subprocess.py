@@ -1,0 +1,117 @@
+"""The executor against a real CLI subprocess (a fake ``claude`` via ``cli_path``): the flags and
+environment it is started with, and that a timeout really terminates it."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+from pydantic import SecretStr
+
+from conftest import INSTALLATION, OWNER, PR, REPO, make_client
+from kodiai.execution.executor import ClaudeAgentExecutor
+from kodiai.execution.options import ModelCredentials
+from kodiai.execution.types import ExecutionContext
+from support.fake_github import FakeGitHub
+
+FAKE_CLI = Path(__file__).with_name("fake_claude_cli.py")
+API_KEY = "sk-ant-api03-" + "x" * 40
+
+
+def fake_cli(tmp_path: Path) -> Path:
+    script = tmp_path / "claude"
+    script.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE_CLI}" "$@"\n', encoding="utf-8")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return script
+
+
+def context(workspace: Path, **overrides: object) -> ExecutionContext:
+    fields: dict[str, object] = {
+        "workspace_dir": workspace,
+        "installation_id": INSTALLATION,
+        "owner": OWNER,
+        "repo": REPO,
+        "event_type": "pull_request.opened",
+        "pr_number": PR,
+        "prompt": "Review.",
+    }
+    fields.update(overrides)
+    return ExecutionContext(**fields)  # type: ignore[arg-type]
+
+
+def executor(fake: FakeGitHub, cli: Path) -> ClaudeAgentExecutor:
+    return ClaudeAgentExecutor(
+        installation_client=lambda _i: make_client(fake),
+        credentials=ModelCredentials(anthropic_api_key=SecretStr(API_KEY)),
+        cli_path=cli,
+    )
+
+
+async def test_cli_started_with_mapped_flags_and_env(
+    tmp_path: Path, fake_gh: FakeGitHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """§1.3 step 7 end to end: the real subprocess transport starts the CLI in the workspace with the
+    model, turns, preset append, project settings, dontAsk, the tool lists, our SDK MCP servers, the
+    entrypoint and the API key; the app's own secrets are blanked."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / ".kodiai.yml").write_text(
+        "maxTurns: 9\nsystemPromptAppend: Extra rules.\n", encoding="utf-8"
+    )
+    record = tmp_path / "record.json"
+    monkeypatch.setenv("FAKE_CLI_RECORD", str(record))
+    monkeypatch.setenv("FAKE_CLI_MODE", "result")
+    monkeypatch.setenv("GITHUB_PRIVATE_KEY", "-----BEGIN RSA PRIVATE KEY-----app-secret")
+
+    result = await executor(fake_gh, fake_cli(tmp_path)).execute(context(workspace))
+
+    assert result.conclusion == "success" and result.session_id == "cli-session" and result.output_tokens == 2
+    seen = json.loads(record.read_text(encoding="utf-8"))
+    argv = seen["argv"]
+
+    def flag(name: str) -> str:
+        return argv[argv.index(name) + 1]
+
+    assert Path(seen["cwd"]).resolve() == workspace.resolve()
+    assert flag("--model") == "claude-sonnet-4-5-20250929" and flag("--max-turns") == "9"
+    assert flag("--append-system-prompt") == "Extra rules."
+    assert flag("--permission-mode") == "dontAsk"
+    assert "--setting-sources=project" in argv
+    allowed = flag("--allowedTools").split(",")
+    assert (
+        "Bash(git diff:*)" in allowed
+        and "mcp__github_comment__*" in allowed
+        and "mcp__github_ci__*" in allowed
+    )
+    assert flag("--disallowedTools") == "Edit,Write,MultiEdit,NotebookEdit"
+    servers = json.loads(flag("--mcp-config"))["mcpServers"]
+    assert servers == {
+        "github_comment": {"type": "sdk", "name": "github_comment"},
+        "github_inline_comment": {"type": "sdk", "name": "github_inline_comment"},
+        "github_ci": {"type": "sdk", "name": "github_ci"},
+    }
+    assert seen["env"]["CLAUDE_CODE_ENTRYPOINT"] == "kodiai-github-app"
+    assert seen["env"]["ANTHROPIC_API_KEY"] == API_KEY
+    assert seen["env"]["GITHUB_PRIVATE_KEY"] == ""
+
+
+@pytest.mark.slow
+async def test_timeout_terminates_cli_subprocess(
+    tmp_path: Path, fake_gh: FakeGitHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """§1.10 timeout: a CLI that never answers is cancelled after the timeout and its process is gone
+    (stdin closed, then terminated by the SDK's shielded cleanup)."""
+    record = tmp_path / "record.json"
+    monkeypatch.setenv("FAKE_CLI_RECORD", str(record))
+    monkeypatch.setenv("FAKE_CLI_MODE", "hang")
+
+    result = await executor(fake_gh, fake_cli(tmp_path)).execute(context(tmp_path, dynamic_timeout_seconds=1))
+
+    assert result.is_timeout is True and result.conclusion == "error" and result.published is False
+    pid = json.loads(record.read_text(encoding="utf-8"))["pid"]
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
