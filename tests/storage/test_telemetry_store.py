@@ -252,3 +252,49 @@ def test_writes_from_worker_threads_are_serialised(store: TelemetryStore) -> Non
         list(pool.map(work, range(200)))
     assert _read(Path(store.path), "SELECT COUNT(*) FROM executions")[0][0] == 200
     assert _read(Path(store.path), "SELECT COUNT(*) FROM retrieval_quality")[0][0] == 200
+
+
+def test_retrieval_row_of_another_model_or_mapping_is_accepted(store: TelemetryStore) -> None:
+    """The learning pipeline hands its own pydantic row (with the 0100 confidence columns); a dict works too."""
+    from pydantic import BaseModel, ValidationError
+
+    class ForeignRow(BaseModel):
+        delivery_id: str | None
+        repo: str
+        pr_number: int | None
+        event_type: str
+        top_k: int
+        distance_threshold: float
+        result_count: int
+        avg_distance: float | None
+        language_match_ratio: float | None
+        threshold_method: str
+        confidence_high: int | None = None
+
+    row = ForeignRow(
+        delivery_id="f-1",
+        repo="a/b",
+        pr_number=1,
+        event_type="pull_request",
+        top_k=5,
+        distance_threshold=0.3,
+        result_count=2,
+        avg_distance=0.2,
+        language_match_ratio=1.0,
+        threshold_method="adaptive",
+        confidence_high=2,
+    )
+    assert store.record_retrieval_quality(row)
+    assert store.record_retrieval_quality(
+        {"delivery_id": "f-2", "repo": "a/b", "event_type": "e", "result_count": 0}
+    )
+    with pytest.raises(ValidationError):
+        store.record_retrieval_quality({"delivery_id": "f-3", "repo": "a/b"})
+    store.record({"repo": "a/b", "event_type": "e", "model": "m", "conclusion": "success"})
+    cols = store.columns("retrieval_quality")
+    got = _read(Path(store.path), "SELECT * FROM retrieval_quality ORDER BY id")
+    assert [r["delivery_id"] for r in got] == ["f-1", "f-2"]
+    assert got[0]["threshold_method"] == "adaptive"
+    if "confidence_high" in cols:
+        assert got[0]["confidence_high"] == 2
+    assert _read(Path(store.path), "SELECT COUNT(*) FROM executions")[0][0] == 1

@@ -10,8 +10,9 @@ review path wrap them fail-open as the original's handlers do.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -65,6 +66,17 @@ class RetrievalQualityRecord(BaseModel):
     threshold_method: str | None = None
 
 
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def _as_record(model: type[_M], entry: BaseModel | Mapping[str, Any]) -> _M:
+    """Accept our record, any other pydantic model with the same field names, or a mapping."""
+    if isinstance(entry, model):
+        return entry
+    data = entry.model_dump() if isinstance(entry, BaseModel) else dict(entry)
+    return model.model_validate(data)
+
+
 def table_columns(conn: sqlite3.Connection, table: str) -> list[str]:
     """Column names of ``table`` in declaration order."""
     return [str(row[1]) for row in conn.execute(f'PRAGMA table_info("{table}")')]
@@ -109,16 +121,22 @@ class TelemetryStore:
             self._writes_since_checkpoint = 0
             self.auto_checkpoints += 1
 
-    def record(self, entry: ExecutionRecord) -> None:
+    def record(self, entry: ExecutionRecord | BaseModel | Mapping[str, Any]) -> None:
         """Insert one ``executions`` row (a redelivery that runs again adds another row)."""
-        sql, params = _insert_sql("executions", entry.model_dump(), self._columns["executions"], "INSERT")
+        values = _as_record(ExecutionRecord, entry).model_dump()
+        sql, params = _insert_sql("executions", values, self._columns["executions"], "INSERT")
         with self._db.lock:
             self._db.execute(sql, tuple(params))
             self._count_write()
 
-    def record_retrieval_quality(self, entry: RetrievalQualityRecord) -> bool:
-        """Insert-or-ignore one ``retrieval_quality`` row; ``False`` when the delivery id was already there."""
-        values = entry.model_dump()
+    def record_retrieval_quality(self, entry: RetrievalQualityRecord | BaseModel | Mapping[str, Any]) -> bool:
+        """Insert-or-ignore one ``retrieval_quality`` row; ``False`` when the delivery id was already there.
+
+        ``entry`` may be a :class:`RetrievalQualityRecord`, another pydantic model with the same field names
+        (e.g. ``kodiai.learning.telemetry.RetrievalQualityRow``) or a mapping; it is validated first, so a
+        row missing ``repo``/``event_type``/``result_count`` raises ``pydantic.ValidationError``.
+        """
+        values = _as_record(RetrievalQualityRecord, entry).model_dump()
         sql, params = _insert_sql(
             "retrieval_quality", values, self._columns["retrieval_quality"], "INSERT OR IGNORE"
         )
