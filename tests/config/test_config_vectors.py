@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from support.vectors import assert_matches, cases, ids
 
 from kodiai.config import RepoConfigError, parse_repo_config
+from support.vectors import assert_matches, cases, ids
 
 ROWS = cases("config.jsonl", "parse_repo_config")
 

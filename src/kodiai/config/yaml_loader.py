@@ -39,8 +39,8 @@ from kodiai.config.js_scalars import (
     resolve_plain_scalar,
 )
 
-#: Limits against hostile input. A real `.kodiai.yml` is a few hundred nodes deep 6 at most.
-MAX_DOCUMENT_CHARS = 1_000_000
+#: Limits against hostile input. A real `.kodiai.yml` is a few hundred nodes, nested 6 deep at most.
+MAX_DOCUMENT_CHARS = 262_144  # 256 KiB: ~100x a large real config; pure-Python parsing stays ~1-3 s
 MAX_DEPTH = 256
 MAX_EXPANDED_NODES = 1_000_000
 
@@ -276,6 +276,22 @@ def _syntax_error(exc: BaseException) -> YamlSyntaxError:
     return YamlSyntaxError(text[0] if text else type(exc).__name__)
 
 
+def _flow_depth_exceeded(text: str) -> bool:
+    """Cheap upper bound of flow nesting: ruamel's scanner is slow on thousands of open brackets, so
+    such input is refused before parsing (brackets inside quoted strings count too: conservative)."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return False
+    depth = 0
+    for ch in text:
+        if ch in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return True
+        elif ch in "]}" and depth:
+            depth -= 1
+    return False
+
+
 def load_yaml(text: str) -> Any:
     """Parse `text` as exactly one YAML document (or none: `None`) with js-yaml's semantics.
 
@@ -285,6 +301,8 @@ def load_yaml(text: str) -> Any:
         raise YamlSyntaxError(f"document is larger than {MAX_DOCUMENT_CHARS} characters")
     if text.startswith("\ufeff"):
         text = text[1:]
+    if _flow_depth_exceeded(text):
+        raise YamlSyntaxError(f"document nested more than {MAX_DEPTH} levels deep")
     parser = YAML(typ="safe", pure=True)
     builder: _Builder | None = None
     try:
