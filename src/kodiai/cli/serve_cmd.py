@@ -1,13 +1,104 @@
-"""`kodiai serve`: run the HTTP server (owned by the server/webhook work)."""
+"""`kodiai serve`: load settings, apply migrations, build the runtime, run uvicorn.
+
+Setup mode when the GitHub App settings are missing (the server still starts; ``GET /`` explains what
+to do). With settings present, a bad key or an unreachable GitHub fails fast with one ``FATAL:`` line
+and exit code 1, as the original.
+"""
 
 from __future__ import annotations
 
+import importlib
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated
+
 import typer
+import uvicorn
+
+from kodiai.log import configure_logging, get_logger
+
+
+def _load_registrar(spec: str) -> Callable[..., None]:
+    """``module:function`` → the function (used for extra handler sets, e.g. test recorders)."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise typer.BadParameter(f"expected module:function, got {spec!r}")
+    fn = getattr(importlib.import_module(module_name), attr, None)
+    if not callable(fn):
+        raise typer.BadParameter(f"{spec!r} is not a callable")
+    return fn
+
+
+def _fatal(message: str) -> typer.Exit:
+    print(f"FATAL: {message}", file=sys.stderr)
+    return typer.Exit(code=1)
 
 
 def serve(
-    host: str = typer.Option("0.0.0.0", help="Interface to listen on."),
-    port: int | None = typer.Option(None, help="Port (default: PORT env var, else 3000)."),
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "0.0.0.0",
+    port: Annotated[int | None, typer.Option(help="Port (default: PORT env var, else 3000).")] = None,
+    env_file: Annotated[
+        Path, typer.Option("--env-file", help="Dotenv file read at start-up (and written by setup).")
+    ] = Path(".env"),
+    handlers: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--handlers",
+            envvar="KODIAI_HANDLERS",
+            help="Extra handler registrars as module:function(runtime); may be repeated.",
+        ),
+    ] = None,
 ) -> None:
     """Start the webhook server."""
-    raise typer.Exit(code=2)
+    from kodiai.github.app_auth import GitHubAppError
+    from kodiai.server.app import create_app
+    from kodiai.server.runtime import Runtime, ServerConfig, build_runtime
+    from kodiai.settings import Settings, SettingsError
+    from kodiai.storage.migrations import apply_migrations
+
+    try:
+        settings = Settings.load(env_file=env_file, require_github_app=False)
+    except SettingsError as exc:
+        print(f"FATAL: {exc}", file=sys.stderr)
+        raise typer.Exit(code=1) from None
+    try:
+        configure_logging(settings.log_level)
+    except ValueError as exc:
+        raise _fatal(str(exc)) from None
+    log = get_logger("kodiai.serve")
+
+    config = ServerConfig.from_settings(settings, env_file=str(env_file))
+    if port is not None:
+        config.port = port
+    try:
+        apply_migrations(settings.telemetry_db_path, "telemetry")
+        knowledge = settings.knowledge_db()
+        apply_migrations(knowledge.path, "knowledge")
+        log.info("Knowledge store path resolved", knowledgeDbPath=knowledge.path, source=knowledge.source)
+    except Exception as exc:
+        raise _fatal(f"Database migration failed: {exc}") from None
+
+    registrars = [_load_registrar(spec) for spec in handlers or []]
+
+    def register(runtime: Runtime) -> None:
+        for registrar in registrars:
+            registrar(runtime)
+
+    try:
+        runtime = build_runtime(config, register_handlers=register)
+    except GitHubAppError as exc:
+        raise _fatal(str(exc)) from None
+    except Exception as exc:
+        raise _fatal(f"Start-up failed: {type(exc).__name__}: {exc}") from None
+
+    app = create_app(runtime)
+    uvicorn.run(
+        app,
+        host=host,
+        port=config.port,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=max(1, int(config.shutdown_grace_seconds)),
+    )

@@ -96,6 +96,7 @@ def create_app(runtime: Runtime) -> FastAPI:
             if runtime.dispatcher is not None:
                 await runtime.dispatcher.drain(config.shutdown_grace_seconds)
             runtime.close()
+            log.info("Kodiai server stopped")
 
     app = FastAPI(
         title="Kodiai",

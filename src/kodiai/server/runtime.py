@@ -63,7 +63,7 @@ class ServerConfig(BaseModel):
         allow = get("bot_allow_list", []) or []
         return cls(
             app_id=_text(get("github_app_id")),
-            private_key=_secret(get("github_private_key")),
+            private_key=_secret(get("private_key_pem") or get("github_private_key")),
             webhook_secret=_secret(get("github_webhook_secret")),
             github_api_url=str(get("github_api_url", DEFAULT_API_URL) or DEFAULT_API_URL),
             jobs_db_path=str(get("jobs_db_path", "./data/kodiai-jobs.db")),
