@@ -583,3 +583,27 @@ def test_empty_batches_are_noops_and_checkpoint_runs(store: KnowledgeStore) -> N
     store.record_suppression_log([])
     assert store.record_feedback_reactions([]) == 0
     assert store.checkpoint()[0] == 0
+
+
+def test_concurrent_claims_from_threads_and_two_connections_yield_one_new(tmp_path: Path) -> None:
+    """Run claims are atomic (BEGIN IMMEDIATE): 40 racing claims of one SHA pair through two stores
+    (two connections, as a second process would have) give exactly one `new`."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    a = KnowledgeStore(tmp_path / "k.db")
+    b = KnowledgeStore(tmp_path / "k.db")
+    try:
+
+        def claim(i: int) -> str:
+            s = a if i % 2 else b
+            return s.check_and_claim_run(
+                repo=REPO, pr_number=1, base_sha="b", head_sha="h", delivery_id=f"d{i}", action="opened"
+            ).reason
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            reasons = list(pool.map(claim, range(40)))
+        assert reasons.count("new") == 1 and reasons.count("duplicate") == 39
+        assert len(_sql(a, "SELECT * FROM run_state")) == 1
+    finally:
+        a.close()
+        b.close()

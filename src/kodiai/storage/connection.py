@@ -17,6 +17,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import Any
 
 MEMORY = ":memory:"
 BUSY_TIMEOUT_MS = 5000
@@ -94,6 +95,13 @@ class LockedConnection:
         with self._lock:
             self._check_open()
             return self._conn.execute(sql, params)
+
+    def fetch_one(self, sql: str, params: tuple[object, ...] | dict[str, object] = ()) -> tuple[Any, ...] | None:
+        """Run a statement and fetch its first row, all under the lock."""
+        with self._lock:
+            self._check_open()
+            row = self._conn.execute(sql, params).fetchone()
+            return tuple(row) if row is not None else None
 
     def query(self, sql: str, params: tuple[object, ...] | dict[str, object] = ()) -> list[sqlite3.Row]:
         """Run a SELECT and return every row as :class:`sqlite3.Row` (access by column name)."""

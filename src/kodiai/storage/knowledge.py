@@ -163,12 +163,12 @@ class KnowledgeStore:
         self, severity: str, category: str, confidence_band: str, fingerprint: str
     ) -> int:
         """Total count of a pattern, matching stored fingerprints of either form."""
-        (total,) = self._db.execute(
+        row = self._db.fetch_one(
             "SELECT COALESCE(SUM(count), 0) FROM global_patterns WHERE severity = ? AND category = ? "
             "AND confidence_band = ? AND pattern_fingerprint IN (?, ?)",
             (severity, category, confidence_band, *fingerprint_variants(fingerprint)),
-        ).fetchone()
-        return int(total)
+        )
+        return int(row[0]) if row else 0
 
     # -- feedback ------------------------------------------------------------------------------
 

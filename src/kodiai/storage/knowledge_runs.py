@@ -84,11 +84,11 @@ def purge_old_runs(db: LockedConnection, retention_days: int = 30) -> int:
 
 
 def last_reviewed_head_sha(db: LockedConnection, repo: str, pr_number: int) -> str | None:
-    row = db.execute(
+    row = db.fetch_one(
         "SELECT head_sha FROM run_state WHERE repo = ? AND pr_number = ? AND status = 'completed' "
         "ORDER BY created_at DESC, id DESC LIMIT 1",
         (repo, pr_number),
-    ).fetchone()
+    )
     return str(row[0]) if row else None
 
 

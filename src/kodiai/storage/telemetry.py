@@ -159,7 +159,8 @@ class TelemetryStore:
         return self._db.checkpoint()
 
     def journal_mode(self) -> str:
-        return str(self._db.execute("PRAGMA journal_mode").fetchone()[0])
+        row = self._db.fetch_one("PRAGMA journal_mode")
+        return str(row[0]) if row else ""
 
     def close(self) -> None:
         """Close the connection; never raises. Any later call raises ``sqlite3.ProgrammingError``."""
