@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kodiai.review.findings import (
     bare_fingerprint_finding_title,
@@ -66,3 +70,14 @@ def test_q1_bare_rows_normalise_to_fp_form() -> None:
     assert normalize_fingerprint("not-a-fingerprint") == "not-a-fingerprint"
     assert fingerprint_variants("286fe3ed") == ("fp-286fe3ed", "286fe3ed")
     assert fingerprint_variants("fp-286fe3ed") == ("fp-286fe3ed", "286fe3ed")
+
+
+@given(st.text(max_size=80))
+def test_property_form_and_normalisation_invariance(title: str) -> None:
+    """Always `fp-` + 8 lowercase hex; case and punctuation runs never change the fingerprint."""
+    fp = fingerprint_finding_title(title)
+    assert re.fullmatch(r"fp-[0-9a-f]{8}", fp)
+    ascii_title = title.encode("ascii", "ignore").decode()
+    assert fingerprint_finding_title(ascii_title.upper()) == fingerprint_finding_title(ascii_title.lower())
+    assert fingerprint_finding_title(title.replace(" ", " -- ")) == fingerprint_finding_title(title.replace(" ", "!"))
+    assert normalize_fingerprint(bare_fingerprint_finding_title(title)) == fp
