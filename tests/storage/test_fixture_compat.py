@@ -129,3 +129,54 @@ def test_fixture_knowledge_opens_with_store_and_is_usable(fixture_knowledge_db: 
     finally:
         store.close()
     assert apply_migrations(fixture_knowledge_db, "knowledge") == []
+
+
+def test_file_from_original_at_cd3cee39_with_threshold_method_already_migrates(
+    fixture_telemetry_db: Path,
+) -> None:
+    """The original added threshold_method itself at cd3cee39: the add-column step must be a no-op there."""
+    conn = sqlite3.connect(fixture_telemetry_db)
+    conn.execute("ALTER TABLE retrieval_quality ADD COLUMN threshold_method TEXT")
+    conn.execute("UPDATE retrieval_quality SET threshold_method = 'adaptive' WHERE id <= 3")
+    conn.commit()
+    conn.close()
+    before = _dump(fixture_telemetry_db)
+    assert "0002_retrieval_quality_threshold_method" in apply_migrations(fixture_telemetry_db, "telemetry")
+    after = _dump(fixture_telemetry_db)
+    width = len(before["retrieval_quality"][0])
+    assert [r[:width] for r in after["retrieval_quality"]] == before["retrieval_quality"]
+    columns, _ = _schema(fixture_telemetry_db)
+    assert columns["retrieval_quality"].count("threshold_method") == 1
+
+
+def test_older_knowledge_file_without_comment_columns_gains_them(tmp_path: Path) -> None:
+    """A knowledge file from before the findings comment-linkage columns: 0002 adds them, rows kept."""
+    path = tmp_path / "old-knowledge.db"
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        """
+        CREATE TABLE reviews (id INTEGER PRIMARY KEY AUTOINCREMENT, created_at TEXT NOT NULL DEFAULT (datetime('now')),
+          repo TEXT NOT NULL, pr_number INTEGER NOT NULL, head_sha TEXT, delivery_id TEXT,
+          files_analyzed INTEGER NOT NULL DEFAULT 0, lines_changed INTEGER NOT NULL DEFAULT 0,
+          findings_critical INTEGER NOT NULL DEFAULT 0, findings_major INTEGER NOT NULL DEFAULT 0,
+          findings_medium INTEGER NOT NULL DEFAULT 0, findings_minor INTEGER NOT NULL DEFAULT 0,
+          findings_total INTEGER NOT NULL DEFAULT 0, suppressions_applied INTEGER NOT NULL DEFAULT 0,
+          config_snapshot TEXT, duration_ms INTEGER, model TEXT, conclusion TEXT NOT NULL DEFAULT 'unknown');
+        CREATE TABLE findings (id INTEGER PRIMARY KEY AUTOINCREMENT, review_id INTEGER NOT NULL REFERENCES reviews(id),
+          created_at TEXT NOT NULL DEFAULT (datetime('now')), file_path TEXT NOT NULL, start_line INTEGER,
+          end_line INTEGER, severity TEXT NOT NULL, category TEXT NOT NULL, confidence INTEGER NOT NULL,
+          title TEXT NOT NULL, suppressed INTEGER NOT NULL DEFAULT 0, suppression_pattern TEXT);
+        INSERT INTO reviews (repo, pr_number) VALUES ('acme/web', 3);
+        INSERT INTO findings (review_id, file_path, severity, category, confidence, title)
+          VALUES (1, 'a.ts', 'major', 'security', 80, 'Old finding');
+        """
+    )
+    conn.commit()
+    conn.close()
+    before = _dump(path)
+    apply_migrations(path, "knowledge")
+    columns, _ = _schema(path)
+    assert columns["findings"][-3:] == ["comment_id", "comment_surface", "review_output_key"]
+    after = _dump(path)
+    assert [r[:12] for r in after["findings"]] == before["findings"]
+    assert after["reviews"] == before["reviews"]
