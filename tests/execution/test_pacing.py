@@ -196,3 +196,34 @@ def test_advised_wait(status: int, headers: dict[str, str], message: str, expect
     """Retry-After wins, then the primary reset, then GitHub's one-minute advice; others not retried."""
     error = GitHubApiError(message, status, headers)
     assert advised_wait(error, PacingPolicy(), now_epoch=1000.0, attempt=1) == expected
+
+
+async def test_platform_client_with_transport_retry_never_duplicates(
+    fake_gh: FakeGitHub, pr_state: PrState, sleeps: Any
+) -> None:
+    """With the production client (``GitHubApp.installation_client``, whose urllib3 retry re-sends a POST
+    after a 5xx), a lost response still yields exactly one comment: writes bypass the transport retry and
+    the pacer probes before re-posting; a secondary limit is waited out by the pacer."""
+    from kodiai.github.app_auth import GitHubApp
+    from kodiai.github.retry import GitHubRetry
+
+    app = GitHubApp(
+        fake_gh.app_id, fake_gh.private_key_pem, base_url=fake_gh.url, retry=GitHubRetry(backoff_factor=0.0)
+    )
+    env = ToolEnv(
+        owner=OWNER,
+        repo=REPO,
+        client_factory=lambda: app.installation_client(42),
+        pacer=WritePacer(PacingPolicy(min_write_interval=0.0, server_error_backoff=0.0), sleep=sleeps),
+        publish=PublishFlag(),
+        pr_number=PR,
+    )
+    pr_state.lose_next_response("POST", COMMENTS, status=502)
+    payload(await call(comment_tools(env), "create_comment", {"issueNumber": PR, "body": "once"}))
+    assert [c["body"] for c in pr_state.issue_comments(OWNER, REPO, PR)] == ["once"]
+    assert len(fake_gh.calls_to("POST", COMMENTS)) == 1
+
+    fake_gh.fail_secondary_rate_limit(retry_after=3, path=COMMENTS)
+    payload(await call(comment_tools(env), "create_comment", {"issueNumber": PR, "body": "twice"}))
+    assert sleeps.waits[-1] == 3.0
+    assert [c["body"] for c in pr_state.issue_comments(OWNER, REPO, PR)] == ["once", "twice"]

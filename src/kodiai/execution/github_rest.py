@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import anyio.to_thread
+from github.Requester import Requester
 
 from github import Github, GithubException
 
@@ -69,6 +70,17 @@ class GitHubRest:
         self.owner = owner
         self.repo = repo
 
+    def _write_requester(self) -> Requester:
+        """The client's requester without transport-level retries or write throttling.
+
+        A client's urllib3 retry (PyGithub's, or the platform's ``GitHubRetry``) re-sends a POST after a
+        5xx even though GitHub may already have created the comment; writes are retried by
+        :class:`~kodiai.execution.pacing.WritePacer` instead, which probes before re-posting.
+        """
+        kwargs = dict(self._client.requester.kwargs)
+        kwargs.update(retry=None, seconds_between_writes=None)
+        return Requester(**kwargs)
+
     def repo_path(self, suffix: str) -> str:
         return f"/repos/{self.owner}/{self.repo}{suffix}"
 
@@ -88,10 +100,9 @@ class GitHubRest:
         """
 
         def call() -> Any:
+            requester = self._client.requester if method == "GET" else self._write_requester()
             try:
-                _headers, data = self._client.requester.requestJsonAndCheck(
-                    method, path, parameters=params, input=body
-                )
+                _headers, data = requester.requestJsonAndCheck(method, path, parameters=params, input=body)
             except GithubException as exc:
                 raise GitHubApiError(
                     octokit_message(exc.status, exc.data), exc.status, exc.headers or {}
