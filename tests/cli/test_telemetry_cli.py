@@ -362,3 +362,10 @@ def test_trends_json_descending_and_days_validation(tmp_path: Path) -> None:
         "Kodiai Review Trends: acme/web (last 30 days)"
         in _invoke("telemetry", "trends", "--repo", "acme/web", "--db", str(db)).stdout
     )
+
+
+@pytest.mark.parametrize("cmd", ["stats", "trends"])
+def test_repo_is_required_for_knowledge_reports(tmp_path: Path, cmd: str) -> None:
+    result = _invoke("telemetry", cmd, "--db", str(_knowledge_db(tmp_path)))
+    assert result.exit_code == 1
+    assert result.stderr.startswith("--repo is required") and "Usage: kodiai telemetry" in result.stderr

@@ -77,6 +77,13 @@ def _open_knowledge(db: str | None) -> sqlite3.Connection:
     return connect(path, read_only=True)
 
 
+def _require_repo(repo: str | None, command: str) -> str:
+    """The original scripts: a missing ``--repo`` prints "--repo is required" and the usage, exit 1."""
+    if not repo:
+        raise _fail(f"--repo is required\nUsage: kodiai telemetry {command} --repo owner/name [options]")
+    return repo
+
+
 def _num(value: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
@@ -87,12 +94,13 @@ def _duration(ms: int) -> str:
 
 @app.command()
 def stats(
-    repo: Annotated[str, typer.Option("--repo", help="Repository (owner/name).")],
+    repo: Annotated[str | None, typer.Option("--repo", help="Repository (owner/name); required.")] = None,
     since: Annotated[str | None, typer.Option("--since", help="Nd (e.g. 30d) or an ISO date.")] = None,
     as_json: JsonOpt = False,
     db: KnowledgeDbOpt = None,
 ) -> None:
     """How has Kodiai reviewed a repository (optionally since a date)? (knowledge DB)"""
+    repo = _require_repo(repo, "stats")
     try:
         cutoff = kr.parse_stats_since(since, datetime.now(UTC)) if since else None
     except ValueError as exc:
@@ -146,12 +154,13 @@ def stats(
 
 @app.command()
 def trends(
-    repo: Annotated[str, typer.Option("--repo", help="Repository (owner/name).")],
+    repo: Annotated[str | None, typer.Option("--repo", help="Repository (owner/name); required.")] = None,
     days: Annotated[str, typer.Option("--days", help="Window in days (positive integer).")] = "30",
     as_json: JsonOpt = False,
     db: KnowledgeDbOpt = None,
 ) -> None:
     """Daily reviews, findings, suppressions and confidence over the last N days (knowledge DB)."""
+    repo = _require_repo(repo, "trends")
     parsed = js_parse_int(days)
     if not isinstance(parsed, int) or parsed <= 0:
         raise _fail("--days must be a positive integer")
