@@ -4,7 +4,7 @@ Pinned API: `parse_repo_config(text)` and `load_repo_config(workspace_dir)` retu
 (`.config`, `.warnings`); a YAML syntax error raises `RepoConfigError`.
 """
 
-from kodiai.config.base import FocusArea, ReviewMode, ReviewProfile, Severity
+from kodiai.config.base import ConfigModel, FocusArea, ReviewMode, ReviewProfile, Severity
 from kodiai.config.loader import (
     CONFIG_FILENAME,
     ConfigWarning,
@@ -55,6 +55,7 @@ __all__ = [
     "SECTIONS",
     "AutoSuppressConfig",
     "AutoSuppressThresholdsConfig",
+    "ConfigModel",
     "ConfigWarning",
     "EmbeddingsConfig",
     "FeedbackConfig",

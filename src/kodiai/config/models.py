@@ -120,10 +120,10 @@ class RetrievalConfig(ConfigModel):
     max_context_chars: Annotated[float, _num(0, 5000)] = Field(
         2000, description="Character budget of the retrieved context."
     )
-    confidence_labels: Bool | None = Field(
+    confidence_labels: Annotated[bool | None, Js()] = Field(
         None, description="Label retrieved memories high/medium/low in the prompt (unset = on)."
     )
-    ambiguity_signal: Bool | None = Field(
+    ambiguity_signal: Annotated[bool | None, Js()] = Field(
         None, description="Record how many candidates cluster around the best match (unset = off)."
     )
 
