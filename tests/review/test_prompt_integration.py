@@ -206,3 +206,64 @@ def test_dep_bump_section_with_real_scope_and_usage_models() -> None:
     assert "- @babel: @babel/core, @babel/parser" in prompt
     assert "- `src/index.ts:1` -- `import { merge } from 'lodash'`" in prompt
     assert "- `src/a.ts:12` -- `merge('x')`" in prompt
+
+
+def test_dep_bump_and_intent_from_real_library_models() -> None:
+    """RP-098 and §3.4/§3.5 fed by ``dep_bump``, ``merge_confidence`` and ``pr_intent`` as the handler would."""
+    from kodiai.review.dep_bump import classify_dep_bump, detect_dep_bump, extract_dep_bump_details
+    from kodiai.review.merge_confidence import DepBumpContext, compute_merge_confidence
+    from kodiai.review.posted_texts import build_approval_body
+    from kodiai.review.pr_intent import build_keyword_parsing_section, parse_pr_intent
+
+    title = "Bump @angular/core from 15.2.0 to 16.0.0"
+    branch = "dependabot/npm_and_yarn/angular/core-16.0.0"
+    detection = detect_dep_bump(
+        pr_title=title, pr_labels=["dependencies"], head_branch=branch, sender_login="dependabot[bot]"
+    )
+    assert detection is not None
+    details = extract_dep_bump_details(
+        detection=detection, pr_title=title, pr_body="", changed_files=["package.json"], head_branch=branch
+    )
+    ctx = DepBumpContext(
+        detection=detection,
+        details=details,
+        classification=classify_dep_bump(details.old_version, details.new_version),
+    )
+    ctx.merge_confidence = compute_merge_confidence(ctx)
+    intent = parse_pr_intent(title="[strict-review] [perf] feat!: faster", body="", commits=[])
+    prompt = build_review_prompt(
+        {
+            "owner": "acme",
+            "repo": "repo",
+            "pr_number": 2,
+            "pr_title": title,
+            "pr_author": "dependabot[bot]",
+            "base_branch": "main",
+            "head_branch": branch,
+            "dep_bump_context": ctx,
+            "focus_hints": intent.unrecognized,
+            "conventional_type": intent.conventional_type,
+        }
+    )
+    assert "- **Package:** @angular/core" in prompt
+    assert "- **Version:** 15.2.0 → 16.0.0" in prompt
+    assert "**⚠ MAJOR version bump — potential breaking changes.**" in prompt
+    assert "**Merge Confidence: :yellow_circle: Review Recommended**" in prompt
+    assert "- Major version bump (potential breaking changes)" in prompt
+    assert "- [PERF]" in prompt
+    assert "**BREAKING CHANGE indicated.**" in prompt
+    approval = build_approval_body("k", ctx.merge_confidence)
+    assert approval.endswith(
+        ":yellow_circle: **Merge Confidence: Review Recommended** \u2014 Major version bump (potential breaking changes)"
+    )
+    text = format_review_details_summary(
+        ReviewDetailsInput(
+            review_output_key="k",
+            files_reviewed=1,
+            lines_added=2,
+            lines_removed=2,
+            completed_at=datetime(2026, 1, 1, tzinfo=UTC),
+            keyword_parsing=build_keyword_parsing_section(intent),
+        )
+    )
+    assert "- Keyword parsing:\n  - recognized: [STRICT-REVIEW] in title" in text
