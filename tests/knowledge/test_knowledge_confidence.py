@@ -3,6 +3,8 @@ of parity-vectors/README.md §3 for match_pattern / matches_suppression."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from kodiai.knowledge.confidence import (
@@ -151,3 +153,11 @@ def test_trap_empty_severity_or_category_list_never_matches() -> None:
 
 def test_unknown_severity_and_category_add_nothing() -> None:
     assert compute_confidence({"severity": "info", "category": "other", "matches_known_pattern": False}) == 50
+
+
+def test_catastrophic_regex_is_bounded_and_counts_as_no_match() -> None:
+    """A ReDoS pattern from `.kodiai.yml` cannot stall a review: the evaluation is bounded and false."""
+    started = time.monotonic()
+    assert match_pattern("regex:(a|aa)+$", "a" * 60 + "!") is False
+    assert time.monotonic() - started < 30  # bounded (timeout checks are coarse on a loaded machine)
+    assert match_pattern("regex:(a|aa)+$", "aaaa") is True

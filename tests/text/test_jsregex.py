@@ -258,3 +258,12 @@ def test_fresh_random_cases_against_live_node() -> None:
         if (got := _js_result(s, f, t)) != e
     ]
     assert mismatches == []
+
+
+def test_timeout_bounds_catastrophic_backtracking() -> None:
+    """`timeout=` turns a runaway search into TimeoutError (JS would hang); without a timeout nothing changes."""
+    compiled = compile_js_regex("(a|aa)+$", "")
+    assert compiled is not None
+    with pytest.raises(TimeoutError):
+        compiled.test("a" * 60 + "!", timeout=0.05)
+    assert compiled.test("aaaa", timeout=0.05) is True

@@ -24,6 +24,10 @@ CATEGORY_BOOST: dict[str, int] = {
 }
 KNOWN_PATTERN_BOOST = 10
 BASE_CONFIDENCE = 50
+#: Bound on one ``regex:`` evaluation. A user pattern with catastrophic backtracking (``(a|aa)+$``)
+#: counts as "no match" instead of stalling the review (the original would hang); the port's only
+#: deviation here, and it never triggers on ordinary patterns.
+REGEX_TIMEOUT_SECONDS = 0.5
 
 
 class ConfidenceInput(BaseModel):
@@ -70,7 +74,8 @@ def compute_confidence(input: ConfidenceInput | dict) -> int:
 def match_pattern(pattern: str, text: str) -> bool:
     """Match one suppression pattern against a text (see the module docstring).
 
-    An empty ``glob:`` raises ``ValueError`` (picomatch throws on an empty pattern).
+    An empty ``glob:`` raises ``ValueError`` (picomatch throws on an empty pattern). A ``regex:`` that
+    runs longer than :data:`REGEX_TIMEOUT_SECONDS` counts as no match.
     """
     if pattern.startswith("glob:"):
         return glob_match(pattern[5:].lower(), text.lower())
@@ -79,7 +84,12 @@ def match_pattern(pattern: str, text: str) -> bool:
             compiled = compile_js_regex(pattern[6:], "i")
         except JsRegexUnsupported:
             return False
-        return compiled is not None and compiled.test(text)
+        if compiled is None:
+            return False
+        try:
+            return compiled.test(text, timeout=REGEX_TIMEOUT_SECONDS)
+        except TimeoutError:
+            return False
     return pattern.lower() in text.lower()
 
 

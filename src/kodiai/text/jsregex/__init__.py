@@ -69,10 +69,19 @@ class JsRegExp:
         units = to_units(text)
         return units, units.translate(canon_translation()) if self._ignore_case else units
 
-    def search(self, text: str) -> JsMatch | None:
-        """The first match (``RegExp.prototype.exec`` from index 0), or None."""
+    def _run(self, subject: str, timeout: float | None) -> regex.Match[str] | None:
+        """Match from index 0; ``timeout`` (seconds) bounds catastrophic backtracking (``TimeoutError``)."""
+        if self._sticky:
+            return self._pattern.match(subject, timeout=timeout)
+        return self._pattern.search(subject, timeout=timeout)
+
+    def search(self, text: str, timeout: float | None = None) -> JsMatch | None:
+        """The first match (``RegExp.prototype.exec`` from index 0), or None.
+
+        With ``timeout``, a search that runs longer raises ``TimeoutError`` (JS would simply hang).
+        """
         units, subject = self._prepare(text)
-        m = self._pattern.match(subject) if self._sticky else self._pattern.search(subject)
+        m = self._run(subject, timeout)
         if m is None:
             return None
         count = self._pattern.groups
@@ -83,11 +92,10 @@ class JsRegExp:
         named = {js: groups[int(py[1:]) - 1] for js, py in self._names.items()}
         return JsMatch(m.start(), m.end(), from_units(units[m.start() : m.end()]), groups, named)
 
-    def test(self, text: str) -> bool:
-        """``RegExp.prototype.test`` on a fresh regex."""
+    def test(self, text: str, timeout: float | None = None) -> bool:
+        """``RegExp.prototype.test`` on a fresh regex (``timeout`` as in :meth:`search`)."""
         _units, subject = self._prepare(text)
-        m = self._pattern.match(subject) if self._sticky else self._pattern.search(subject)
-        return m is not None
+        return self._run(subject, timeout) is not None
 
 
 @lru_cache(maxsize=512)
