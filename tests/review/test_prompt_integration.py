@@ -267,3 +267,54 @@ def test_dep_bump_and_intent_from_real_library_models() -> None:
         )
     )
     assert "- Keyword parsing:\n  - recognized: [STRICT-REVIEW] in title" in text
+
+
+def test_incremental_and_delta_contexts_from_prior_findings() -> None:
+    """§1 step 36: the prior-finding context (library B) feeds the incremental and delta sections as is."""
+    from kodiai.review.dedup import build_prior_finding_context
+    from kodiai.review.delta import PriorFinding
+
+    prior = [
+        PriorFinding(
+            file_path="src/auth.ts",
+            title="SQL injection in login query",
+            title_fingerprint="fp-1",
+            severity="critical",
+            category="security",
+        ),
+        PriorFinding(
+            file_path="src/db.ts",
+            title="Connection pool leak",
+            title_fingerprint="fp-2",
+            severity="major",
+            category="performance",
+        ),
+    ]
+    context = build_prior_finding_context(
+        prior_findings=prior, changed_files_since_last_review=["src/auth.ts"]
+    )
+    prompt = build_review_prompt(
+        {
+            "owner": "acme",
+            "repo": "repo",
+            "pr_number": 4,
+            "pr_title": "t",
+            "pr_author": "a",
+            "base_branch": "main",
+            "head_branch": "h",
+            "changed_files": ["src/auth.ts"],
+            "incremental_context": {
+                "last_reviewed_head_sha": "abc1234ffff",
+                "changed_files_since_last_review": ["src/auth.ts"],
+                "unresolved_prior_findings": context.unresolved_on_unchanged_code,
+            },
+            "delta_context": {
+                "last_reviewed_head_sha": "abc1234ffff",
+                "changed_files_since_last_review": ["src/auth.ts"],
+                "prior_findings": prior,
+            },
+        }
+    )
+    assert "- [major] Connection pool leak (src/db.ts)" in prompt
+    assert "- [CRITICAL] src/auth.ts: SQL injection in login query" in prompt
+    assert "Prior review findings (2):" in prompt
