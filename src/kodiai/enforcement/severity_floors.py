@@ -102,9 +102,9 @@ BUILTIN_SEVERITY_PATTERNS: tuple[EnforcementPattern, ...] = (
 )
 
 
-def severity_rank(severity: str) -> int:
+def severity_rank(severity: str | None) -> int:
     """minor 0, medium 1, major 2, critical 3; any other value (exact match only) ranks 0."""
-    return SEVERITY_RANK.get(severity, 0)
+    return SEVERITY_RANK.get(severity, 0) if isinstance(severity, str) else 0
 
 
 def matches_pattern(finding_title: str, keywords: Sequence[Sequence[str]]) -> bool:
@@ -157,7 +157,7 @@ def enforce_severity_floors(
     language_of = _language_of_files(files_by_language)
     out: list[dict[str, Any]] = []
     for finding in findings:
-        original = finding["severity"]
+        original = finding.get("severity")  # JS: an absent severity ranks 0, like any unknown value
         result: dict[str, Any] = {
             **finding,
             "original_severity": original,
