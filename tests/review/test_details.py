@@ -215,8 +215,8 @@ def test_x_17_standalone_comment_found_by_details_marker() -> None:
     assert build_review_output_marker(KEY) not in standalone
 
 
-def test_finding_counts_of_severities() -> None:
-    """§1 step 45 / Q10: counts over every processed finding; unknown severities are not counted."""
+def test_x_14_finding_counts_of_severities() -> None:
+    """§4.37 X-14 (Q10): counts over every processed finding; unknown severities are not counted."""
     assert FindingCounts.of(["major", "minor", "major", "weird", "critical"]) == FindingCounts(
         critical=1, major=2, medium=0, minor=1
     )
