@@ -23,7 +23,7 @@ from kodiai.execution.review_output import build_review_output_marker
 from kodiai.execution.types import ExecutionContext
 from support.fake_github import FakeGitHub
 from support.fake_github_pr import PrState
-from support.scripted_transport import AssistantText, Hang, Result, ScriptedTransport, Step, ToolCall
+from support.scripted_transport import AssistantText, Crash, Hang, Result, ScriptedTransport, Step, ToolCall
 
 SUMMARY = (
     "<details>\n<summary>Kodiai Review Summary</summary>\n\n## What Changed\nRetry loop.\n\n## Observations\n\n"
@@ -405,3 +405,19 @@ async def test_credentials_reach_cli_env_only_and_are_never_logged(
     assert h.options is not None and h.options.env["ANTHROPIC_API_KEY"] == API_KEY
     assert logs and API_KEY not in repr(logs) and "s3cr3t" not in repr(logs)
     assert any(e["event"] == "Claude Code session started" for e in logs)
+
+
+async def test_1_5_error_result_then_cli_exit_is_failure(tmp_path: Path, fake_gh: FakeGitHub) -> None:
+    """§1.5: error_max_turns followed by the CLI's non-zero exit (the SDK raises) is still the mapped
+    result with conclusion failure, not a generic error."""
+    h = Harness(fake_gh, [Result(subtype="error_max_turns", is_error=True, num_turns=25), Crash()])
+    r = await h.executor.execute(review_context(tmp_path))
+    assert (r.conclusion, r.num_turns, r.error_message) == ("failure", 25, None)
+
+
+async def test_1_6_cli_crash_without_result_is_error(tmp_path: Path, fake_gh: FakeGitHub) -> None:
+    """§1.6: the CLI dies before any result → conclusion error with the process error message."""
+    h = Harness(fake_gh, [AssistantText("x"), Crash(exit_code=3, stderr="boom")])
+    r = await h.executor.execute(review_context(tmp_path))
+    assert r.conclusion == "error" and r.published is False
+    assert r.error_message is not None and "exit code: 3" in r.error_message

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+from claude_agent_sdk import ProcessError
 from claude_agent_sdk._internal.transport import Transport
 
 DEFAULT_MODEL = "claude-sonnet-4-5-20250929"
@@ -60,6 +61,14 @@ class Result:
 
 
 @dataclass
+class Crash:
+    """The CLI process exits non-zero (as it does after an error result): the read raises ProcessError."""
+
+    exit_code: int = 1
+    stderr: str = "Error: Claude Code exited"
+
+
+@dataclass
 class Hang:
     """Block until the SDK closes the transport (a CLI that never answers)."""
 
@@ -85,7 +94,7 @@ class ToolCallRecord:
         return json.loads(self.text)
 
 
-Step = AssistantText | ToolCall | Result | Hang
+Step = AssistantText | ToolCall | Result | Crash | Hang
 
 
 class ScriptedTransport(Transport):
@@ -165,6 +174,8 @@ class ScriptedTransport(Transport):
                     yield message
             elif isinstance(step, Result):
                 yield self._result(step)
+            elif isinstance(step, Crash):
+                raise ProcessError("Command failed", exit_code=step.exit_code, stderr=step.stderr)
             elif isinstance(step, Hang):
                 self.hanging.set()
                 await self._closed_event.wait()

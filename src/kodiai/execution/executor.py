@@ -156,12 +156,19 @@ class ClaudeAgentExecutor:
         transport = self._transport_factory(options) if self._transport_factory else None
         result: ResultMessage | None = None
         stream = cast(AsyncGenerator[Any, None], query(prompt=prompt, options=options, transport=transport))
-        async with aclosing(stream) as messages:
-            async for message in messages:
-                if isinstance(message, SystemMessage) and message.subtype == "init":
-                    log.info("Claude Code session started", session_id=message.data.get("session_id"))
-                elif isinstance(message, AssistantMessage):
-                    log.debug("Assistant message", model=message.model)
-                elif isinstance(message, ResultMessage):
-                    result = message
+        try:
+            async with aclosing(stream) as messages:
+                async for message in messages:
+                    if isinstance(message, SystemMessage) and message.subtype == "init":
+                        log.info("Claude Code session started", session_id=message.data.get("session_id"))
+                    elif isinstance(message, AssistantMessage):
+                        log.debug("Assistant message", model=message.model)
+                    elif isinstance(message, ResultMessage):
+                        result = message
+        except Exception as exc:
+            # The CLI exits non-zero after an error result (error_max_turns, ...); the SDK then raises.
+            # The result already received is what the run produced (conclusion "failure"), as in the TS SDK.
+            if result is None:
+                raise
+            log.warning("Claude Code exited with an error after its result", error=redact(str(exc)))
         return result
