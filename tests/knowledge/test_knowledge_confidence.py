@@ -11,8 +11,10 @@ from kodiai.knowledge.confidence import (
     ConfidenceInput,
     SuppressionPattern,
     compute_confidence,
+    first_matching_suppression,
     match_pattern,
     matches_suppression,
+    suppression_label,
 )
 
 FINDING = {
@@ -161,3 +163,12 @@ def test_catastrophic_regex_is_bounded_and_counts_as_no_match() -> None:
     assert match_pattern("regex:(a|aa)+$", "a" * 60 + "!") is False
     assert time.monotonic() - started < 30  # bounded (timeout checks are coarse on a loaded machine)
     assert match_pattern("regex:(a|aa)+$", "aaaa") is True
+
+
+def test_first_matching_suppression_and_label() -> None:
+    """Step 41: the first matching entry wins; its label is the string or the object's pattern."""
+    entries = ["nothing here", {"pattern": "glob:missing*", "severity": ["critical"]}, {"pattern": "regex:error\\s+handling"}, "error"]
+    matched = first_matching_suppression(FINDING, entries)
+    assert isinstance(matched, SuppressionPattern) and suppression_label(matched) == "regex:error\\s+handling"
+    assert suppression_label(first_matching_suppression(FINDING, ["error"]) or "") == "error"
+    assert first_matching_suppression(FINDING, ["unrelated"]) is None

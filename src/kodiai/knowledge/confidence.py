@@ -9,6 +9,8 @@ matches), anything else is a case-insensitive substring test.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pydantic import BaseModel, ConfigDict
 
 from kodiai.text.glob import glob_match
@@ -112,3 +114,20 @@ def matches_suppression(
     if s.category is not None and f.category not in s.category:
         return False
     return not s.paths or any(glob_match(glob, f.file_path) for glob in s.paths)
+
+
+def first_matching_suppression(
+    finding: SuppressionFinding | dict, suppressions: Sequence[str | SuppressionPattern | dict]
+) -> str | SuppressionPattern | None:
+    """The first ``review.suppressions`` entry that matches the finding (step 41 ``matchedSuppression``)."""
+    f = SuppressionFinding.model_validate(finding)
+    for entry in suppressions:
+        candidate = entry if isinstance(entry, str) else SuppressionPattern.model_validate(entry)
+        if matches_suppression(f, candidate):
+            return candidate
+    return None
+
+
+def suppression_label(suppression: str | SuppressionPattern) -> str:
+    """How a matched suppression is recorded and counted: the string itself, or the object's ``pattern``."""
+    return suppression if isinstance(suppression, str) else suppression.pattern
