@@ -168,3 +168,24 @@ def test_example_file_documents_every_key() -> None:
 def test_example_is_also_what_the_loader_reads_from_a_workspace(tmp_path: Path) -> None:
     (tmp_path / ".kodiai.yml").write_text(EXAMPLE.read_text())
     assert load_repo_config(tmp_path).config == RepoConfig()
+
+
+def _paths(model: type[ConfigModel], prefix: str, out: list[str]) -> list[str]:
+    for name, info in model.model_fields.items():
+        key = f"{prefix}{info.alias or name}"
+        nested = _model_types(info.annotation)
+        is_list = "list[" in str(info.annotation)
+        if nested and not is_list:
+            _paths(nested[0], key + ".", out)
+            continue
+        out.append(key)
+        for sub in nested:
+            _paths(sub, key + "[].", out)
+    return out
+
+
+def test_docs_key_table_lists_every_key_path() -> None:
+    text = (REPO_ROOT / "docs" / "configuration.md").read_text()
+    paths = _paths(RepoConfig, "", [])
+    assert "review.suppressions[].pattern" in paths and "largePR.riskWeights.pathRisk" in paths
+    assert [p for p in paths if f"| `{p}` |" not in text] == []
