@@ -276,7 +276,10 @@ def test_8_1_38_review_mode_enhanced_parses(tmp_path: Path) -> None:
 
 
 def test_8_1_39_severity_min_level_major_parses(tmp_path: Path) -> None:
-    assert load(tmp_path, "review:\n  severity:\n    minLevel: major\n").config.review.severity.min_level == "major"
+    assert (
+        load(tmp_path, "review:\n  severity:\n    minLevel: major\n").config.review.severity.min_level
+        == "major"
+    )
 
 
 def test_8_1_40_focus_areas_parse(tmp_path: Path) -> None:

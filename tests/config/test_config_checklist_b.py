@@ -136,7 +136,9 @@ def test_8_1_55_object_suppressions_parse() -> None:
     r = parse(text)
     assert r.warnings == []
     assert r.config.review.suppressions == [
-        SuppressionPatternConfig(pattern="unused import", severity=["minor"], category=["style"], paths=["tests/**"])
+        SuppressionPatternConfig(
+            pattern="unused import", severity=["minor"], category=["style"], paths=["tests/**"]
+        )
     ]
 
 
@@ -263,7 +265,9 @@ def test_8_1_75_severity_floors_not_an_array_resets_language_rules() -> None:
 
 
 def test_8_1_76_disable_builtin_floors_parses() -> None:
-    assert parse("languageRules:\n  disableBuiltinFloors: true\n").config.language_rules.disable_builtin_floors
+    assert parse(
+        "languageRules:\n  disableBuiltinFloors: true\n"
+    ).config.language_rules.disable_builtin_floors
 
 
 def test_8_1_77_unknown_language_in_tooling_overrides_is_accepted() -> None:

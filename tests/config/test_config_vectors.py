@@ -24,7 +24,9 @@ def test_parse_repo_config_vector(row: dict[str, Any]) -> None:
             parse_repo_config(row["args"]["yaml"])
         return
     result = parse_repo_config(row["args"]["yaml"])
-    assert_matches(result.config.model_dump(by_alias=True, exclude_none=True, mode="json"), expected["config"])
+    assert_matches(
+        result.config.model_dump(by_alias=True, exclude_none=True, mode="json"), expected["config"]
+    )
     assert [w.section for w in result.warnings] == expected["warningSections"]
     for warning in result.warnings:
         assert warning.issues, "every warning lists at least one issue"
