@@ -25,8 +25,16 @@ from yoyo.migrations import MigrationList, default_migration_table
 
 from kodiai.storage.connection import MEMORY, connect
 
-MIGRATIONS_DIR = Path(__file__).resolve().parents[3] / "migrations"
-"""Top-level ``migrations/`` of the source tree."""
+
+def _default_migrations_dir() -> Path:
+    """The source tree's top-level ``migrations/`` (editable installs, CI, a checkout in a container);
+    for a plain wheel install, ``./migrations`` of the working directory."""
+    source_tree = Path(__file__).resolve().parents[3] / "migrations"
+    return source_tree if source_tree.is_dir() else Path.cwd() / "migrations"
+
+
+MIGRATIONS_DIR = _default_migrations_dir()
+"""Top-level ``migrations/`` of the source tree (see :func:`_default_migrations_dir`)."""
 
 FOREIGN_KEY_DATABASES = frozenset({"knowledge"})
 
