@@ -45,36 +45,36 @@ class FindingForPrioritization(BaseModel):
     title: str
     severity: str
     category: str
-    file_risk_score: float | None = None
-    recurrence_count: float | None = None
+    file_risk_score: int | float | None = None
+    recurrence_count: int | float | None = None
 
 
 class ScoreBreakdown(BaseModel):
-    """The unweighted component scores (each 0–100)."""
+    """The unweighted component scores (each 0–100); integral values stay ``int``, as JS prints them."""
 
-    severity: float
-    file_risk: float
-    category: float
-    recurrence: float
+    severity: int
+    file_risk: int | float
+    category: int
+    recurrence: int | float
 
 
 class FindingScore(BaseModel):
-    score: float
+    score: int | float
     score_breakdown: ScoreBreakdown
 
 
 class RankedFinding(FindingForPrioritization):
     """An input finding plus its score, breakdown and original position."""
 
-    score: float
+    score: int | float
     score_breakdown: ScoreBreakdown
     original_index: int
 
 
 class PrioritizationStats(BaseModel):
     findings_scored: int
-    top_score: float | None
-    threshold_score: float | None
+    top_score: int | float | None
+    threshold_score: int | float | None
 
 
 class PrioritizeFindingsResult(BaseModel):
@@ -99,29 +99,34 @@ def normalize_weights(weights: FindingPriorityWeights | dict | None) -> FindingP
     return FindingPriorityWeights(severity=s / total, file_risk=f / total, category=c / total, recurrence=r / total)
 
 
-def _clamp(value: float | None, high: float) -> float:
+def _clamp(value: float | None, high: int) -> int | float:
     if value is None or not math.isfinite(value):
         return 0
     return min(max(value, 0), high)
 
 
+def _js_number(value: int | float) -> int | float:
+    """A JS number as Python would print it: integral floats become ``int`` (``50.0`` → ``50``)."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
 def _breakdown(finding: FindingForPrioritization) -> ScoreBreakdown:
     return ScoreBreakdown(
         severity=SEVERITY_SCORES.get(js_trim(finding.severity).lower(), UNKNOWN_SCORE),
-        file_risk=_clamp(finding.file_risk_score, 100),
+        file_risk=_js_number(_clamp(finding.file_risk_score, 100)),
         category=CATEGORY_SCORES.get(js_trim(finding.category).lower(), UNKNOWN_SCORE),
-        recurrence=_clamp(finding.recurrence_count, MAX_RECURRENCE) / MAX_RECURRENCE * 100,
+        recurrence=_js_number(_clamp(finding.recurrence_count, MAX_RECURRENCE) / MAX_RECURRENCE * 100),
     )
 
 
-def _score(breakdown: ScoreBreakdown, w: FindingPriorityWeights) -> float:
+def _score(breakdown: ScoreBreakdown, w: FindingPriorityWeights) -> int | float:
     raw = (
         breakdown.severity * w.severity
         + breakdown.file_risk * w.file_risk
         + breakdown.category * w.category
         + breakdown.recurrence * w.recurrence
     )
-    return fixed_number(raw, 2)
+    return _js_number(fixed_number(raw, 2))
 
 
 def score_finding(
