@@ -10,7 +10,7 @@ import logging
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -39,7 +39,7 @@ def redact(text: str) -> str:
     return _TOKEN_PATTERNS.sub("[REDACTED]", text)
 
 
-def _redact_processor(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+def _redact_processor(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
     for key, value in list(event.items()):
         if isinstance(value, str):
             event[key] = redact(value)
