@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from kodiai.review.findings import fingerprint_finding_title
-from support.vectors import assert_matches, cases, ids, snake_keys
+from support.vectors import assert_matches, cases, dump, ids, snake_keys
 
 
 class VectorError(Exception):
@@ -192,3 +192,19 @@ def test_review_vector(row: dict) -> None:
         return
     result = func(**kwargs)
     assert_matches(result, snake_keys(expected))
+    assert _float_for_int(dump(result), snake_keys(expected)) is None
+
+
+def _float_for_int(actual: Any, expected: Any, path: str = "$") -> str | None:
+    """README §1.6: integers must match exactly, so a JS integer must not come back as a Python float."""
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        for key in expected:
+            if key in actual and (hit := _float_for_int(actual[key], expected[key], f"{path}.{key}")):
+                return hit
+    elif isinstance(expected, list) and isinstance(actual, list):
+        for i, (a, e) in enumerate(zip(actual, expected, strict=False)):
+            if hit := _float_for_int(a, e, f"{path}[{i}]"):
+                return hit
+    elif isinstance(expected, int) and not isinstance(expected, bool) and isinstance(actual, float):
+        return f"{path}: {actual!r} is a float where JS printed the integer {expected}"
+    return None
