@@ -607,3 +607,35 @@ def test_concurrent_claims_from_threads_and_two_connections_yield_one_new(tmp_pa
     finally:
         a.close()
         b.close()
+
+
+def test_writes_accept_mappings_and_same_named_models(store: KnowledgeStore) -> None:
+    """Handlers may pass a dict or their own pydantic model with the same field names; bad input is rejected
+    before anything is written."""
+    from pydantic import BaseModel, ValidationError
+
+    class HandlerFinding(BaseModel):
+        review_id: int
+        file_path: str
+        severity: str
+        category: str
+        confidence: int
+        title: str
+        suppressed: bool = False
+
+    rid = store.record_review({"repo": REPO, "pr_number": 3, "findings_total": 1})
+    store.record_findings(
+        [
+            HandlerFinding(
+                review_id=rid, file_path="x.py", severity="minor", category="style", confidence=40, title="t"
+            )
+        ]
+    )
+    store.record_suppression_log([{"review_id": rid, "pattern": "p", "finding_ids": [1]}])
+    with pytest.raises(ValidationError):
+        store.record_findings([{"review_id": rid, "file_path": "y.py"}])
+    rows = _sql(
+        store, "SELECT f.file_path, r.findings_total FROM findings f JOIN reviews r ON r.id = f.review_id"
+    )
+    assert [tuple(r) for r in rows] == [("x.py", 1)]
+    assert _sql(store, "SELECT finding_ids FROM suppression_log")[0][0] == "[1]"

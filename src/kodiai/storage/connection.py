@@ -96,7 +96,9 @@ class LockedConnection:
             self._check_open()
             return self._conn.execute(sql, params)
 
-    def fetch_one(self, sql: str, params: tuple[object, ...] | dict[str, object] = ()) -> tuple[Any, ...] | None:
+    def fetch_one(
+        self, sql: str, params: tuple[object, ...] | dict[str, object] = ()
+    ) -> tuple[Any, ...] | None:
         """Run a statement and fetch its first row, all under the lock."""
         with self._lock:
             self._check_open()

@@ -15,6 +15,7 @@ from pathlib import Path
 from kodiai.review.findings import fingerprint_finding_title, fingerprint_variants, normalize_fingerprint
 from kodiai.storage import knowledge_reports as reports
 from kodiai.storage import knowledge_runs as runs
+from kodiai.storage.coerce import RecordLike, as_record
 from kodiai.storage.connection import LockedConnection, connect
 from kodiai.storage.knowledge_models import (
     AuthorCacheEntry,
@@ -59,18 +60,19 @@ class KnowledgeStore:
 
     # -- reviews and findings -------------------------------------------------------------------
 
-    def record_review(self, entry: ReviewRecord) -> int:
+    def record_review(self, entry: ReviewRecord | RecordLike) -> int:
         """Insert a review; returns its new integer id."""
-        values = entry.model_dump()
+        values = as_record(ReviewRecord, entry).model_dump()
         cur = self._db.execute(_insert("reviews", _REVIEW_COLUMNS), tuple(values[c] for c in _REVIEW_COLUMNS))
         return int(cur.lastrowid or 0)
 
-    def record_findings(self, findings: Sequence[FindingRecord]) -> None:
+    def record_findings(self, findings: Sequence[FindingRecord | RecordLike]) -> None:
         if not findings:
             return
+        records = [as_record(FindingRecord, f) for f in findings]
         sql = _insert("findings", _FINDING_COLUMNS)
         with self._db.transaction() as conn:
-            for finding in findings:
+            for finding in records:
                 values = finding.model_dump()
                 values["suppressed"] = 1 if finding.suppressed else 0
                 conn.execute(sql, tuple(values[c] for c in _FINDING_COLUMNS))
@@ -124,20 +126,22 @@ class KnowledgeStore:
 
     # -- suppressions and global patterns ------------------------------------------------------
 
-    def record_suppression_log(self, entries: Sequence[SuppressionLogEntry]) -> None:
+    def record_suppression_log(self, entries: Sequence[SuppressionLogEntry | RecordLike]) -> None:
         if not entries:
             return
+        records = [as_record(SuppressionLogEntry, e) for e in entries]
         with self._db.transaction() as conn:
-            for e in entries:
+            for e in records:
                 ids = json.dumps(e.finding_ids, separators=(",", ":")) if e.finding_ids is not None else None
                 conn.execute(
                     "INSERT INTO suppression_log (review_id, pattern, matched_count, finding_ids) VALUES (?, ?, ?, ?)",
                     (e.review_id, e.pattern, e.matched_count, ids),
                 )
 
-    def record_global_pattern(self, entry: GlobalPatternRecord) -> None:
+    def record_global_pattern(self, entry: GlobalPatternRecord | RecordLike) -> None:
         """Add ``count`` to the pattern (skipped when count ≤ 0). The fingerprint is stored in the ``fp-`` form;
         a row an older database wrote in bare hex is found and added to instead of duplicated."""
+        entry = as_record(GlobalPatternRecord, entry)
         if entry.count <= 0:
             return
         full, bare = fingerprint_variants(entry.pattern_fingerprint)
@@ -172,14 +176,15 @@ class KnowledgeStore:
 
     # -- feedback ------------------------------------------------------------------------------
 
-    def record_feedback_reactions(self, reactions: Sequence[FeedbackReactionRecord]) -> int:
+    def record_feedback_reactions(self, reactions: Sequence[FeedbackReactionRecord | RecordLike]) -> int:
         """Append reactions; duplicates of (repo, comment_id, reaction_id) are skipped. Returns rows added."""
         if not reactions:
             return 0
+        records = [as_record(FeedbackReactionRecord, r) for r in reactions]
         sql = _insert("feedback_reactions", _REACTION_COLUMNS, "INSERT OR IGNORE")
         added = 0
         with self._db.transaction() as conn:
-            for reaction in reactions:
+            for reaction in records:
                 values = reaction.model_dump()
                 added += conn.execute(sql, tuple(values[c] for c in _REACTION_COLUMNS)).rowcount
         return added
@@ -196,8 +201,9 @@ class KnowledgeStore:
 
     # -- dep bumps -----------------------------------------------------------------------------
 
-    def record_dep_bump_merge_history(self, entry: DepBumpMergeHistoryRecord) -> bool:
+    def record_dep_bump_merge_history(self, entry: DepBumpMergeHistoryRecord | RecordLike) -> bool:
         """Insert-or-ignore on (repo, pr_number): the first write wins. ``False`` when one was there."""
+        entry = as_record(DepBumpMergeHistoryRecord, entry)
         values = entry.model_dump()
         flag = entry.is_security_bump
         values["is_security_bump"] = None if flag is None else (1 if flag else 0)

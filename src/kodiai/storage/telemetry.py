@@ -12,10 +12,11 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from kodiai.storage.coerce import as_record
 from kodiai.storage.connection import LockedConnection, connect
 from kodiai.storage.migrations import apply_migrations_to
 
@@ -66,17 +67,6 @@ class RetrievalQualityRecord(BaseModel):
     threshold_method: str | None = None
 
 
-_M = TypeVar("_M", bound=BaseModel)
-
-
-def _as_record(model: type[_M], entry: BaseModel | Mapping[str, Any]) -> _M:
-    """Accept our record, any other pydantic model with the same field names, or a mapping."""
-    if isinstance(entry, model):
-        return entry
-    data = entry.model_dump() if isinstance(entry, BaseModel) else dict(entry)
-    return model.model_validate(data)
-
-
 def table_columns(conn: sqlite3.Connection, table: str) -> list[str]:
     """Column names of ``table`` in declaration order."""
     return [str(row[1]) for row in conn.execute(f'PRAGMA table_info("{table}")')]
@@ -123,7 +113,7 @@ class TelemetryStore:
 
     def record(self, entry: ExecutionRecord | BaseModel | Mapping[str, Any]) -> None:
         """Insert one ``executions`` row (a redelivery that runs again adds another row)."""
-        values = _as_record(ExecutionRecord, entry).model_dump()
+        values = as_record(ExecutionRecord, entry).model_dump()
         sql, params = _insert_sql("executions", values, self._columns["executions"], "INSERT")
         with self._db.lock:
             self._db.execute(sql, tuple(params))
@@ -136,7 +126,7 @@ class TelemetryStore:
         (e.g. ``kodiai.learning.telemetry.RetrievalQualityRow``) or a mapping; it is validated first, so a
         row missing ``repo``/``event_type``/``result_count`` raises ``pydantic.ValidationError``.
         """
-        values = _as_record(RetrievalQualityRecord, entry).model_dump()
+        values = as_record(RetrievalQualityRecord, entry).model_dump()
         sql, params = _insert_sql(
             "retrieval_quality", values, self._columns["retrieval_quality"], "INSERT OR IGNORE"
         )
