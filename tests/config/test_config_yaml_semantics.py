@@ -232,3 +232,26 @@ def test_explicit_safe_tags_are_honoured() -> None:
 
 def test_byte_order_mark_is_ignored() -> None:
     assert parse_repo_config("\ufeffmodel: bom\n").config.model == "bom"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("model:\tx\n", {"model": "x"}),
+        ("model: x\t\n", {"model": "x"}),
+        ("model: x\t# comment\n", {"model": "x"}),
+        ("a:\n  - \tb\n", {"a": ["b"]}),
+        ("a: b\tc\n", {"a": "b\tc"}),
+        ("a: b\n\t\nc: d\n", {"a": "b", "c": "d"}),
+        ("a: [1,\t2]\n", {"a": [1, 2]}),
+    ],
+)
+def test_tabs_as_inline_white_space_like_js_yaml(text: str, expected: object) -> None:
+    """YAML 1.2 / js-yaml accept tabs as separation inside a line (ruamel alone rejects them)."""
+    assert load_yaml(text) == expected
+
+
+@pytest.mark.parametrize("text", ["\tmodel: x\n", "a:\n\t- b\n", "review:\n  enabled: true\n\tbad: 1\n"])
+def test_tabs_in_indentation_stay_errors(text: str) -> None:
+    with pytest.raises(RepoConfigError, match="YAML parse error"):
+        parse_repo_config(text)
