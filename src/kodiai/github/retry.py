@@ -43,6 +43,9 @@ class GitHubRetry(GithubRetry):
         kwargs.setdefault("raise_on_status", False)  # the last response reaches PyGithub → GithubException
         kwargs.setdefault("backoff_max", max_wait)
         kwargs.setdefault("respect_retry_after_header", True)
+        kwargs.setdefault(
+            "connect", 2
+        )  # an unreachable host fails in about a second, not after the full budget
         super().__init__(
             secondary_rate_wait=secondary_rate_wait,
             max_rate_limit_wait=max_wait,

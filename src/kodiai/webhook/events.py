@@ -53,10 +53,12 @@ def repository_name(payload: dict[str, Any]) -> str | None:
 
 
 def installation_id(payload: dict[str, Any]) -> int:
-    """``installation.id`` when it is an integer, else 0 (the shared lane)."""
+    """``installation.id`` when it is a (64-bit, non-negative) integer, else 0 (the shared lane)."""
     inst = payload.get("installation")
     value = inst.get("id") if isinstance(inst, dict) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63:
+        return value
+    return 0
 
 
 def build_event(delivery_id: str, event_name: str, payload: dict[str, Any]) -> WebhookEvent:

@@ -69,7 +69,7 @@ class WebhookIngress:
 
         try:
             payload = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             self._log.warning("Webhook body is not valid JSON", deliveryId=delivery_id, eventName=event_name)
             return self._result(400, {"error": "Invalid JSON payload"}, "invalid_json", event_name)
         if not isinstance(payload, dict):
