@@ -194,3 +194,6 @@ def test_fuzz_never_crashes_or_leaks(target: tuple[LiveServer, Runtime, Recorder
     assert journal is not None
     counts = journal.counts()
     assert counts.get("pending", 0) == 0 and counts.get("failed", 0) == 0, counts
+    # every journaled delivery ran its handlers: one record per (delivery, handler) pair, no duplicates
+    assert counts.get("done", 0) > 100
+    assert len(recorder.records) == len(set(recorder.records)) >= counts["done"]
