@@ -342,3 +342,26 @@ def test_trap_nel_and_invisible_set() -> None:
 
 def test_trap_huge_entity_code_is_dropped_not_raised() -> None:
     assert normalize_html_entities("a&#" + "9" * 5000 + ";b") == "ab"
+
+
+def test_trap_hidden_attribute_takes_one_leading_whitespace_character() -> None:
+    """Only the single whitespace character before the attribute goes (JS `\\s`, so NBSP counts)."""
+    assert strip_hidden_attributes('<img  alt="x" src="y">') == '<img  src="y">'
+    assert strip_hidden_attributes("<img\u00a0alt=x>") == "<img>"
+    assert strip_hidden_attributes("<img\x85alt=x>") == "<img\x85alt=x>"
+
+
+def test_trap_hidden_attribute_quotes_may_mix_and_case_folding_is_ascii() -> None:
+    assert strip_hidden_attributes("<a title=\"it's\">") == "<as\">"  # the quoted value ends at the apostrophe
+    assert strip_hidden_attributes('<a TITLE="x">') == "<a>"
+    assert strip_hidden_attributes('<a tıtle="x">') == '<a tıtle="x">'  # dotless ı is not i under JS /i
+
+
+def test_trap_link_title_url_may_contain_spaces() -> None:
+    assert strip_markdown_link_titles('[t](a b "x")') == "[t](a b)"
+    assert strip_markdown_link_titles("[t](u \"x\" 'y')") == "[t](u)"
+
+
+def test_trap_hex_entity_needs_lowercase_x_and_decimal_needs_ascii_digits() -> None:
+    assert normalize_html_entities("&#X41;") == "&#X41;"
+    assert normalize_html_entities("&#٦٥;") == "&#٦٥;"

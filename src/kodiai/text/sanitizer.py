@@ -22,14 +22,19 @@ _INVISIBLE = re.compile(
     "[\u200b\u200c\u200d\ufeff\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00ad\u202a-\u202e\u2066-\u2069]"
 )
 _IMAGE_ALT = re.compile(r"!\[[^\]]*\]\(")
-_LINK_TITLE = re.compile(r"(\[[^\]]*\]\([^)" + JS_S[1:-1] + r"]+)" + JS_S + r"+(?:\"[^\"]*\"|'[^']*')\)")
-_HIDDEN_ATTR = re.compile(
-    JS_S + r"+(?:alt|title|aria-label|data-[a-zA-Z0-9_-]+|placeholder)" + JS_S + r"*=" + JS_S
-    + r"*(?:\"[^\"]*\"|'[^']*'|" + JS_NOT_S[:-1] + r">]+)",
-    re.IGNORECASE | re.ASCII,
+_LINK_TITLES = tuple(
+    re.compile(r"(\[[^\]]*\]\([^)]+)" + JS_S + "+" + quoted) for quoted in (r'"[^"]*"', r"'[^']*'")
+)
+# Each attribute is removed with the one whitespace character before it: first a quoted value (either
+# quote character may close it), then an unquoted one; attributes are handled in this order.
+_HIDDEN_ATTRIBUTE_NAMES = ("alt", "title", "aria-label", "data-[a-zA-Z0-9-]+", "placeholder")
+_HIDDEN_ATTRIBUTES = tuple(
+    re.compile(JS_S + name + JS_S + "*=" + JS_S + "*" + value, re.IGNORECASE | re.ASCII)
+    for name in _HIDDEN_ATTRIBUTE_NAMES
+    for value in (r"[\"'][^\"']*[\"']", JS_NOT_S[:-1] + ">]+")
 )
 _DEC_ENTITY = re.compile(r"&#([0-9]+);")
-_HEX_ENTITY = re.compile(r"&#[xX]([0-9a-fA-F]+);")
+_HEX_ENTITY = re.compile(r"&#x([0-9a-fA-F]+);")
 _CLASSIC_TOKEN = re.compile(r"\b(?:ghp|gho|ghs|ghr)_[A-Za-z0-9]{36}\b", re.ASCII)
 _FINE_GRAINED_TOKEN = re.compile(r"\bgithub_pat_[A-Za-z0-9_]{11,221}\b", re.ASCII)
 
@@ -50,13 +55,18 @@ def strip_markdown_image_alt_text(text: str) -> str:
 
 
 def strip_markdown_link_titles(text: str) -> str:
-    """``[t](url "title")`` / ``[t](url 'title')`` → ``[t](url)``."""
-    return _LINK_TITLE.sub(lambda m: m.group(1) + ")", text)
+    """``[t](url "title")`` / ``[t](url 'title')`` → ``[t](url)`` (double-quoted titles first)."""
+    for pattern in _LINK_TITLES:
+        text = pattern.sub(lambda m: m.group(1), text)
+    return text
 
 
 def strip_hidden_attributes(text: str) -> str:
-    """Remove ``alt``, ``title``, ``aria-label``, ``data-*`` and ``placeholder`` attributes with their leading space."""
-    return _HIDDEN_ATTR.sub("", text)
+    """Remove ``alt``, ``title``, ``aria-label``, ``data-*`` and ``placeholder`` attributes (quoted or unquoted,
+    case-insensitive) together with the whitespace character before each."""
+    for pattern in _HIDDEN_ATTRIBUTES:
+        text = pattern.sub("", text)
+    return text
 
 
 def _printable_or_empty(code_text: str, base: int) -> str:
