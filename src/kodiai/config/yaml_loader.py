@@ -29,7 +29,6 @@ from ruamel.yaml.events import (
     SequenceEndEvent,
     SequenceStartEvent,
 )
-from ruamel.yaml.scanner import Scanner
 
 from kodiai.config.js_scalars import (
     YamlTimestamp,
@@ -39,6 +38,7 @@ from kodiai.config.js_scalars import (
     js_string,
     resolve_plain_scalar,
 )
+from kodiai.config.yaml_scanner import TabTolerantScanner
 
 #: Limits against hostile input. A real `.kodiai.yml` is a few hundred nodes, nested 6 deep at most.
 MAX_DOCUMENT_CHARS = 262_144  # 256 KiB: ~100x a large real config; pure-Python parsing stays ~1-3 s
@@ -48,60 +48,6 @@ MAX_EXPANDED_NODES = 1_000_000
 _TAG = "tag:yaml.org,2002:"
 _SCALAR_TAGS = {f"{_TAG}{n}" for n in ("str", "null", "bool", "int", "float", "timestamp", "binary", "merge")}
 _B64 = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=\n\r")
-
-
-_LINE_BREAKS = "\r\n\x85\u2028\u2029"
-
-
-class _TabTolerantScanner(Scanner):
-    """ruamel's scanner, but tabs count as in-line white space as in YAML 1.2 and js-yaml.
-
-    ruamel rejects a tab anywhere outside flow collections ("found character '\\t' that cannot start any
-    token"), so `key:<TAB>value`, a trailing tab or a tab before a comment would fail where the original
-    accepts them. Tabs in indentation stay errors, as in js-yaml.
-    """
-
-    def _skippable_tab(self) -> bool:
-        """A tab outside indentation, or in a line holding only white space or a comment."""
-        reader = self.reader
-        if self.flow_level > 0:
-            return True
-        line = reader.buffer[reader.pointer - reader.column : reader.pointer]
-        if line.strip(" \t") != "":
-            return True
-        length = 0
-        while reader.peek(length) in " \t":
-            length += 1
-        return reader.peek(length) in "#\0" + _LINE_BREAKS
-
-    def scan_to_next_token(self) -> Any:
-        srp, srf = self.reader.peek, self.reader.forward
-        if self.reader.index == 0 and srp() == "\ufeff":
-            srf()
-        while True:
-            while srp() == " " or (srp() == "\t" and self._skippable_tab()):
-                srf()
-            if srp() == "#":
-                while srp() not in "\0" + _LINE_BREAKS:
-                    srf()
-            if self.scan_line_break():
-                if not self.flow_level:
-                    self.allow_simple_key = True
-            else:
-                return None
-
-    def scan_plain_spaces(self, indent: Any, start_mark: Any) -> Any:
-        srp = self.reader.peek
-        length = 0
-        while srp(length) in " \t":
-            length += 1
-        run = self.reader.prefix(length)
-        if "\t" not in run:
-            return super().scan_plain_spaces(indent, start_mark)
-        self.reader.forward(length)
-        if srp() in "\0" + _LINE_BREAKS:  # trailing white space: dropped, as ruamel does for spaces
-            return super().scan_plain_spaces(indent, start_mark)
-        return [run]
 
 
 class YamlSyntaxError(ValueError):
@@ -359,7 +305,7 @@ def load_yaml(text: str) -> Any:
     if _flow_depth_exceeded(text):
         raise YamlSyntaxError(f"document nested more than {MAX_DEPTH} levels deep")
     parser = YAML(typ="safe", pure=True)
-    parser.Scanner = _TabTolerantScanner
+    parser.Scanner = TabTolerantScanner
     builder: _Builder | None = None
     try:
         for event in parser.parse(io.StringIO(text)):
