@@ -16,14 +16,21 @@ FILES_BY_CATEGORY = {"source": ["src/app.ts", "src/engine.cpp"]}
 def findings() -> list[dict]:
     return [
         {"file_path": "src/app.ts", "title": "Missing semicolon", "severity": "minor", "category": "style"},
-        {"file_path": "src/engine.cpp", "title": "Null pointer dereference", "severity": "minor", "category": "correctness"},
+        {
+            "file_path": "src/engine.cpp",
+            "title": "Null pointer dereference",
+            "severity": "minor",
+            "category": "correctness",
+        },
     ]
 
 
 def test_detects_suppresses_and_raises(tmp_path: Path) -> None:
     (tmp_path / ".prettierrc").write_text("{}\n", encoding="utf-8")
     with capture_logs() as logs:
-        out = apply_enforcement(findings(), tmp_path, FILES_BY_CATEGORY, FILES_BY_LANGUAGE, None, delivery_id="d-1")
+        out = apply_enforcement(
+            findings(), tmp_path, FILES_BY_CATEGORY, FILES_BY_LANGUAGE, None, delivery_id="d-1"
+        )
     assert [(o["tooling_suppressed"], o["severity"], o["severity_elevated"]) for o in out] == [
         (True, "minor", False),
         (False, "critical", True),
@@ -42,9 +49,16 @@ def test_fail_open_on_bad_rules(tmp_path: Path) -> None:
     """A malformed languageRules makes enforcement throw: findings come back unchanged with a warning."""
     with capture_logs() as logs:
         out = apply_enforcement(
-            findings(), tmp_path, FILES_BY_CATEGORY, FILES_BY_LANGUAGE, {"severity_floors": "oops"}, delivery_id="d-2"
+            findings(),
+            tmp_path,
+            FILES_BY_CATEGORY,
+            FILES_BY_LANGUAGE,
+            {"severity_floors": "oops"},
+            delivery_id="d-2",
         )
-    assert [(o["severity"], o["original_severity"], o["severity_elevated"], o["tooling_suppressed"]) for o in out] == [
+    assert [
+        (o["severity"], o["original_severity"], o["severity_elevated"], o["tooling_suppressed"]) for o in out
+    ] == [
         ("minor", "minor", False, False),
         ("minor", "minor", False, False),
     ]

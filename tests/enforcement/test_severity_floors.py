@@ -100,8 +100,16 @@ def test_4_30_sf_14_ten_builtin_patterns() -> None:
 @pytest.mark.parametrize(
     "pattern_id",
     [
-        "cpp-null-deref", "cpp-uninitialized", "go-unchecked-error", "python-bare-except", "c-null-deref",
-        "c-buffer-overflow", "rust-unwrap", "java-unclosed-resource", "sql-injection", "ts-unhandled-promise",
+        "cpp-null-deref",
+        "cpp-uninitialized",
+        "go-unchecked-error",
+        "python-bare-except",
+        "c-null-deref",
+        "c-buffer-overflow",
+        "rust-unwrap",
+        "java-unclosed-resource",
+        "sql-injection",
+        "ts-unhandled-promise",
     ],
 )
 def test_4_30_sf_15_builtin_ids_present(pattern_id: str) -> None:
@@ -128,8 +136,16 @@ def test_4_30_sf_18_every_other_pattern_relaxed() -> None:
 def test_4_30_sf_19_cpp_null_deref_elevated() -> None:
     """§4.30 SF-19."""
     [out] = enforce(finding("src/engine.cpp", "Potential null pointer dereference", "minor"))
-    assert (out["severity"], out["original_severity"], out["severity_elevated"], out["enforcement_pattern_id"]) == (
-        "critical", "minor", True, "cpp-null-deref",
+    assert (
+        out["severity"],
+        out["original_severity"],
+        out["severity_elevated"],
+        out["enforcement_pattern_id"],
+    ) == (
+        "critical",
+        "minor",
+        True,
+        "cpp-null-deref",
     )
 
 
@@ -166,14 +182,29 @@ def test_4_30_sf_24_go_already_major_unchanged() -> None:
 
 def test_4_30_sf_25_user_floor_raises() -> None:
     """§4.30 SF-25."""
-    rules = {"severity_floors": [{"pattern": "unvalidated input", "language": "TypeScript", "min_severity": "major", "skip_test_files": True}]}
+    rules = {
+        "severity_floors": [
+            {
+                "pattern": "unvalidated input",
+                "language": "TypeScript",
+                "min_severity": "major",
+                "skip_test_files": True,
+            }
+        ]
+    }
     [out] = enforce(finding("src/api.ts", "Unvalidated input reaches query", "minor"), rules=rules)
-    assert (out["severity"], out["severity_elevated"], out["enforcement_pattern_id"]) == ("major", True, "user-unvalidated-input")
+    assert (out["severity"], out["severity_elevated"], out["enforcement_pattern_id"]) == (
+        "major",
+        True,
+        "user-unvalidated-input",
+    )
 
 
 def test_4_30_sf_26_disable_builtin_floors() -> None:
     """§4.30 SF-26."""
-    [out] = enforce(finding("src/engine.cpp", "Null pointer dereference", "minor"), rules={"disable_builtin_floors": True})
+    [out] = enforce(
+        finding("src/engine.cpp", "Null pointer dereference", "minor"), rules={"disable_builtin_floors": True}
+    )
     assert (out["severity"], out["severity_elevated"]) == ("minor", False)
 
 
@@ -181,7 +212,14 @@ def test_4_30_sf_27_disabled_builtins_with_user_floor() -> None:
     """§4.30 SF-27."""
     rules = {
         "disable_builtin_floors": True,
-        "severity_floors": [{"pattern": "null pointer", "language": "C++", "min_severity": "critical", "skip_test_files": True}],
+        "severity_floors": [
+            {
+                "pattern": "null pointer",
+                "language": "C++",
+                "min_severity": "critical",
+                "skip_test_files": True,
+            }
+        ],
     }
     [out] = enforce(finding("src/engine.cpp", "Null pointer dereference", "minor"), rules=rules)
     assert (out["severity"], out["enforcement_pattern_id"]) == ("critical", "user-null-pointer")
@@ -196,20 +234,68 @@ def test_4_30_sf_28_unmatched_style_finding_unchanged() -> None:
 @pytest.mark.parametrize(
     ("checklist", "path", "title", "severity", "floor", "pid"),
     [
-        ("SF-29", "src/engine.cpp", "Uninitialized member variable in ctor", "minor", "critical", "cpp-uninitialized"),
-        ("SF-30", "src/util.c", "Null pointer dereference after malloc failure", "minor", "critical", "c-null-deref"),
-        ("SF-31", "src/util.c", "Potential buffer overflow in copy", "medium", "critical", "c-buffer-overflow"),
+        (
+            "SF-29",
+            "src/engine.cpp",
+            "Uninitialized member variable in ctor",
+            "minor",
+            "critical",
+            "cpp-uninitialized",
+        ),
+        (
+            "SF-30",
+            "src/util.c",
+            "Null pointer dereference after malloc failure",
+            "minor",
+            "critical",
+            "c-null-deref",
+        ),
+        (
+            "SF-31",
+            "src/util.c",
+            "Potential buffer overflow in copy",
+            "medium",
+            "critical",
+            "c-buffer-overflow",
+        ),
         ("SF-32", "src/util.c", "Use of strcpy is unsafe", "minor", "critical", "c-buffer-overflow"),
         ("SF-33", "src/lib.rs", "Unwrap may panic on None value", "minor", "major", "rust-unwrap"),
-        ("SF-34", "src/Main.java", "Unclosed resource: FileInputStream", "minor", "major", "java-unclosed-resource"),
-        ("SF-35", "src/api.ts", "SQL injection via string concatenation", "medium", "critical", "sql-injection"),
-        ("SF-37", "src/api.ts", "Unhandled promise rejection in handler", "minor", "major", "ts-unhandled-promise"),
+        (
+            "SF-34",
+            "src/Main.java",
+            "Unclosed resource: FileInputStream",
+            "minor",
+            "major",
+            "java-unclosed-resource",
+        ),
+        (
+            "SF-35",
+            "src/api.ts",
+            "SQL injection via string concatenation",
+            "medium",
+            "critical",
+            "sql-injection",
+        ),
+        (
+            "SF-37",
+            "src/api.ts",
+            "Unhandled promise rejection in handler",
+            "minor",
+            "major",
+            "ts-unhandled-promise",
+        ),
     ],
 )
-def test_4_30_sf_29_to_37_builtin_floors(checklist: str, path: str, title: str, severity: str, floor: str, pid: str) -> None:
+def test_4_30_sf_29_to_37_builtin_floors(
+    checklist: str, path: str, title: str, severity: str, floor: str, pid: str
+) -> None:
     """§4.30 SF-29…SF-35 and SF-37: each built-in floor raises its language's findings."""
     [out] = enforce(finding(path, title, severity))
-    assert (out["severity"], out["enforcement_pattern_id"], out["original_severity"]) == (floor, pid, severity), checklist
+    assert (out["severity"], out["enforcement_pattern_id"], out["original_severity"]) == (
+        floor,
+        pid,
+        severity,
+    ), checklist
 
 
 def test_4_30_sf_36_sql_injection_in_test_file_still_critical() -> None:
@@ -251,9 +337,15 @@ def test_4_30_sf_41_user_floor_applies_to_test_files_when_asked() -> None:
 def test_4_30_sf_42_user_floor_without_language_applies_everywhere() -> None:
     """§4.30 SF-42."""
     rules = LanguageRulesConfig.model_validate(
-        {"severity_floors": [{"pattern": "hardcoded secret", "min_severity": "critical", "skip_test_files": True}]}
+        {
+            "severity_floors": [
+                {"pattern": "hardcoded secret", "min_severity": "critical", "skip_test_files": True}
+            ]
+        }
     )
-    [out] = enforce(finding("app/views.py", "Hardcoded secret in settings", "medium"), rules=rules.model_dump())
+    [out] = enforce(
+        finding("app/views.py", "Hardcoded secret in settings", "medium"), rules=rules.model_dump()
+    )
     assert out["severity"] == "critical"
 
 
@@ -271,20 +363,37 @@ def test_4_30_sf_44_extra_properties_preserved() -> None:
 # README §3 traps
 def test_trap_first_matching_pattern_wins_even_if_it_raises_nothing() -> None:
     """A built-in that matches but is already satisfied stops the search: the user floor is not consulted."""
-    rules = {"severity_floors": [{"pattern": "null pointer", "language": "C++", "min_severity": "critical", "skip_test_files": False}]}
+    rules = {
+        "severity_floors": [
+            {
+                "pattern": "null pointer",
+                "language": "C++",
+                "min_severity": "critical",
+                "skip_test_files": False,
+            }
+        ]
+    }
     [out] = enforce(finding("test/engine_test.cpp", "Null pointer deref", "minor"), rules=rules)
     assert (out["severity"], out["severity_elevated"]) == ("minor", False)
 
 
 def test_trap_language_is_exact_string_equality() -> None:
-    rules = {"severity_floors": [{"pattern": "todo", "language": "python", "min_severity": "major", "skip_test_files": False}]}
+    rules = {
+        "severity_floors": [
+            {"pattern": "todo", "language": "python", "min_severity": "major", "skip_test_files": False}
+        ]
+    }
     [out] = enforce(finding("app/views.py", "TODO left", "minor"), rules=rules)
     assert out["severity"] == "minor"
 
 
 def test_trap_user_floor_id_uses_js_whitespace_runs() -> None:
     """`\\s+` is JS whitespace (NBSP and U+FEFF collapse to "-"; U+0085 does not)."""
-    rules = {"severity_floors": [{"pattern": "Weak\u00a0\ufeff Hash\x85X", "min_severity": "major", "skip_test_files": False}]}
+    rules = {
+        "severity_floors": [
+            {"pattern": "Weak\u00a0\ufeff Hash\x85X", "min_severity": "major", "skip_test_files": False}
+        ]
+    }
     [out] = enforce(finding("app/views.py", "weak\u00a0\ufeff hash\x85x found", "minor"), rules=rules)
     assert out["enforcement_pattern_id"] == "user-weak-hash\x85x"
 

@@ -15,7 +15,9 @@ from kodiai.enforcement.tooling import (
 
 TOOLING = DetectedTooling(
     formatters={
-        "TypeScript": [".prettierrc"], "Python": [".black.toml"], "C++": [".clang-format"],
+        "TypeScript": [".prettierrc"],
+        "Python": [".black.toml"],
+        "C++": [".clang-format"],
         "Go": ["go.mod (gofmt built-in)"],
     },
     linters={"TypeScript": [".eslintrc.json"], "Python": ["setup.cfg"]},
@@ -56,9 +58,17 @@ def test_4_32_ts_04_import_order_keywords_content() -> None:
 @pytest.mark.parametrize(
     "title",
     [
-        "Inconsistent indentation", "Line length exceeds 120", "Bracket placement inconsistent",
-        "Trailing comma missing", "Trailing whitespace", "Formatting differs from prettier", "Quote style mismatch",
-        "Tab characters used", "Missing newline at end of file", "Missing semicolon", "Inconsistent spacing",
+        "Inconsistent indentation",
+        "Line length exceeds 120",
+        "Bracket placement inconsistent",
+        "Trailing comma missing",
+        "Trailing whitespace",
+        "Formatting differs from prettier",
+        "Quote style mismatch",
+        "Tab characters used",
+        "Missing newline at end of file",
+        "Missing semicolon",
+        "Inconsistent spacing",
         "Brace style does not match",
     ],
 )
@@ -67,7 +77,9 @@ def test_4_32_ts_05_formatting_titles(title: str) -> None:
     assert is_formatting_finding(title) is True
 
 
-@pytest.mark.parametrize("title", ["Null reference", "SQL injection", "Missing error handling", "Unused variable"])
+@pytest.mark.parametrize(
+    "title", ["Null reference", "SQL injection", "Missing error handling", "Unused variable"]
+)
 def test_4_32_ts_06_non_formatting_titles(title: str) -> None:
     """§4.32 TS-06."""
     assert is_formatting_finding(title) is False
@@ -80,8 +92,14 @@ def test_4_32_ts_07_formatting_case_insensitive() -> None:
 
 @pytest.mark.parametrize(
     "title",
-    ["Imports are not sorted (import sort)", "Import order is wrong", "Imports should be grouped: import group",
-     "Arrange import statements", "Sorted imports expected", "Organize imports"],
+    [
+        "Imports are not sorted (import sort)",
+        "Import order is wrong",
+        "Imports should be grouped: import group",
+        "Arrange import statements",
+        "Sorted imports expected",
+        "Organize imports",
+    ],
 )
 def test_4_32_ts_08_import_order_titles(title: str) -> None:
     """§4.32 TS-08 (6 titles)."""
@@ -136,13 +154,21 @@ def test_4_32_ts_17_rust_without_formatter() -> None:
 
 def test_4_32_ts_18_override_suppress_formatting_false() -> None:
     """§4.32 TS-18."""
-    rules = {"tooling_overrides": [{"language": "TypeScript", "suppress_formatting": False, "suppress_import_order": True}]}
+    rules = {
+        "tooling_overrides": [
+            {"language": "TypeScript", "suppress_formatting": False, "suppress_import_order": True}
+        ]
+    }
     assert run(f("src/app.ts", "Inconsistent indentation"), rules=rules) == [False]
 
 
 def test_4_32_ts_19_override_suppress_import_order_false() -> None:
     """§4.32 TS-19."""
-    rules = {"tooling_overrides": [{"language": "TypeScript", "suppress_formatting": True, "suppress_import_order": False}]}
+    rules = {
+        "tooling_overrides": [
+            {"language": "TypeScript", "suppress_formatting": True, "suppress_import_order": False}
+        ]
+    }
     assert run(f("src/app.ts", "Import order is wrong"), rules=rules) == [False]
 
 
@@ -168,7 +194,9 @@ def test_4_32_ts_23_empty() -> None:
 
 def test_4_32_ts_24_extra_properties_preserved() -> None:
     """§4.32 TS-24."""
-    [out] = suppress_tooling_findings([f("src/app.ts", "Missing semicolon", comment_id=9, custom="x")], TOOLING)
+    [out] = suppress_tooling_findings(
+        [f("src/app.ts", "Missing semicolon", comment_id=9, custom="x")], TOOLING
+    )
     assert out["comment_id"] == 9 and out["custom"] == "x" and out["tooling_suppressed"] is True
 
 
@@ -203,7 +231,11 @@ def test_trap_only_exact_lowercase_categories() -> None:
 
 def test_trap_formatting_override_false_returns_before_import_order() -> None:
     """An override with suppress_formatting=false returns false even for an import-order title."""
-    rules = {"tooling_overrides": [{"language": "TypeScript", "suppress_formatting": False, "suppress_import_order": True}]}
+    rules = {
+        "tooling_overrides": [
+            {"language": "TypeScript", "suppress_formatting": False, "suppress_import_order": True}
+        ]
+    }
     assert run(f("src/app.ts", "Import order formatting"), rules=rules) == [False]
 
 

@@ -21,7 +21,13 @@ class HttpError(Exception):
 
 @pytest.mark.parametrize(
     "error",
-    [Exception("Failed to clone repository"), Exception("Invalid .kodiai.yml"), Exception("boom"), "string error", None],
+    [
+        Exception("Failed to clone repository"),
+        Exception("Invalid .kodiai.yml"),
+        Exception("boom"),
+        "string error",
+        None,
+    ],
 )
 def test_4_13_er_01_timeout_wins_whatever_the_message(error: object) -> None:
     """§4.13 ER-01 / exec §5.8 #120: isTimeout gives timeout for any message, strings and null included."""

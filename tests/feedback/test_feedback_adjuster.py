@@ -39,8 +39,14 @@ class BrokenStore:
 
 def strong(fp: str, severity: str, category: str) -> FeedbackPattern:
     return FeedbackPattern(
-        fingerprint=fp, thumbs_down_count=9, thumbs_up_count=0, distinct_reactors=6, distinct_prs=4,
-        severity=severity, category=category, sample_title=fp,
+        fingerprint=fp,
+        thumbs_down_count=9,
+        thumbs_up_count=0,
+        distinct_reactors=6,
+        distinct_prs=4,
+        severity=severity,
+        category=category,
+        sample_title=fp,
     )
 
 
@@ -115,21 +121,43 @@ def test_with_real_knowledge_store(tmp_path: Path) -> None:
     reaction_id = finding_id = 0
     for pr in (1, 2):
         review_id = store.record_review(ReviewRecord(repo="o/r", pr_number=pr))
-        for title, severity, category in (("Prefer const", "minor", "style"), ("Weak hash", "major", "security")):
+        for title, severity, category in (
+            ("Prefer const", "minor", "style"),
+            ("Weak hash", "major", "security"),
+        ):
             store.record_findings(
-                [FindingRecord(review_id=review_id, file_path="a.ts", severity=severity, category=category,
-                               confidence=50, title=title, comment_id=pr * 100)]
+                [
+                    FindingRecord(
+                        review_id=review_id,
+                        file_path="a.ts",
+                        severity=severity,
+                        category=category,
+                        confidence=50,
+                        title=title,
+                        comment_id=pr * 100,
+                    )
+                ]
             )
             finding_id += 1  # a fresh database numbers findings 1, 2, … in insertion order
             for login in ("ann", "bob", "cy"):
                 reaction_id += 1
                 store.record_feedback_reactions(
-                    [FeedbackReactionRecord(
-                        repo="o/r", review_id=review_id, finding_id=finding_id, comment_id=pr * 100,
-                        comment_surface="pull_request_review_comment", reaction_id=reaction_id,
-                        reaction_content="-1", reactor_login=login, severity=severity, category=category,
-                        file_path="a.ts", title=title,
-                    )]
+                    [
+                        FeedbackReactionRecord(
+                            repo="o/r",
+                            review_id=review_id,
+                            finding_id=finding_id,
+                            comment_id=pr * 100,
+                            comment_surface="pull_request_review_comment",
+                            reaction_id=reaction_id,
+                            reaction_content="-1",
+                            reactor_login=login,
+                            severity=severity,
+                            category=category,
+                            file_path="a.ts",
+                            title=title,
+                        )
+                    ]
                 )
     result = evaluate_feedback_suppressions(store, "o/r", ENABLED)
     assert result.suppressed_fingerprints == {fingerprint_finding_title("Prefer const")}

@@ -23,8 +23,14 @@ class PatternList:
 
 def pattern(fp: str, down: int, reactors: int, prs: int, up: int = 0) -> FeedbackPattern:
     return FeedbackPattern(
-        fingerprint=fp, thumbs_down_count=down, thumbs_up_count=up, distinct_reactors=reactors, distinct_prs=prs,
-        severity="minor", category="style", sample_title=f"title {fp}",
+        fingerprint=fp,
+        thumbs_down_count=down,
+        thumbs_up_count=up,
+        distinct_reactors=reactors,
+        distinct_prs=prs,
+        severity="minor",
+        category="style",
+        sample_title=f"title {fp}",
     )
 
 

@@ -27,7 +27,9 @@ from kodiai.feedback.safety import is_feedback_suppression_protected
 )
 def test_4_35_sg_01_to_13(checklist: str, severity: str, category: str, protected: bool) -> None:
     """§4.35 SG-01…SG-13: any critical; major security/correctness; nothing else."""
-    assert is_feedback_suppression_protected({"severity": severity, "category": category}) is protected, checklist
+    assert is_feedback_suppression_protected({"severity": severity, "category": category}) is protected, (
+        checklist
+    )
 
 
 def test_values_are_exact() -> None:

@@ -27,22 +27,35 @@ FINDING = {
 
 def test_4_36_kc_01_capped_at_100() -> None:
     """§4.36 KC-01 / platform §8.5 #1: 50+30+15+10 = 105 → 100."""
-    assert compute_confidence(ConfidenceInput(severity="critical", category="security", matches_known_pattern=True)) == 100
+    assert (
+        compute_confidence(
+            ConfidenceInput(severity="critical", category="security", matches_known_pattern=True)
+        )
+        == 100
+    )
 
 
 def test_4_36_kc_02_major_correctness() -> None:
     """§4.36 KC-02 / #2."""
-    assert compute_confidence({"severity": "major", "category": "correctness", "matches_known_pattern": False}) == 80
+    assert (
+        compute_confidence({"severity": "major", "category": "correctness", "matches_known_pattern": False})
+        == 80
+    )
 
 
 def test_4_36_kc_03_minor_style() -> None:
     """§4.36 KC-03 / #3."""
-    assert compute_confidence({"severity": "minor", "category": "style", "matches_known_pattern": False}) == 45
+    assert (
+        compute_confidence({"severity": "minor", "category": "style", "matches_known_pattern": False}) == 45
+    )
 
 
 def test_4_36_kc_04_minor_documentation() -> None:
     """§4.36 KC-04 / #4."""
-    assert compute_confidence({"severity": "minor", "category": "documentation", "matches_known_pattern": False}) == 40
+    assert (
+        compute_confidence({"severity": "minor", "category": "documentation", "matches_known_pattern": False})
+        == 40
+    )
 
 
 def test_4_36_kc_05_plain_substring_case_insensitive() -> None:
@@ -73,12 +86,18 @@ def test_4_36_kc_09_plain_string_suppression() -> None:
 
 def test_4_36_kc_10_severity_filter_excludes() -> None:
     """§4.36 KC-10 / #10."""
-    assert matches_suppression(FINDING, {"pattern": "error handling", "severity": ["critical", "major"]}) is False
+    assert (
+        matches_suppression(FINDING, {"pattern": "error handling", "severity": ["critical", "major"]})
+        is False
+    )
 
 
 def test_4_36_kc_11_category_filter_excludes() -> None:
     """§4.36 KC-11 / #11."""
-    assert matches_suppression(FINDING, SuppressionPattern(pattern="error handling", category=["style"])) is False
+    assert (
+        matches_suppression(FINDING, SuppressionPattern(pattern="error handling", category=["style"]))
+        is False
+    )
 
 
 def test_4_36_kc_12_path_glob_passes() -> None:
@@ -88,7 +107,12 @@ def test_4_36_kc_12_path_glob_passes() -> None:
 
 def test_4_36_kc_13_all_filters_must_pass() -> None:
     """§4.36 KC-13 / #13."""
-    full = {"pattern": "error handling", "severity": ["medium"], "category": ["correctness"], "paths": ["src/**"]}
+    full = {
+        "pattern": "error handling",
+        "severity": ["medium"],
+        "category": ["correctness"],
+        "paths": ["src/**"],
+    }
     assert matches_suppression(FINDING, full) is True
     assert matches_suppression(FINDING, {**full, "paths": ["lib/**"]}) is False
 
@@ -167,7 +191,12 @@ def test_catastrophic_regex_is_bounded_and_counts_as_no_match() -> None:
 
 def test_first_matching_suppression_and_label() -> None:
     """Step 41: the first matching entry wins; its label is the string or the object's pattern."""
-    entries = ["nothing here", {"pattern": "glob:missing*", "severity": ["critical"]}, {"pattern": "regex:error\\s+handling"}, "error"]
+    entries = [
+        "nothing here",
+        {"pattern": "glob:missing*", "severity": ["critical"]},
+        {"pattern": "regex:error\\s+handling"},
+        "error",
+    ]
     matched = first_matching_suppression(FINDING, entries)
     assert isinstance(matched, SuppressionPattern) and suppression_label(matched) == "regex:error\\s+handling"
     assert suppression_label(first_matching_suppression(FINDING, ["error"]) or "") == "error"

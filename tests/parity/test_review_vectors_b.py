@@ -164,12 +164,26 @@ SPECS: dict[str, tuple[str, frozenset[str], Callable[[dict], dict]]] = {
 ROWS = [r for r in cases("review.jsonl") if r["fn"] in SPECS]
 
 EXPECTED_COUNTS = {
-    "compute_confidence": 40, "match_pattern": 150, "matches_suppression": 120, "score_finding": 100,
-    "prioritize_findings": 120, "enforce_severity_floors": 150, "matches_pattern": 80, "severity_rank": 40,
-    "suppress_tooling_findings": 120, "is_formatting_finding": 80, "is_import_order_finding": 80,
-    "classify_error": 150, "format_error_comment": 80, "wrap_in_details": 80, "classify_finding_deltas": 100,
-    "build_prior_finding_context": 80, "should_suppress_finding": 80, "aggregate_suppressible_patterns": 60,
-    "adjust_confidence_for_feedback": 60, "is_feedback_suppression_protected": 48,
+    "compute_confidence": 40,
+    "match_pattern": 150,
+    "matches_suppression": 120,
+    "score_finding": 100,
+    "prioritize_findings": 120,
+    "enforce_severity_floors": 150,
+    "matches_pattern": 80,
+    "severity_rank": 40,
+    "suppress_tooling_findings": 120,
+    "is_formatting_finding": 80,
+    "is_import_order_finding": 80,
+    "classify_error": 150,
+    "format_error_comment": 80,
+    "wrap_in_details": 80,
+    "classify_finding_deltas": 100,
+    "build_prior_finding_context": 80,
+    "should_suppress_finding": 80,
+    "aggregate_suppressible_patterns": 60,
+    "adjust_confidence_for_feedback": 60,
+    "is_feedback_suppression_protected": 48,
 }
 
 

@@ -9,8 +9,14 @@ from kodiai.review.findings import bare_fingerprint_finding_title, fingerprint_f
 
 def prior(path: str, fp: str, title: str = "t") -> PriorFinding:
     return PriorFinding(
-        file_path=path, title=title, title_fingerprint=fp, severity="major", category="correctness", start_line=3,
-        end_line=None, comment_id=11,
+        file_path=path,
+        title=title,
+        title_fingerprint=fp,
+        severity="major",
+        category="correctness",
+        start_line=3,
+        end_line=None,
+        comment_id=11,
     )
 
 
@@ -51,11 +57,17 @@ def test_4_15_fd_05_should_suppress_finding() -> None:
 def test_q1_original_bare_keys_miss_fp_lookups() -> None:
     """X-06 / review Q1 as in the original: bare-hex context keys never match an fp- lookup."""
     ctx = build_prior_finding_context([prior("a.ts", bare_fingerprint_finding_title("Leak"))], [])
-    assert should_suppress_finding("a.ts", fingerprint_finding_title("Leak"), ctx.suppression_fingerprints) is False
+    assert (
+        should_suppress_finding("a.ts", fingerprint_finding_title("Leak"), ctx.suppression_fingerprints)
+        is False
+    )
 
 
 def test_q1_fix_canonical_priors_match() -> None:
     """PARITY.md review Q1 fix: with canonical priors the fp- lookup suppresses the repeated finding."""
     priors = with_canonical_fingerprints([prior("a.ts", bare_fingerprint_finding_title("Leak"))])
     ctx = build_prior_finding_context(priors, [])
-    assert should_suppress_finding("a.ts", fingerprint_finding_title("Leak"), ctx.suppression_fingerprints) is True
+    assert (
+        should_suppress_finding("a.ts", fingerprint_finding_title("Leak"), ctx.suppression_fingerprints)
+        is True
+    )

@@ -10,7 +10,9 @@ def current(path: str, title: str, severity: str = "major", category: str = "cor
     return {"file_path": path, "title": title, "severity": severity, "category": category}
 
 
-def prior(path: str, title: str, fp: str | None = None, severity: str = "major", category: str = "correctness") -> PriorFinding:
+def prior(
+    path: str, title: str, fp: str | None = None, severity: str = "major", category: str = "correctness"
+) -> PriorFinding:
     return PriorFinding(
         file_path=path,
         title=title,
@@ -33,14 +35,20 @@ def test_4_10_dc_01_no_priors_everything_new() -> None:
 
 def test_4_10_dc_02_matching_prior_is_still_open() -> None:
     """§4.10 DC-02."""
-    r = classify_finding_deltas([current("a.ts", "Null deref")], [prior("a.ts", "Null deref")], fingerprint_finding_title)
+    r = classify_finding_deltas(
+        [current("a.ts", "Null deref")], [prior("a.ts", "Null deref")], fingerprint_finding_title
+    )
     assert r.current[0]["delta_status"] == "still-open"
     assert counts(r) == (0, 0, 1)
 
 
 def test_4_10_dc_03_absent_prior_is_resolved() -> None:
     """§4.10 DC-03."""
-    r = classify_finding_deltas([], [prior("db.ts", "SQL injection", severity="critical", category="security")], fingerprint_finding_title)
+    r = classify_finding_deltas(
+        [],
+        [prior("db.ts", "SQL injection", severity="critical", category="security")],
+        fingerprint_finding_title,
+    )
     assert [x.model_dump() for x in r.resolved] == [
         {"file_path": "db.ts", "title": "SQL injection", "severity": "critical", "category": "security"}
     ]
@@ -54,7 +62,10 @@ def test_4_10_dc_04_mixed_statuses() -> None:
         [prior("app.ts", "Race condition"), prior("db.ts", "SQL injection")],
         fingerprint_finding_title,
     )
-    assert [(c["file_path"], c["delta_status"]) for c in r.current] == [("app.ts", "still-open"), ("api.ts", "new")]
+    assert [(c["file_path"], c["delta_status"]) for c in r.current] == [
+        ("app.ts", "still-open"),
+        ("api.ts", "new"),
+    ]
     assert [(x.file_path, x.title) for x in r.resolved] == [("db.ts", "SQL injection")]
 
 
@@ -77,7 +88,9 @@ def test_4_10_dc_06_no_current_all_priors_resolved() -> None:
 def test_4_10_dc_07_matching_goes_through_fingerprint_fn() -> None:
     """§4.10 DC-07: differently cased titles share a fingerprint → still-open."""
     r = classify_finding_deltas(
-        [current("a.ts", "NULL POINTER dereference")], [prior("a.ts", "null pointer Dereference")], fingerprint_finding_title
+        [current("a.ts", "NULL POINTER dereference")],
+        [prior("a.ts", "null pointer Dereference")],
+        fingerprint_finding_title,
     )
     assert r.current[0]["delta_status"] == "still-open"
 
@@ -109,6 +122,11 @@ def test_q1_fix_canonical_fingerprints_match_old_bare_rows() -> None:
     old = prior("a.ts", "Null deref", fp=bare_fingerprint_finding_title("Null deref"))
     new = prior("b.ts", "Leak", fp=fingerprint_finding_title("Leak"))
     priors = with_canonical_fingerprints([old, new])
-    assert [p.title_fingerprint for p in priors] == [fingerprint_finding_title("Null deref"), fingerprint_finding_title("Leak")]
-    r = classify_finding_deltas([current("a.ts", "null DEREF"), current("b.ts", "Leak")], priors, fingerprint_finding_title)
+    assert [p.title_fingerprint for p in priors] == [
+        fingerprint_finding_title("Null deref"),
+        fingerprint_finding_title("Leak"),
+    ]
+    r = classify_finding_deltas(
+        [current("a.ts", "null DEREF"), current("b.ts", "Leak")], priors, fingerprint_finding_title
+    )
     assert counts(r) == (0, 0, 2)

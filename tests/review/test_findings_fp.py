@@ -79,5 +79,7 @@ def test_property_form_and_normalisation_invariance(title: str) -> None:
     assert re.fullmatch(r"fp-[0-9a-f]{8}", fp)
     ascii_title = title.encode("ascii", "ignore").decode()
     assert fingerprint_finding_title(ascii_title.upper()) == fingerprint_finding_title(ascii_title.lower())
-    assert fingerprint_finding_title(title.replace(" ", " -- ")) == fingerprint_finding_title(title.replace(" ", "!"))
+    assert fingerprint_finding_title(title.replace(" ", " -- ")) == fingerprint_finding_title(
+        title.replace(" ", "!")
+    )
     assert normalize_fingerprint(bare_fingerprint_finding_title(title)) == fp

@@ -12,7 +12,14 @@ from kodiai.review.prioritizer import (
 )
 
 
-def f(title: str, severity: str, category: str, risk: float | None = None, rec: float | None = None, **extra: object) -> dict:
+def f(
+    title: str,
+    severity: str,
+    category: str,
+    risk: float | None = None,
+    rec: float | None = None,
+    **extra: object,
+) -> dict:
     return {
         "file_path": extra.pop("file_path", "src/a.ts"),
         "title": title,
@@ -33,12 +40,18 @@ def test_4_16_fp_01_security_with_risk_and_recurrence_outscores_style() -> None:
 
 def test_4_16_fp_02_higher_file_risk_scores_higher() -> None:
     """§4.16 FP-02."""
-    assert score_finding(f("a", "medium", "correctness", 80)).score > score_finding(f("b", "medium", "correctness", 20)).score
+    assert (
+        score_finding(f("a", "medium", "correctness", 80)).score
+        > score_finding(f("b", "medium", "correctness", 20)).score
+    )
 
 
 def test_4_16_fp_03_recurrence_5_beats_0() -> None:
     """§4.16 FP-03."""
-    assert score_finding(f("a", "minor", "style", 50, 5)).score > score_finding(f("a", "minor", "style", 50, 0)).score
+    assert (
+        score_finding(f("a", "minor", "style", 50, 5)).score
+        > score_finding(f("a", "minor", "style", 50, 0)).score
+    )
 
 
 def test_4_16_fp_04_custom_weights_change_the_ranking() -> None:
@@ -49,7 +62,9 @@ def test_4_16_fp_04_custom_weights_change_the_ranking() -> None:
     ]
     assert prioritize_findings(findings).ranked_findings[0].title == "General regression"
     weights = FindingPriorityWeights(severity=0.1, file_risk=0.7, category=0.15, recurrence=0.05)
-    assert prioritize_findings(findings, weights=weights).ranked_findings[0].title == "Auth-sensitive regression"
+    assert (
+        prioritize_findings(findings, weights=weights).ranked_findings[0].title == "Auth-sensitive regression"
+    )
 
 
 def test_4_16_fp_05_max_comments_selects_top_two_of_four() -> None:
@@ -75,7 +90,8 @@ def test_4_16_fp_06_ties_keep_original_order() -> None:
 def test_4_16_fp_07_stats() -> None:
     """§4.16 FP-07."""
     result = prioritize_findings(
-        [f("a", "minor", "style"), f("b", "critical", "security"), f("c", "major", "performance")], max_comments=2
+        [f("a", "minor", "style"), f("b", "critical", "security"), f("c", "major", "performance")],
+        max_comments=2,
     )
     assert result.stats.findings_scored == 3
     assert result.stats.top_score == result.ranked_findings[0].score
@@ -114,8 +130,13 @@ def test_trap_severity_and_category_use_js_trim_and_lowercase() -> None:
 def test_trap_negative_weights_count_as_zero_and_all_zero_uses_defaults() -> None:
     finding = f("x", "critical", "documentation", 40, 2)
     defaults = score_finding(finding).score
-    assert score_finding(finding, {"severity": 0, "file_risk": 0, "category": 0, "recurrence": 0}).score == defaults
-    only_severity = score_finding(finding, {"severity": 1, "file_risk": -3, "category": -1, "recurrence": -0.2})
+    assert (
+        score_finding(finding, {"severity": 0, "file_risk": 0, "category": 0, "recurrence": 0}).score
+        == defaults
+    )
+    only_severity = score_finding(
+        finding, {"severity": 1, "file_risk": -3, "category": -1, "recurrence": -0.2}
+    )
     assert only_severity.score == 100
 
 

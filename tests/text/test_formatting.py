@@ -57,7 +57,10 @@ def test_4_17_fm_08_leading_whitespace_then_details_is_unchanged() -> None:
 
 def test_4_17_fm_09_empty_body() -> None:
     """§4.17 FM-09 / exec #147."""
-    assert wrap_in_details("") == "<details>\n<summary>Kodiai response (0 characters)</summary>\n\n\n\n</details>"
+    assert (
+        wrap_in_details("")
+        == "<details>\n<summary>Kodiai response (0 characters)</summary>\n\n\n\n</details>"
+    )
 
 
 def test_trap_trim_start_is_js_whitespace() -> None:

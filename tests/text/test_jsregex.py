@@ -238,9 +238,7 @@ def test_node_case_file_is_complete() -> None:
 
 def test_node_differential_cases() -> None:
     """All 4,800 node-evaluated cases (index, length and groups of the first match, or the error)."""
-    mismatches = [
-        (s, f, t, e, got) for s, f, t, e in NODE_CASES if (got := _js_result(s, f, t)) != e
-    ]
+    mismatches = [(s, f, t, e, got) for s, f, t, e in NODE_CASES if (got := _js_result(s, f, t)) != e]
     assert mismatches == []
 
 

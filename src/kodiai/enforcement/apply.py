@@ -43,7 +43,8 @@ def apply_enforcement(
         suppressed = suppress_tooling_findings(findings, tooling, language_rules)
         floored = enforce_severity_floors(findings, files_by_category, files_by_language, language_rules)
         result = [
-            {**entry, "tooling_suppressed": suppressed[i]["tooling_suppressed"]} for i, entry in enumerate(floored)
+            {**entry, "tooling_suppressed": suppressed[i]["tooling_suppressed"]}
+            for i, entry in enumerate(floored)
         ]
     except Exception as exc:
         log.warning(FAILED_MESSAGE, error=str(exc))

@@ -61,7 +61,9 @@ class EnforcementPattern(BaseModel):
     test_files_relaxed: bool
 
 
-def _builtin(pid: str, language: str, keywords: list[list[str]], floor: str, relaxed: bool = True) -> EnforcementPattern:
+def _builtin(
+    pid: str, language: str, keywords: list[list[str]], floor: str, relaxed: bool = True
+) -> EnforcementPattern:
     return EnforcementPattern(
         id=pid, language=language, keywords=keywords, min_severity=floor, test_files_relaxed=relaxed
     )
@@ -69,35 +71,53 @@ def _builtin(pid: str, language: str, keywords: list[list[str]], floor: str, rel
 
 BUILTIN_SEVERITY_PATTERNS: tuple[EnforcementPattern, ...] = (
     _builtin(
-        "cpp-null-deref", "C++",
-        [["null", "dereference"], ["null", "pointer"], ["nullptr"], ["npe"]], "critical",
+        "cpp-null-deref",
+        "C++",
+        [["null", "dereference"], ["null", "pointer"], ["nullptr"], ["npe"]],
+        "critical",
     ),
     _builtin(
-        "cpp-uninitialized", "C++",
-        [["uninitialized", "member"], ["uninitialized", "variable"], ["uninitialized", "field"]], "critical",
+        "cpp-uninitialized",
+        "C++",
+        [["uninitialized", "member"], ["uninitialized", "variable"], ["uninitialized", "field"]],
+        "critical",
     ),
     _builtin(
-        "go-unchecked-error", "Go",
-        [["unchecked", "error"], ["error", "ignored"], ["error", "discarded"], ["error", "not checked"]], "major",
+        "go-unchecked-error",
+        "Go",
+        [["unchecked", "error"], ["error", "ignored"], ["error", "discarded"], ["error", "not checked"]],
+        "major",
     ),
     _builtin(
-        "python-bare-except", "Python",
-        [["bare", "except"], ["bare", "exception"], ["catch-all", "exception"]], "major",
+        "python-bare-except",
+        "Python",
+        [["bare", "except"], ["bare", "exception"], ["catch-all", "exception"]],
+        "major",
     ),
     _builtin("c-null-deref", "C", [["null", "dereference"], ["null", "pointer"]], "critical"),
     _builtin(
-        "c-buffer-overflow", "C",
-        [["buffer", "overflow"], ["buffer", "overrun"], ["strcpy"], ["sprintf"]], "critical",
+        "c-buffer-overflow",
+        "C",
+        [["buffer", "overflow"], ["buffer", "overrun"], ["strcpy"], ["sprintf"]],
+        "critical",
     ),
-    _builtin("rust-unwrap", "Rust", [["unwrap", "panic"], ["unwrap", "crash"], ["unwrap()", "error"]], "major"),
     _builtin(
-        "java-unclosed-resource", "Java",
-        [["unclosed", "resource"], ["resource", "leak"], ["missing", "close"]], "major",
+        "rust-unwrap", "Rust", [["unwrap", "panic"], ["unwrap", "crash"], ["unwrap()", "error"]], "major"
     ),
-    _builtin("sql-injection", "", [["sql", "injection"], ["sql", "concatenation"]], "critical", relaxed=False),
     _builtin(
-        "ts-unhandled-promise", "TypeScript",
-        [["unhandled", "promise"], ["floating", "promise"], ["missing", "await"]], "major",
+        "java-unclosed-resource",
+        "Java",
+        [["unclosed", "resource"], ["resource", "leak"], ["missing", "close"]],
+        "major",
+    ),
+    _builtin(
+        "sql-injection", "", [["sql", "injection"], ["sql", "concatenation"]], "critical", relaxed=False
+    ),
+    _builtin(
+        "ts-unhandled-promise",
+        "TypeScript",
+        [["unhandled", "promise"], ["floating", "promise"], ["missing", "await"]],
+        "major",
     ),
 )
 
@@ -170,7 +190,8 @@ def enforce_severity_floors(
             (
                 p
                 for p in patterns
-                if (not p.language or p.language == language) and matches_pattern(finding["title"], p.keywords)
+                if (not p.language or p.language == language)
+                and matches_pattern(finding["title"], p.keywords)
             ),
             None,
         )

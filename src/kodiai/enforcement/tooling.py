@@ -18,12 +18,26 @@ from kodiai.review.diff_analysis import classify_file_language
 
 FORMATTER_CONFIGS: dict[str, list[str]] = {
     "JavaScript": [
-        ".prettierrc", ".prettierrc.json", ".prettierrc.yml", ".prettierrc.yaml", ".prettierrc.js",
-        ".prettierrc.cjs", "prettier.config.js", "prettier.config.cjs", ".editorconfig",
+        ".prettierrc",
+        ".prettierrc.json",
+        ".prettierrc.yml",
+        ".prettierrc.yaml",
+        ".prettierrc.js",
+        ".prettierrc.cjs",
+        "prettier.config.js",
+        "prettier.config.cjs",
+        ".editorconfig",
     ],
     "TypeScript": [
-        ".prettierrc", ".prettierrc.json", ".prettierrc.yml", ".prettierrc.yaml", ".prettierrc.js",
-        ".prettierrc.cjs", "prettier.config.js", "prettier.config.cjs", ".editorconfig",
+        ".prettierrc",
+        ".prettierrc.json",
+        ".prettierrc.yml",
+        ".prettierrc.yaml",
+        ".prettierrc.js",
+        ".prettierrc.cjs",
+        "prettier.config.js",
+        "prettier.config.cjs",
+        ".editorconfig",
     ],
     "Python": [".black.toml", "pyproject.toml", ".editorconfig"],
     "C++": [".clang-format", ".editorconfig"],
@@ -35,12 +49,26 @@ FORMATTER_CONFIGS: dict[str, list[str]] = {
 
 LINTER_CONFIGS: dict[str, list[str]] = {
     "JavaScript": [
-        ".eslintrc", ".eslintrc.json", ".eslintrc.js", ".eslintrc.yml", ".eslintrc.yaml", ".eslintrc.cjs",
-        "eslint.config.js", "eslint.config.mjs", "eslint.config.cjs",
+        ".eslintrc",
+        ".eslintrc.json",
+        ".eslintrc.js",
+        ".eslintrc.yml",
+        ".eslintrc.yaml",
+        ".eslintrc.cjs",
+        "eslint.config.js",
+        "eslint.config.mjs",
+        "eslint.config.cjs",
     ],
     "TypeScript": [
-        ".eslintrc", ".eslintrc.json", ".eslintrc.js", ".eslintrc.yml", ".eslintrc.yaml", ".eslintrc.cjs",
-        "eslint.config.js", "eslint.config.mjs", "eslint.config.cjs",
+        ".eslintrc",
+        ".eslintrc.json",
+        ".eslintrc.js",
+        ".eslintrc.yml",
+        ".eslintrc.yaml",
+        ".eslintrc.cjs",
+        "eslint.config.js",
+        "eslint.config.mjs",
+        "eslint.config.cjs",
     ],
     "Python": ["setup.cfg", "tox.ini", ".flake8", ".pylintrc", "pyproject.toml"],
     "Go": [".golangci.yml", ".golangci.yaml", ".golangci.json"],
@@ -51,14 +79,28 @@ GO_MOD = "go.mod"
 GOFMT_ENTRY = "go.mod (gofmt built-in)"
 
 FORMATTING_KEYWORDS: list[list[str]] = [
-    ["formatting"], ["indentation"], ["indent"], ["trailing", "comma"], ["semicolon"],
-    ["bracket", "placement"], ["brace", "style"], ["line", "length"], ["whitespace"], ["spacing"],
-    ["quote", "style"], ["tab"], ["newline"],
+    ["formatting"],
+    ["indentation"],
+    ["indent"],
+    ["trailing", "comma"],
+    ["semicolon"],
+    ["bracket", "placement"],
+    ["brace", "style"],
+    ["line", "length"],
+    ["whitespace"],
+    ["spacing"],
+    ["quote", "style"],
+    ["tab"],
+    ["newline"],
 ]
 
 IMPORT_ORDER_KEYWORDS: list[list[str]] = [
-    ["import", "order"], ["import", "sort"], ["import", "group"], ["import", "arrange"],
-    ["sorted", "import"], ["organize", "import"],
+    ["import", "order"],
+    ["import", "sort"],
+    ["import", "group"],
+    ["import", "arrange"],
+    ["sorted", "import"],
+    ["organize", "import"],
 ]
 
 SUPPRESSIBLE_CATEGORIES = frozenset({"style", "documentation"})
@@ -147,7 +189,12 @@ def suppress_tooling_findings(
 ) -> list[dict[str, Any]]:
     """Return each finding with ``tooling_suppressed`` set (other fields are kept as given)."""
     tooling = DetectedTooling.model_validate(detected_tooling)
-    rules = LanguageRulesConfig() if language_rules is None else LanguageRulesConfig.model_validate(language_rules)
+    rules = (
+        LanguageRulesConfig()
+        if language_rules is None
+        else LanguageRulesConfig.model_validate(language_rules)
+    )
     return [
-        {**f, "tooling_suppressed": is_tooling_suppressed(f, tooling, rules.tooling_overrides)} for f in findings
+        {**f, "tooling_suppressed": is_tooling_suppressed(f, tooling, rules.tooling_overrides)}
+        for f in findings
     ]

@@ -90,7 +90,9 @@ def evaluate_feedback_suppressions(
         get_logger(__name__, delivery_id=delivery_id).warning(FAIL_OPEN_WARNING, repo=repo, error=str(exc))
         return FeedbackSuppressionResult()
     patterns = [
-        p for p in candidates if not is_feedback_suppression_protected({"severity": p.severity, "category": p.category})
+        p
+        for p in candidates
+        if not is_feedback_suppression_protected({"severity": p.severity, "category": p.category})
     ]
     return FeedbackSuppressionResult(
         suppressed_fingerprints={p.fingerprint for p in patterns},

@@ -40,6 +40,8 @@ def build_prior_finding_context(
     return PriorFindingContext(unresolved_on_unchanged_code=unresolved, suppression_fingerprints=keys)
 
 
-def should_suppress_finding(file_path: str, title_fingerprint: str, suppression_fingerprints: set[str]) -> bool:
+def should_suppress_finding(
+    file_path: str, title_fingerprint: str, suppression_fingerprints: set[str]
+) -> bool:
     """Set membership of ``"<file_path>:<title_fingerprint>"``."""
     return finding_key(file_path, title_fingerprint) in suppression_fingerprints

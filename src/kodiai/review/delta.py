@@ -59,7 +59,9 @@ def finding_key(file_path: str, fingerprint: str) -> str:
     return f"{file_path}:{fingerprint}"
 
 
-def with_canonical_fingerprints(prior_findings: Iterable[PriorFinding | Mapping[str, Any]]) -> list[PriorFinding]:
+def with_canonical_fingerprints(
+    prior_findings: Iterable[PriorFinding | Mapping[str, Any]],
+) -> list[PriorFinding]:
     """Priors with every ``title_fingerprint`` in the ``fp-`` form (review Q1 fix; bare hex gains ``fp-``)."""
     out = []
     for prior in prior_findings:

@@ -96,7 +96,9 @@ def normalize_weights(weights: FindingPriorityWeights | dict | None) -> FindingP
     total = s + f + c + r
     if total <= 0:
         return DEFAULT_FINDING_PRIORITY_WEIGHTS
-    return FindingPriorityWeights(severity=s / total, file_risk=f / total, category=c / total, recurrence=r / total)
+    return FindingPriorityWeights(
+        severity=s / total, file_risk=f / total, category=c / total, recurrence=r / total
+    )
 
 
 def _clamp(value: float | None, high: int) -> int | float:

@@ -144,7 +144,9 @@ def _as_time(value: Any) -> float | None:
     return moment.timestamp()
 
 
-def filter_comments_to_trigger_time(comments: Sequence[C], trigger_time: str | datetime | None = None) -> list[C]:
+def filter_comments_to_trigger_time(
+    comments: Sequence[C], trigger_time: str | datetime | None = None
+) -> list[C]:
     """Keep comments created and (when present) updated strictly before the trigger (TOCTOU guard).
 
     No trigger keeps everything. Like JS ``Date`` comparisons, an unparseable date compares false and is kept.
