@@ -1,0 +1,270 @@
+"""Webhook ingress benchmark: deliveries/s and ack latency (p50/p99) of the real Kodiai app vs a bare endpoint.
+
+Both servers run as separate processes under the same uvicorn configuration; this process is the load
+generator (httpx, N concurrent clients each posting sequentially). Payloads are a real
+``pull_request.opened`` fixture padded to ~20 KB, HMAC-signed, with a unique delivery id each and
+installations spread over 20 lanes. Kodiai runs its full pipeline: signature, JSON parse, SQLite
+dedup + journal write before the 200, router, per-installation lanes; its handler appends the delivery
+id to a file. After each run the server is stopped with SIGTERM (graceful drain) and the file is
+checked: every acknowledged delivery ran exactly once (zero lost, zero duplicated).
+
+    .venv/bin/python benchmarks/webhook.py                 # 50 and 200 clients, 3000 requests each
+    .venv/bin/python benchmarks/webhook.py --requests 6000 --concurrency 50 200
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = ROOT.parent / "shared" / "fixtures" / "webhooks" / "pull_request.opened.payload.json"
+SECRET = "bench-webhook-secret"
+TARGET_BYTES = 20 * 1024
+
+
+# ----------------------------------------------------------------------------- servers (child processes)
+async def _bare_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """The ceiling of the stack: read the body, answer 200 {"received": true}."""
+    if scope["type"] == "lifespan":
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+    more = True
+    while more:
+        message = await receive()
+        more = message.get("more_body", False)
+    await send(
+        {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]}
+    )
+    await send({"type": "http.response.body", "body": b'{"received":true}'})
+
+
+def serve_bare(port: int) -> None:
+    import uvicorn
+
+    uvicorn.run(_bare_app, host="127.0.0.1", port=port, log_level="error", access_log=False)
+
+
+def serve_kodiai(port: int, workdir: Path) -> None:
+    import uvicorn
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from kodiai.github.app_auth import GitHubApp
+    from kodiai.jobs.lanes import JobContext
+    from kodiai.log import configure_logging
+    from kodiai.server.app import create_app
+    from kodiai.server.runtime import Runtime, ServerConfig, build_runtime
+    from kodiai.webhook.events import WebhookEvent
+    from support.fake_github import FakeGitHub
+
+    configure_logging("warn", json=True)  # production-like: no per-request console rendering
+    fake = FakeGitHub().start()
+    record = (workdir / "ran.txt").open("a", buffering=1)
+
+    def register(runtime: Runtime) -> None:
+        async def handler(event: WebhookEvent) -> None:
+            async def job() -> None:
+                record.write(event.id + "\n")
+
+            await runtime.queue.enqueue(
+                event.installation_id, job, JobContext(delivery_id=event.id, job_type="bench")
+            )
+
+        runtime.router.register("pull_request.opened", handler, name="bench")
+
+    config = ServerConfig(
+        app_id=str(fake.app_id),
+        webhook_secret=SECRET,  # type: ignore[arg-type]
+        github_api_url=fake.url,
+        jobs_db_path=str(workdir / "jobs.db"),
+        workspace_root=str(workdir / "ws"),
+        max_lane_length=100_000,
+        port=port,
+    )
+    github = GitHubApp(fake.app_id, fake.private_key_pem, base_url=fake.url)
+    app = create_app(build_runtime(config, github=github, register_handlers=register))
+    try:
+        uvicorn.run(app, host="127.0.0.1", port=port, log_level="error", access_log=False)
+    finally:
+        record.close()
+        fake.stop()
+
+
+# ----------------------------------------------------------------------------- load generator
+def payload() -> bytes:
+    data = json.loads(FIXTURE.read_bytes())
+    data["installation"] = {"id": 1}
+    data["pull_request"]["body"] = ""
+    base = len(json.dumps(data).encode())
+    data["pull_request"]["body"] = "x" * max(0, TARGET_BYTES - base)
+    return json.dumps(data).encode()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start(mode: str, port: int, workdir: Path) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--serve", mode, "--port", str(port), "--workdir", str(workdir)],
+        stdout=subprocess.DEVNULL,
+        stderr=(workdir / f"{mode}.log").open("wb"),
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return proc
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError(f"{mode} server did not start; see {workdir / (mode + '.log')}")
+
+
+async def load(port: int, bodies: list[bytes], requests: int, concurrency: int) -> dict[str, Any]:
+    import hashlib
+    import hmac
+
+    signatures = ["sha256=" + hmac.new(SECRET.encode(), b, hashlib.sha256).hexdigest() for b in bodies]
+    ids = [f"bench-{uuid.uuid4()}" for _ in range(requests)]
+    latencies: list[float] = []
+    acked: list[str] = []
+    errors = 0
+    next_index = 0
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", limits=limits, timeout=30) as client:
+
+        async def worker() -> None:
+            nonlocal next_index, errors
+            while next_index < requests:
+                i = next_index
+                next_index += 1
+                headers = {
+                    "Content-Type": "application/json",
+                    "X-GitHub-Event": "pull_request",
+                    "X-GitHub-Delivery": ids[i],
+                    "X-Hub-Signature-256": signatures[i % len(bodies)],
+                    "User-Agent": "GitHub-Hookshot/bench",
+                }
+                t0 = time.perf_counter()
+                try:
+                    response = await client.post(
+                        "/webhooks/github", content=bodies[i % len(bodies)], headers=headers
+                    )
+                except httpx.HTTPError:
+                    errors += 1
+                    continue
+                latencies.append(time.perf_counter() - t0)
+                if response.status_code == 200:
+                    acked.append(ids[i])
+                else:
+                    errors += 1
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        elapsed = time.perf_counter() - started
+    latencies.sort()
+    return {
+        "rps": len(latencies) / elapsed,
+        "p50_ms": statistics.median(latencies) * 1000,
+        "p99_ms": latencies[max(0, int(len(latencies) * 0.99) - 1)] * 1000,
+        "errors": errors,
+        "acked": acked,
+    }
+
+
+def with_installations(body: bytes, lanes: int = 20) -> list[bytes]:
+    """One body per installation lane (ids 1..lanes); the load generator cycles through them."""
+    data = json.loads(body)
+    out = []
+    for i in range(1, lanes + 1):
+        data["installation"] = {"id": i}
+        out.append(json.dumps(data).encode())
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    bodies = with_installations(payload())
+    print(
+        f"payload: {len(bodies[0])} bytes (pull_request.opened padded, signed), {len(bodies)} installation lanes, "
+        f"{args.requests} requests per run"
+    )
+    print(
+        f"{'server':<8} {'clients':>7} {'deliv/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'errors':>6}  jobs check"
+    )
+    failures = 0
+    for concurrency in args.concurrency:
+        results = {}
+        for mode in ("bare", "kodiai"):
+            workdir = Path(tempfile.mkdtemp(prefix=f"bench-{mode}-"))
+            port = free_port()
+            proc = start(mode, port, workdir)
+            try:
+                asyncio.run(load(port, bodies, min(200, args.requests), concurrency))  # warm-up
+                result = asyncio.run(load(port, bodies, args.requests, concurrency))
+            finally:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(timeout=120)
+            check = ""
+            if mode == "kodiai":
+                ran = Counter((workdir / "ran.txt").read_text().split())
+                acked = set(result["acked"])
+                lost = len(acked - set(ran))
+                duplicated = sum(1 for n in ran.values() if n > 1)
+                check = f"lost={lost} duplicated={duplicated} (acked {len(acked)}, ran {sum(ran.values())} incl. warm-up)"
+                if lost or duplicated:
+                    failures += 1
+            results[mode] = result
+            print(
+                f"{mode:<8} {concurrency:>7} {result['rps']:>9.0f} {result['p50_ms']:>8.1f} "
+                f"{result['p99_ms']:>8.1f} {result['errors']:>6}  {check}"
+            )
+        ratio = results["kodiai"]["rps"] / results["bare"]["rps"]
+        print(f"{'':<8} {concurrency:>7} kodiai/bare throughput = {ratio:.0%}")
+    return 1 if failures else 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--requests", type=int, default=3000)
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[50, 200])
+    parser.add_argument("--serve", choices=["bare", "kodiai"], help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--workdir", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve == "bare":
+        serve_bare(args.port)
+        return 0
+    if args.serve == "kodiai":
+        serve_kodiai(args.port, args.workdir)
+        return 0
+    return run(args)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    sys.exit(main())
