@@ -15,7 +15,7 @@ Ranges = list[tuple[int, int]]
 
 def to_units(text: str) -> str:
     """Split astral characters into their two UTF-16 surrogates (JS non-``u`` strings are code units)."""
-    if all(ord(ch) <= MAX_UNIT for ch in text):
+    if not text or max(text) <= "\uffff":  # the common case: nothing outside the BMP
         return text
     out = []
     for ch in text:
