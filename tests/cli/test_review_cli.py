@@ -73,3 +73,41 @@ def test_run_without_credentials_refuses(repo: Path) -> None:
     result = runner.invoke(app, ["review", "--repo", str(repo), "--base", "main", "--head", "topic"])
     assert result.exit_code == 2
     assert "CLAUDE_CODE_OAUTH_TOKEN or ANTHROPIC_API_KEY" in result.output
+
+
+def test_run_with_claude_cli_prints_what_would_be_posted(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without --dry-run: the real SDK starts the Claude Code executable (a scripted stand-in via
+    --cli-path) in the repository; its MCP tool call reaches our inline-comment tool, which records
+    the comment (marker and mention sanitising applied) instead of posting it; the command prints it."""
+    import stat
+    import sys
+
+    fake = Path(__file__).parents[1] / "execution" / "fake_claude_cli.py"
+    cli = tmp_path / "claude"
+    cli.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{fake}" "$@"\n', encoding="utf-8")
+    cli.chmod(cli.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-key-for-local-run")
+    monkeypatch.setenv("FAKE_CLI_RECORD", str(tmp_path / "record.json"))
+    monkeypatch.setenv("FAKE_CLI_MODE", "tool")
+    arguments = {"path": "app.py", "line": 1, "body": "[MINOR] x changed without a test @kodiai"}
+    monkeypatch.setenv(
+        "FAKE_CLI_TOOL", json.dumps(["github_inline_comment", "create_inline_comment", arguments])
+    )
+
+    result = runner.invoke(
+        app, ["review", "--repo", str(repo), "--base", "main", "--head", "topic", "--cli-path", str(cli)]
+    )
+
+    assert result.exit_code == 0, result.output
+    assert "conclusion: success  published: True" in result.output
+    out = result.stdout
+    assert (
+        "--- inline app.py:1\n[MINOR] x changed without a test kodiai\n\n<!-- kodiai:review-output-key:"
+        in out
+    )
+    assert ":head-" + git("rev-parse", "topic", cwd=repo) + " -->" in out
+    seen = json.loads((tmp_path / "record.json").read_text(encoding="utf-8"))
+    assert Path(seen["cwd"]).resolve() == repo.resolve()
+    assert seen["env"]["ANTHROPIC_API_KEY"] == "sk-ant-test-key-for-local-run"

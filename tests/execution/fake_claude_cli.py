@@ -21,6 +21,46 @@ def out(message: dict[str, object]) -> None:
     sys.stdout.flush()
 
 
+_ids = iter(range(1, 10_000))
+
+
+def request(server: str, message: dict[str, object]) -> dict[str, object]:
+    """Send one ``mcp_message`` control request and read stdin until its control response arrives."""
+    request_id = f"cli_{next(_ids)}"
+    out(
+        {
+            "type": "control_request",
+            "request_id": request_id,
+            "request": {"subtype": "mcp_message", "server_name": server, "message": message},
+        }
+    )
+    for line in sys.stdin:
+        reply = json.loads(line)
+        if reply.get("type") == "control_response" and reply["response"].get("request_id") == request_id:
+            return reply["response"]
+    raise SystemExit("stdin closed while waiting for a control response")
+
+
+def call_tool(server: str, tool: str, arguments: dict[str, object]) -> None:
+    """The CLI's side of one MCP tool call: handshake, tools/list, tools/call."""
+    init = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "fake", "version": "0"},
+    }
+    request(server, {"jsonrpc": "2.0", "id": next(_ids), "method": "initialize", "params": init})
+    request(server, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    request(
+        server,
+        {
+            "jsonrpc": "2.0",
+            "id": next(_ids),
+            "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments},
+        },
+    )
+
+
 def main() -> None:
     mode = os.environ.get("FAKE_CLI_MODE", "result")
     with open(os.environ["FAKE_CLI_RECORD"], "w", encoding="utf-8") as fh:
@@ -54,6 +94,9 @@ def main() -> None:
             if mode == "hang":
                 while True:
                     time.sleep(1)
+            if mode == "tool":
+                server, tool, arguments = json.loads(os.environ["FAKE_CLI_TOOL"])
+                call_tool(server, tool, arguments)
             out(
                 {
                     "type": "result",

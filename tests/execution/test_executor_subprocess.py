@@ -17,6 +17,7 @@ from kodiai.execution.executor import ClaudeAgentExecutor
 from kodiai.execution.options import ModelCredentials
 from kodiai.execution.types import ExecutionContext
 from support.fake_github import FakeGitHub
+from support.fake_github_pr import PrState
 
 FAKE_CLI = Path(__file__).with_name("fake_claude_cli.py")
 API_KEY = "sk-ant-api03-" + "x" * 40
@@ -115,3 +116,21 @@ async def test_timeout_terminates_cli_subprocess(
     pid = json.loads(record.read_text(encoding="utf-8"))["pid"]
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+async def test_cli_tool_call_posts_to_github(
+    tmp_path: Path, fake_gh: FakeGitHub, pr_state: PrState, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The production path end to end: CLI subprocess → SDK control protocol → our MCP server →
+    PyGithub → the fake GitHub server; published=true."""
+    monkeypatch.setenv("FAKE_CLI_RECORD", str(tmp_path / "record.json"))
+    monkeypatch.setenv("FAKE_CLI_MODE", "tool")
+    monkeypatch.setenv(
+        "FAKE_CLI_TOOL",
+        json.dumps(["github_comment", "create_comment", {"issueNumber": PR, "body": "hi @kodiai"}]),
+    )
+
+    result = await executor(fake_gh, fake_cli(tmp_path)).execute(context(tmp_path, bot_handles=["kodiai"]))
+
+    assert result.conclusion == "success" and result.published is True
+    assert [c["body"] for c in pr_state.issue_comments(OWNER, REPO, PR)] == ["hi kodiai"]

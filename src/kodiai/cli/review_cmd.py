@@ -98,6 +98,9 @@ def review(
     repo_name: str | None = typer.Option(
         None, "--repo-name", help="owner/name (default: the origin remote)."
     ),
+    cli_path: str | None = typer.Option(
+        None, "--cli-path", help="Claude Code executable (default: the one bundled with the SDK)."
+    ),
 ) -> None:
     """Review a local branch: build the review context for BASE...HEAD and run (or show) it."""
     console = Console(stderr=True)
@@ -127,12 +130,22 @@ def review(
             style="red",
         )
         raise typer.Exit(code=2)
+    from kodiai.execution.local_review import git
     from kodiai.execution.local_run import run_local_review
+
+    if git(Path(repo), "rev-parse", "HEAD").strip() != local.head_sha:
+        console.print(
+            f"warning: the working tree is not at {head}; the model reads the files as checked out.",
+            style="yellow",
+            markup=False,
+        )
 
     credentials = ModelCredentials(
         claude_code_oauth_token=settings.claude_code_oauth_token, anthropic_api_key=settings.anthropic_api_key
     )
-    result, recorder = asyncio.run(run_local_review(local, Path(repo).resolve(), credentials=credentials))
+    result, recorder = asyncio.run(
+        run_local_review(local, Path(repo).resolve(), credentials=credentials, cli_path=cli_path)
+    )
     _print_run(result, recorder, console)
     if result.conclusion == "error":
         raise typer.Exit(code=1)
