@@ -265,3 +265,9 @@ def test_timeout_bounds_catastrophic_backtracking() -> None:
     with pytest.raises(TimeoutError):
         compiled.test("a" * 60 + "!", timeout=0.05)
     assert compiled.test("aaaa", timeout=0.05) is True
+
+
+def test_case_table_includes_unicode_16_uppercase_pairs() -> None:
+    """JS `/i` on node 20 knows Unicode 16 pairs (ƛ → U+A7DC) even where Python's database is older."""
+    assert js_test("ƛ", "\ua7dc") is True
+    assert js_test("ɤ", "\ua7cb") is True

@@ -33,11 +33,19 @@ def from_units(units: str) -> str:
     return units.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 
 
+#: Uppercase mappings of Unicode 16 that this Python's Unicode database predates (checked against node 20:
+#: these are the only BMP code units where ``toUpperCase`` differs from ``str.upper``).
+UNICODE_16_UPPER = {
+    0x019B: 0xA7DC, 0x0264: 0xA7CB, 0x1C8A: 0x1C89, 0xA7CD: 0xA7CC,
+    0xA7CF: 0xA7CE, 0xA7D3: 0xA7D2, 0xA7D5: 0xA7D4, 0xA7DB: 0xA7DA,
+}  # fmt: skip
+
+
 def canonicalize_unit(cu: int) -> int:
     """ES ``Canonicalize`` for ``/i`` without ``u``: one-unit ``toUpperCase`` that never maps non-ASCII → ASCII."""
     if 0xD800 <= cu <= 0xDFFF:
         return cu
-    upper = chr(cu).upper()
+    upper = chr(UNICODE_16_UPPER[cu]) if cu in UNICODE_16_UPPER else chr(cu).upper()
     if len(upper) != 1 or ord(upper) > MAX_UNIT:
         return cu
     if cu >= 128 and ord(upper) < 128:
