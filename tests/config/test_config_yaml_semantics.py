@@ -255,3 +255,8 @@ def test_tabs_as_inline_white_space_like_js_yaml(text: str, expected: object) ->
 def test_tabs_in_indentation_stay_errors(text: str) -> None:
     with pytest.raises(RepoConfigError, match="YAML parse error"):
         parse_repo_config(text)
+
+
+def test_bytes_input_and_invalid_utf8_are_decoded_with_replacement() -> None:
+    assert parse_repo_config(b"model: caf\xc3\xa9\n").config.model == "café"
+    assert parse_repo_config(b"model: bad\xff\n").config.model == "bad\ufffd"

@@ -94,8 +94,10 @@ def _field_name(alias: str) -> str:
     raise KeyError(alias)  # pragma: no cover - SECTIONS and the model agree
 
 
-def parse_repo_config(text: str) -> RepoConfigResult:
+def parse_repo_config(text: str | bytes) -> RepoConfigResult:
     """Parse the text of a `.kodiai.yml` file. Raises `RepoConfigError` on a YAML syntax error."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
     try:
         document = load_yaml(text)
     except YamlSyntaxError as exc:
@@ -114,4 +116,4 @@ def load_repo_config(workspace_dir: str | Path) -> RepoConfigResult:
         return RepoConfigResult(config=RepoConfig(), warnings=[])
     except OSError as exc:
         raise RepoConfigError(f"Invalid .kodiai.yml: cannot read {path}: {exc.strerror or exc}") from exc
-    return parse_repo_config(raw.decode("utf-8", errors="replace"))
+    return parse_repo_config(raw)
