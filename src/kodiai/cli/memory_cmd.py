@@ -1,7 +1,315 @@
-"""`kodiai memory ...` commands."""
+"""`kodiai memory ...`: operate the learned-memory store (import, search, stats, purge-stale, retire).
+
+The store is the LanceDB URI in ``--uri`` (``LEARNING_MEMORY_URI``, default ``./data/kodiai-memory.lance``);
+the embedder is ``--provider`` (``EMBEDDING_PROVIDER``: auto, voyage, local, none; auto = Voyage when
+``VOYAGE_API_KEY`` is set, else the local MiniLM model). Each provider has its own table (by vector size).
+"""
 
 from __future__ import annotations
 
-import typer
+import json
+from pathlib import Path
+from typing import Annotated
 
-app = typer.Typer(help="memory commands", no_args_is_help=True)
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from kodiai.learning.adaptive_threshold import AdaptiveThresholdResult
+from kodiai.learning.confidence import ConfidenceConfig
+from kodiai.learning.embeddings import EmbeddingProvider, build_embedding_provider
+from kodiai.learning.isolation import IsolationLayer
+from kodiai.learning.memory_schema import InvalidNameError, validate_repo
+from kodiai.learning.memory_store import LanceMemoryStore
+from kodiai.learning.pipeline import RetrievalOutcome, retrieve_context
+from kodiai.learning.setup import finding_memory_text, memory_record_fields, open_store_for_provider
+from kodiai.learning.types import LearningMemoryRecord
+
+app = typer.Typer(help="Learned memory: import, search, stats, purge-stale, retire.", no_args_is_help=True)
+
+DEFAULT_URI = "./data/kodiai-memory.lance"
+IMPORT_BATCH = 256
+
+UriOpt = Annotated[str, typer.Option("--uri", envvar="LEARNING_MEMORY_URI", help="LanceDB URI of the store.")]
+ProviderOpt = Annotated[
+    str,
+    typer.Option("--provider", envvar="EMBEDDING_PROVIDER", help="Embedder: auto, voyage, local or none."),
+]
+VoyageKeyOpt = Annotated[
+    str | None, typer.Option("--voyage-api-key", envvar="VOYAGE_API_KEY", hidden=True, show_default=False)
+]
+
+
+def _console() -> Console:
+    return Console(width=120, soft_wrap=False, highlight=False)
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"Error: {message}", err=True)
+    return typer.Exit(1)
+
+
+def _provider(name: str, voyage_api_key: str | None) -> EmbeddingProvider:
+    try:
+        return build_embedding_provider(name, voyage_api_key=voyage_api_key)
+    except ValueError as exc:
+        raise _fail(str(exc)) from exc
+
+
+def _store(uri: str, provider: EmbeddingProvider, *, mark_stale: bool = True) -> LanceMemoryStore:
+    try:
+        store = open_store_for_provider(uri, provider, mark_stale=mark_stale)
+    except (ValueError, OSError) as exc:
+        raise _fail(str(exc)) from exc
+    if store is None:
+        raise _fail("the 'none' embedding provider has no memory store; choose --provider local or voyage")
+    return store
+
+
+def _parse_import_line(line: str, provider: EmbeddingProvider) -> tuple[LearningMemoryRecord, str]:
+    data = json.loads(line)
+    if not isinstance(data, dict):
+        raise ValueError("expected a JSON object")
+    text = data.pop("text", None)
+    fields = {**data, **memory_record_fields(provider)}
+    for key in ("embeddingModel", "embeddingDim"):
+        fields.pop(key, None)
+    if "owner" not in fields and isinstance(fields.get("repo"), str):
+        fields["owner"] = fields["repo"].split("/")[0]
+    if "source_repo" not in fields and "sourceRepo" not in fields and "repo" in fields:
+        fields["source_repo"] = fields["repo"]
+    record = LearningMemoryRecord.model_validate(fields)
+    validate_repo(record.repo)
+    if text is None:
+        text = finding_memory_text(record.severity, record.category, record.finding_text, record.file_path)
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("'text' must be a non-empty string")
+    return record, text
+
+
+@app.command("import")
+def import_memories(
+    file: Annotated[Path, typer.Argument(help="JSONL: one memory record per line, with an optional 'text'.")],
+    uri: UriOpt = DEFAULT_URI,
+    provider_name: ProviderOpt = "auto",
+    voyage_api_key: VoyageKeyOpt = None,
+) -> None:
+    """Embed and store memories. Every line is checked first: one bad line aborts with nothing written."""
+    if not file.is_file():
+        raise _fail(f"no such file: {file}")
+    provider = _provider(provider_name, voyage_api_key)
+    rows: list[tuple[LearningMemoryRecord, str]] = []
+    errors: list[str] = []
+    for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(_parse_import_line(line, provider))
+        except (ValueError, ValidationError, InvalidNameError) as exc:
+            detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            errors.append(f"line {number}: {detail}")
+    if errors:
+        for error in errors[:20]:
+            typer.echo(error, err=True)
+        raise _fail(f"{len(errors)} invalid line(s) in {file}; nothing was imported")
+    store = _store(uri, provider)
+    written = skipped = failed = 0
+    console = _console()
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=console, transient=False) as progress:
+        task = progress.add_task(f"Embedding with {provider.model}", total=len(rows))
+        for start in range(0, len(rows), IMPORT_BATCH):
+            batch = rows[start : start + IMPORT_BATCH]
+            vectors = provider.generate_many([text for _, text in batch], "document")
+            ok = [(rec, vec) for (rec, _), vec in zip(batch, vectors, strict=True) if vec is not None]
+            failed += len(batch) - len(ok)
+            if ok:
+                ids = store.write_memories([rec for rec, _ in ok], [vec for _, vec in ok])
+                written += sum(1 for i in ids if i is not None)
+                skipped += sum(1 for i in ids if i is None)
+            progress.advance(task, len(batch))
+    console.print(f"Imported {written} memories ({skipped} duplicates skipped, {failed} failed to embed).")
+    if failed:
+        raise typer.Exit(1)
+
+
+def _threshold_reason(t: AdaptiveThresholdResult, adaptive: bool, configured: float) -> str:
+    if not adaptive:
+        return f"adaptive off: the configured threshold {configured} as is"
+    if t.method == "configured" and t.candidate_count == 0:
+        return "no candidates: the configured threshold, clamped"
+    if t.method == "percentile":
+        return f"{t.candidate_count} candidates (< 8): the 75th-percentile distance, clamped to [0.15, 0.65]"
+    if t.method == "configured":
+        return f"largest gap {t.gap_size:.4f} < 0.05: no natural cut, the configured threshold, clamped"
+    return f"largest gap {t.gap_size:.4f} before candidate #{t.gap_index}: cut just below it, clamped"
+
+
+def _print_search(console: Console, out: RetrievalOutcome, adaptive: bool, configured: float) -> None:
+    candidates = Table(title=f"1. Candidates from isolation ({len(out.candidates)})")
+    for column in ("#", "memory", "repo", "finding", "file", "distance"):
+        candidates.add_column(column)
+    for i, c in enumerate(out.candidates, start=1):
+        candidates.add_row(
+            str(i),
+            str(c.memory_id),
+            c.record.repo,
+            str(c.record.finding_id),
+            c.record.file_path,
+            f"{c.distance:.4f}",
+        )
+    console.print(candidates)
+    adjusted = Table(title="2. After language rerank and recency weighting")
+    for column in ("#", "memory", "distance", "adjusted", "language match", "created"):
+        adjusted.add_column(column)
+    for i, r in enumerate(out.reranked, start=1):
+        adjusted.add_row(
+            str(i),
+            str(r.memory_id),
+            f"{r.distance:.4f}",
+            f"{r.adjusted_distance:.4f}",
+            "yes" if r.language_match else "no",
+            r.record.created_at or "",
+        )
+    console.print(adjusted)
+    t = out.threshold
+    console.print(
+        f"3. Threshold: {t.threshold:.4f} (method {t.method}) - {_threshold_reason(t, adaptive, configured)}"
+    )
+    if out.ambiguity is not None:
+        a = out.ambiguity
+        console.print(
+            f"   Ambiguity: {a.cluster_size} of {a.pool_size} candidates cluster around the best"
+            + (" (ambiguous)" if a.ambiguous else "")
+        )
+    final = Table(title=f"4. Final results ({len(out.results)})")
+    for column in ("#", "memory", "repo", "severity", "finding", "adjusted", "confidence"):
+        final.add_column(column)
+    labels = out.confidence or []
+    for i, r in enumerate(out.results, start=1):
+        final.add_row(
+            str(i),
+            str(r.memory_id),
+            r.record.repo,
+            r.record.severity,
+            r.record.finding_text,
+            f"{r.adjusted_distance:.4f}",
+            labels[i - 1] if i - 1 < len(labels) else "",
+        )
+    console.print(final)
+
+
+@app.command("search")
+def search(
+    text: Annotated[str, typer.Argument(help="Query text (as a PR title/summary would be).")],
+    repo: Annotated[str, typer.Option("--repo", help="Repository (owner/name).")],
+    uri: UriOpt = DEFAULT_URI,
+    provider_name: ProviderOpt = "auto",
+    voyage_api_key: VoyageKeyOpt = None,
+    top_k: Annotated[int, typer.Option("--top-k", min=1, max=20)] = 5,
+    threshold: Annotated[float, typer.Option("--threshold", min=0.0, max=2.0)] = 0.3,
+    adaptive: Annotated[bool, typer.Option("--adaptive/--no-adaptive")] = True,
+    sharing: Annotated[
+        bool, typer.Option("--sharing/--no-sharing", help="Include the owner's repos.")
+    ] = False,
+    languages: Annotated[str, typer.Option("--languages", help="PR languages, comma-separated.")] = "",
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Run the whole retrieval chain and print every stage."""
+    try:
+        validate_repo(repo)
+    except InvalidNameError as exc:
+        raise _fail(str(exc)) from exc
+    provider = _provider(provider_name, voyage_api_key)
+    store = _store(uri, provider)
+    query = provider.generate(text, "query")
+    if query is None:
+        raise _fail(f"embedding the query with {provider.model} failed (see the warning above)")
+    out = retrieve_context(
+        IsolationLayer(store),
+        query,
+        repo=repo,
+        owner=repo.split("/")[0],
+        sharing_enabled=sharing,
+        pr_languages=[lang.strip() for lang in languages.split(",") if lang.strip()],
+        top_k=top_k,
+        distance_threshold=threshold,
+        adaptive=adaptive,
+        confidence=ConfidenceConfig(),
+    )
+    if as_json:
+        typer.echo(json.dumps(out.model_dump(mode="json"), indent=2))
+        return
+    _print_search(_console(), out, adaptive, threshold)
+
+
+@app.command("stats")
+def stats(
+    uri: UriOpt = DEFAULT_URI,
+    provider_name: ProviderOpt = "auto",
+    voyage_api_key: VoyageKeyOpt = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Counts per repo and per embedding model."""
+    provider = _provider(provider_name, voyage_api_key)
+    store = _store(uri, provider, mark_stale=False)
+    s = store.stats()
+    if as_json:
+        typer.echo(json.dumps(s.model_dump(), indent=2))
+        return
+    console = _console()
+    console.print(
+        f"Learned memory at {uri}: {s.total} memories ({s.stale} stale), {s.dimensions} dims, "
+        f"ANN index: {'yes' if s.indexed else 'no (exact search)'}"
+    )
+    repos = Table(title="By repository")
+    repos.add_column("repo")
+    repos.add_column("memories", justify="right")
+    for name, count in s.by_repo.items():
+        repos.add_row(name, str(count))
+    console.print(repos)
+    models = Table(title="By embedding model")
+    models.add_column("model")
+    models.add_column("memories", justify="right")
+    for name, count in s.by_model.items():
+        models.add_row(name, str(count))
+    console.print(models)
+
+
+@app.command("purge-stale")
+def purge_stale(
+    uri: UriOpt = DEFAULT_URI,
+    provider_name: ProviderOpt = "auto",
+    voyage_api_key: VoyageKeyOpt = None,
+) -> None:
+    """Mark memories of any other embedding model stale, then delete every stale memory."""
+    provider = _provider(provider_name, voyage_api_key)
+    store = _store(uri, provider, mark_stale=False)
+    marked = store.mark_stale(provider.model)
+    purged = store.purge_stale_embeddings()
+    _console().print(
+        f"Marked {marked} stale (model is not {provider.model}); purged {purged} stale memories."
+    )
+
+
+@app.command("retire")
+def retire(
+    repo: Annotated[str, typer.Option("--repo", help="Repository (owner/name).")],
+    finding: Annotated[int, typer.Option("--finding", help="The finding id (GitHub review comment id).")],
+    outcome: Annotated[str | None, typer.Option("--outcome", help="Only this outcome.")] = None,
+    uri: UriOpt = DEFAULT_URI,
+    provider_name: ProviderOpt = "auto",
+    voyage_api_key: VoyageKeyOpt = None,
+) -> None:
+    """Remove one finding's memory so it is never retrieved again."""
+    provider = _provider(provider_name, voyage_api_key)
+    store = _store(uri, provider, mark_stale=False)
+    try:
+        removed = store.retire(repo, finding, outcome)
+    except InvalidNameError as exc:
+        raise _fail(str(exc)) from exc
+    if removed == 0:
+        raise _fail(f"no memory for finding {finding} in {repo}")
+    _console().print(f"Retired {removed} memory(ies) of finding {finding} in {repo}.")

@@ -196,10 +196,12 @@ def build_embedding_provider(
     voyage_api_key: str | None = None,
     voyage_base_url: str | None = None,
 ) -> EmbeddingProvider:
-    """Choose the embedder: an explicit name (``voyage``/``local``/``none``), else Voyage when a key is set,
+    """Choose the embedder: an explicit name (``voyage``/``local``/``none``; ``auto`` or unset = Voyage when a key is set,
     else the local model. Voyage without a key, or a missing local package, falls back to no-op (warned)."""
     key = (voyage_api_key or "").strip()
-    name = (provider or "").strip().lower() or ("voyage" if key else "local")
+    name = (provider or "").strip().lower()
+    if name in ("", "auto"):
+        name = "voyage" if key else "local"
     if name == "none":
         return NoopEmbeddingProvider()
     if name == "voyage":

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 import lancedb
 import numpy as np
+from lancedb.index import Bitmap, BTree, IvfHnswSq, IvfPq
 from pydantic import BaseModel, ConfigDict
 
 from kodiai.learning.memory_schema import (
@@ -151,7 +152,7 @@ class LanceMemoryStore:
             existing |= pending
             self._invalidate()
             self._writes_since_check += len(new_records)
-            if self._writes_since_check >= self._options.index_check_every or len(new_records) > 1:
+            if self._writes_since_check >= self._options.index_check_every:
                 self.ensure_index()
         return out
 
@@ -216,7 +217,7 @@ class LanceMemoryStore:
             self._table.search(query, vector_column_name=VECTOR_COLUMN)
             .distance_type("l2")
             .where(where, prefilter=True)
-            .select(["id", VECTOR_COLUMN])
+            .select(["id", VECTOR_COLUMN, "_distance"])
             .limit(k)
         )
         if exact or not self._indexed():
@@ -311,20 +312,26 @@ class LanceMemoryStore:
             return False
         if not self._indexed():
             partitions = max(1, min(4096, round(math.sqrt(total))))
-            sub_vectors = next(d for d in (64, 48, 32, 24, 16, 8, 4, 2, 1) if self._dimensions % d == 0)
-            self._table.create_index(
-                metric="l2",
-                vector_column_name=VECTOR_COLUMN,
-                index_type=self._options.index_type,
-                num_partitions=partitions,
-                num_sub_vectors=sub_vectors,
-            )
-            for column, kind in (("repo", "BITMAP"), ("owner", "BITMAP"), ("id", "BTREE")):
-                self._table.create_scalar_index(column, index_type=kind)
+            config: Any
+            if self._options.index_type == "IVF_HNSW_SQ":
+                config = IvfHnswSq(distance_type="l2", num_partitions=max(1, partitions // 4))
+            else:
+                sub_vectors = next(
+                    d
+                    for d in (256, 128, 64, 32, 16, 8, 4, 2, 1)
+                    if self._dimensions % d == 0 and self._dimensions // d >= 4
+                )
+                config = IvfPq(distance_type="l2", num_partitions=partitions, num_sub_vectors=sub_vectors)
+            self._table.create_index(VECTOR_COLUMN, config=config)
+            for column, scalar in (("repo", Bitmap()), ("owner", Bitmap()), ("id", BTree())):
+                self._table.create_index(column, config=scalar)
             self._has_index = True
             return True
+        # Unindexed rows are scanned exactly next to the index, so a few are cheap; fold them in later.
         unindexed = self._unindexed_rows()
-        if unindexed > self._options.reindex_unindexed_share * total:
+        if unindexed > max(
+            self._options.reindex_unindexed_share * total, self._options.exact_search_max_rows / 2
+        ):
             self._table.optimize()
             return True
         return False
@@ -391,7 +398,10 @@ def open_memory_store(
     if dimensions <= 0:
         raise ValueError(f"dimensions must be positive, got {dimensions}")
     db = lancedb.connect(str(uri), storage_options=storage_options)
-    table = db.create_table(table_name, schema=memory_schema(dimensions), exist_ok=True)
+    if table_name in db.list_tables().tables:
+        table = db.open_table(table_name)
+    else:
+        table = db.create_table(table_name, schema=memory_schema(dimensions), exist_ok=True)
     existing = vector_dimensions(table.schema)
     if existing != dimensions:
         raise ValueError(

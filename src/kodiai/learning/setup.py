@@ -1,0 +1,62 @@
+"""Start-up glue: the memory table for an embedder, stale-marking on model change, memory texts.
+
+One LanceDB URI can hold one table per vector size: ``learning_memories`` for 1024-dim vectors (the
+original's size, voyage-code-3) and ``learning_memories_d<N>`` otherwise (384 for MiniLM). Within a
+table, rows written by another model of the same size are marked stale at start-up, so a memory is
+never compared with a query embedded by a different model.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kodiai.learning.embeddings import EmbeddingProvider
+from kodiai.learning.memory_schema import TABLE_NAME
+from kodiai.learning.memory_store import LanceMemoryStore, MemoryStoreOptions, open_memory_store
+from kodiai.log import get_logger
+
+ORIGINAL_DIMENSIONS = 1024
+
+
+def memory_table_name(dimensions: int) -> str:
+    return TABLE_NAME if dimensions == ORIGINAL_DIMENSIONS else f"{TABLE_NAME}_d{dimensions}"
+
+
+def open_store_for_provider(
+    uri: str,
+    provider: EmbeddingProvider,
+    *,
+    options: MemoryStoreOptions | None = None,
+    storage_options: dict[str, str] | None = None,
+    mark_stale: bool = True,
+) -> LanceMemoryStore | None:
+    """The store matching ``provider``'s vector size (None for the no-op provider), with rows of other
+    models marked stale (logged when any were)."""
+    if provider.dimensions <= 0:
+        return None
+    store = open_memory_store(
+        uri,
+        dimensions=provider.dimensions,
+        options=options,
+        storage_options=storage_options,
+        table_name=memory_table_name(provider.dimensions),
+    )
+    if mark_stale:
+        flagged = store.mark_stale(provider.model)
+        if flagged:
+            get_logger("kodiai.learning").info(
+                "Learning memories of another embedding model marked stale",
+                model=provider.model,
+                count=flagged,
+            )
+    return store
+
+
+def finding_memory_text(severity: str, category: str, title: str, file_path: str) -> str:
+    """The text embedded for a finding's memory (spec §1 step 50): three lines."""
+    return f"[{severity}] [{category}]\n{title}\nFile: {file_path}"
+
+
+def memory_record_fields(provider: EmbeddingProvider) -> dict[str, Any]:
+    """The embedding fields every record written with ``provider`` carries."""
+    return {"embedding_model": provider.model, "embedding_dim": provider.dimensions}
