@@ -1,0 +1,53 @@
+# Kodiai: the webhook server image. Build: docker build -t kodiai .
+# Run:   docker run -p 3000:3000 -v kodiai-data:/app/data --env-file .env kodiai
+FROM python:3.11-slim AS base
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    HF_HUB_OFFLINE=1 \
+    TRANSFORMERS_OFFLINE=1
+
+# git for workspaces (clone/fetch/push); ca-certificates for HTTPS to GitHub.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends git ca-certificates \
+    && rm -rf /var/lib/apt/lists/*
+
+WORKDIR /app
+
+# torch first, CPU-only and pinned: a looser spec would pull several GB of CUDA wheels.
+RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0
+
+# Dependencies before the source, so code changes do not re-install them.
+COPY pyproject.toml README.md ./
+COPY src/kodiai/__init__.py src/kodiai/__init__.py
+RUN pip install '.[local-embeddings]' && pip uninstall -y kodiai
+
+# The application: source and SQL migrations (the migration runner reads /app/migrations).
+COPY src ./src
+COPY migrations ./migrations
+RUN pip install --no-deps -e .
+
+# Non-root user owning the data volume (SQLite DBs, LanceDB, jobs journal) and the workspaces.
+RUN useradd --create-home --uid 10001 --shell /usr/sbin/nologin kodiai \
+    && mkdir -p /app/data /app/data/workspaces \
+    && chown -R kodiai:kodiai /app/data
+USER kodiai
+
+ENV PORT=3000 \
+    TELEMETRY_DB_PATH=/app/data/kodiai-telemetry.db \
+    KNOWLEDGE_DB_PATH=/app/data/kodiai-knowledge.db \
+    JOBS_DB_PATH=/app/data/kodiai-jobs.db \
+    LEARNING_MEMORY_URI=/app/data/kodiai-memory.lance \
+    WORKSPACE_ROOT=/app/data/workspaces
+
+VOLUME ["/app/data"]
+EXPOSE 3000
+
+HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
+    CMD python -c "import urllib.request,os;urllib.request.urlopen(f'http://127.0.0.1:{os.environ.get(\"PORT\",\"3000\")}/health',timeout=4)" || exit 1
+
+# SIGTERM (docker stop) drains in-flight jobs for SHUTDOWN_GRACE_SECONDS; give docker stop more than that.
+STOPSIGNAL SIGTERM
+CMD ["kodiai", "serve", "--host", "0.0.0.0"]
