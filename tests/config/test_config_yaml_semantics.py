@@ -260,3 +260,20 @@ def test_tabs_in_indentation_stay_errors(text: str) -> None:
 def test_bytes_input_and_invalid_utf8_are_decoded_with_replacement() -> None:
     assert parse_repo_config(b"model: caf\xc3\xa9\n").config.model == "café"
     assert parse_repo_config(b"model: bad\xff\n").config.model == "bad\ufffd"
+
+
+def test_5_1_5_warnings_are_logged_with_section_and_issues() -> None:
+    """§5.1 #5: each warning is logged at warn level as "Config section invalid, using defaults"."""
+    from structlog.testing import capture_logs
+
+    from kodiai.config import log_config_warnings
+    from kodiai.log import get_logger
+
+    result = parse_repo_config("maxTurns: 0\nreview:\n  mode: x\n")
+    with capture_logs() as logs:
+        log_config_warnings(result, get_logger("kodiai.test"))
+    assert [(e["event"], e["log_level"], e["section"]) for e in logs] == [
+        ("Config section invalid, using defaults", "warning", "maxTurns"),
+        ("Config section invalid, using defaults", "warning", "review"),
+    ]
+    assert logs[1]["issues"] == ['mode: Invalid option: expected one of "standard"|"enhanced"']

@@ -7,10 +7,12 @@ Pinned API: `parse_repo_config(text)` and `load_repo_config(workspace_dir)` retu
 from kodiai.config.base import ConfigModel, FocusArea, ReviewMode, ReviewProfile, Severity
 from kodiai.config.loader import (
     CONFIG_FILENAME,
+    WARNING_LOG_MESSAGE,
     ConfigWarning,
     RepoConfigError,
     RepoConfigResult,
     load_repo_config,
+    log_config_warnings,
     parse_repo_config,
     validate_document,
 )
@@ -53,6 +55,7 @@ __all__ = [
     "DEFAULT_DENY_PATHS",
     "DEFAULT_MODEL",
     "SECTIONS",
+    "WARNING_LOG_MESSAGE",
     "AutoSuppressConfig",
     "AutoSuppressThresholdsConfig",
     "ConfigModel",
@@ -88,6 +91,7 @@ __all__ = [
     "WriteConfig",
     "WriteSecretScanConfig",
     "load_repo_config",
+    "log_config_warnings",
     "parse_repo_config",
     "validate_document",
 ]

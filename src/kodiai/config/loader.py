@@ -10,7 +10,7 @@ defaults; a top-level array counts as an object (JavaScript `typeof`), so it giv
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -49,6 +49,20 @@ class RepoConfigResult(BaseModel):
 
     config: RepoConfig
     warnings: list[ConfigWarning]
+
+
+class _WarningLogger(Protocol):
+    def warning(self, event: str, /, **fields: Any) -> Any: ...
+
+
+#: The log message the runbooks grep for (spec/platform.md §1.3).
+WARNING_LOG_MESSAGE = "Config section invalid, using defaults"
+
+
+def log_config_warnings(result: RepoConfigResult, logger: _WarningLogger) -> None:
+    """Log each warning at warn level, as the original's callers do ("Config section invalid, ...")."""
+    for warning in result.warnings:
+        logger.warning(WARNING_LOG_MESSAGE, section=warning.section, issues=list(warning.issues))
 
 
 def _is_js_object(document: Any) -> bool:
