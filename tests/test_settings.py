@@ -319,3 +319,8 @@ def test_js_number_nan_and_resolve_private_key_relative_to_cwd(tmp_path: Path) -
     assert js_number("12px") != js_number("12px")
     (tmp_path / "k.pem").write_text(PEM)
     assert resolve_private_key("./k.pem", cwd=tmp_path) == PEM
+
+
+def test_js_number_rejects_non_ascii_digits_and_underscores() -> None:
+    assert js_number("\u0663") != js_number("\u0663")  # Arabic-Indic 3 is NaN in JavaScript
+    assert js_number("1_000") != js_number("1_000")

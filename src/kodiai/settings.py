@@ -42,7 +42,9 @@ _ASCII_WS = re.compile(r"[\t\n\f\r ]")
 _B64_CHARS = re.compile(r"^[A-Za-z0-9+/]*$")
 # JavaScript StrWhiteSpaceChar: what Number() trims.
 _JS_NUM_WS = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-_JS_DECIMAL = re.compile(r"^[+-]?(?:\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?|Infinity)$")
+_JS_DECIMAL = re.compile(
+    r"^[+-]?(?:[0-9]+\.?[0-9]*(?:[eE][+-]?[0-9]+)?|\.[0-9]+(?:[eE][+-]?[0-9]+)?|Infinity)$"
+)
 
 
 class SettingsError(ValueError):

@@ -277,3 +277,13 @@ def test_5_1_5_warnings_are_logged_with_section_and_issues() -> None:
         ("Config section invalid, using defaults", "warning", "review"),
     ]
     assert logs[1]["issues"] == ['mode: Invalid option: expected one of "standard"|"enhanced"']
+
+
+def test_models_built_in_code_reject_ints_beyond_any_double() -> None:
+    from pydantic import ValidationError
+
+    from kodiai.config import TelemetryConfig
+
+    with pytest.raises(ValidationError, match="expected number"):
+        TelemetryConfig(cost_warning_usd=10**400)
+    assert TelemetryConfig(costWarningUsd=2).cost_warning_usd == 2

@@ -89,7 +89,12 @@ def _join_values(values: tuple[str, ...]) -> str:
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int beyond any double: not a JavaScript number
+        return False
 
 
 def _utf16_len(text: str) -> int:

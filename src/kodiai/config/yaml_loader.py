@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ruamel.yaml import YAML
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.error import MarkedYAMLError
 from ruamel.yaml.events import (
     AliasEvent,
     DocumentStartEvent,
@@ -317,7 +317,7 @@ def load_yaml(text: str) -> Any:
                 builder.feed(event)
     except YamlSyntaxError:
         raise
-    except (YAMLError, RecursionError, MemoryError, ValueError, TypeError, AttributeError, IndexError) as exc:
+    except Exception as exc:  # hostile input must never escape as anything but a syntax error
         raise _syntax_error(exc) from exc
     if builder is None or builder.root is None:
         return None
