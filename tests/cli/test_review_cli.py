@@ -111,3 +111,75 @@ def test_run_with_claude_cli_prints_what_would_be_posted(
     seen = json.loads((tmp_path / "record.json").read_text(encoding="utf-8"))
     assert Path(seen["cwd"]).resolve() == repo.resolve()
     assert seen["env"]["ANTHROPIC_API_KEY"] == "sk-ant-test-key-for-local-run"
+
+
+@pytest.mark.slow
+def test_dry_run_retrieves_from_local_store_with_local_embeddings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--dry-run --embeddings local against a real LanceDB store written with the real local model:
+    this repository's memory is retrieved, shown in the retrieval context and put into the prompt."""
+    from kodiai.learning.embeddings import LocalEmbeddingProvider
+    from kodiai.learning.memory_store import open_memory_store
+    from kodiai.learning.types import LearningMemoryRecord
+
+    monkeypatch.chdir(tmp_path)
+    root = tmp_path / "widgets"
+    root.mkdir()
+    git("init", "-q", "-b", "main", cwd=root)
+    git("remote", "add", "origin", "https://github.com/acme/widgets.git", cwd=root)
+    config = "knowledge:\n  retrieval:\n    adaptive: false\n    distanceThreshold: 1.5\n"
+    commit_files(root, {"billing/charge.py": "def charge():\n    pass\n", ".kodiai.yml": config}, "initial")
+    git("checkout", "-q", "-b", "topic", cwd=root)
+    commit_files(
+        root, {"billing/charge.py": "def charge():\n    retry_forever()\n"}, "fix: retry card charges"
+    )
+
+    embedder = LocalEmbeddingProvider()
+    uri = str(tmp_path / "memory.lance")
+    store = open_memory_store(uri, embedder.dimensions)
+    texts = ["Card charge retried forever without backoff in billing/charge.py", "Typo in README heading"]
+    for i, text in enumerate(texts):
+        vector = embedder.generate(text, "document")
+        assert vector is not None
+        record = LearningMemoryRecord(
+            repo="acme/widgets",
+            owner="acme",
+            finding_id=i + 1,
+            review_id=1,
+            source_repo="acme/widgets",
+            finding_text=text,
+            severity="major",
+            category="correctness",
+            file_path="billing/charge.py",
+            outcome="accepted",
+            embedding_model=embedder.model,
+            embedding_dim=embedder.dimensions,
+        )
+        store.write_memory(record, vector)
+    store.close()
+
+    result = runner.invoke(
+        app,
+        [
+            "review",
+            "--repo",
+            str(root),
+            "--base",
+            "main",
+            "--head",
+            "topic",
+            "--dry-run",
+            "--json",
+            "--embeddings",
+            "local",
+            "--memory",
+            uri,
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["retrieval"]["status"] == "used"
+    assert data["retrieval"]["threshold_method"] == "configured"
+    assert data["retrieval"]["results"][0]["finding_text"] == texts[0]
+    assert "## Similar Prior Findings (Learning Context)" in data["prompt"] and texts[0] in data["prompt"]

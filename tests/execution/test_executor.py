@@ -271,8 +271,8 @@ async def test_1_5_conclusion(tmp_path: Path, fake_gh: FakeGitHub, result: Resul
 
 
 async def test_1_5_token_sums_first_model_and_fallbacks(tmp_path: Path, fake_gh: FakeGitHub) -> None:
-    """§1.5: four token totals summed over models; model = first key; duration falls back to wall clock;
-    missing stop reason → None."""
+    """§1.5: four token totals summed over models; model = first key; a zero duration is kept; a missing
+    stop reason → None."""
     usage = {
         "claude-haiku-4-5": {
             "inputTokens": 7,
@@ -291,7 +291,24 @@ async def test_1_5_token_sums_first_model_and_fallbacks(tmp_path: Path, fake_gh:
     r = await h.executor.execute(review_context(tmp_path))
     assert r.model == "claude-haiku-4-5"
     assert (r.input_tokens, r.output_tokens, r.cache_read_tokens, r.cache_creation_tokens) == (107, 53, 12, 6)
-    assert r.stop_reason is None and r.duration_ms is not None and r.duration_ms >= 0
+    assert r.stop_reason is None and r.duration_ms == 0
+
+
+def test_1_5_duration_falls_back_to_wall_clock_only_when_missing() -> None:
+    """§1.5: durationMs = result duration_ms ?? wall clock (a missing value, not a zero, falls back)."""
+    from claude_agent_sdk import ResultMessage
+
+    from kodiai.execution.result_mapping import map_result
+
+    message = ResultMessage(
+        subtype="success",
+        duration_ms=None,
+        duration_api_ms=0,
+        is_error=False,
+        num_turns=1,  # type: ignore[arg-type]
+        session_id="s",
+    )
+    assert map_result(message, published=False, wall_clock_ms=777).duration_ms == 777
 
 
 async def test_1_5_empty_model_usage_is_unknown(tmp_path: Path, fake_gh: FakeGitHub) -> None:
@@ -421,3 +438,18 @@ async def test_1_6_cli_crash_without_result_is_error(tmp_path: Path, fake_gh: Fa
     r = await h.executor.execute(review_context(tmp_path))
     assert r.conclusion == "error" and r.published is False
     assert r.error_message is not None and "exit code: 3" in r.error_message
+
+
+async def test_1_3_02_section_warning_logged_and_defaulted(tmp_path: Path, fake_gh: FakeGitHub) -> None:
+    """§1.3 step 2: an invalid section is logged ("Config section invalid, using defaults") and the
+    run continues with that section's defaults."""
+    (tmp_path / ".kodiai.yml").write_text(
+        "model: claude-opus-4-1\nreview:\n  maxComments: lots\n", encoding="utf-8"
+    )
+    h = Harness(fake_gh, [Result()])
+    with structlog.testing.capture_logs() as logs:
+        r = await h.executor.execute(review_context(tmp_path))
+    assert r.conclusion == "success"
+    assert h.options is not None and h.options.model == "claude-opus-4-1"
+    warnings = [e for e in logs if e["event"] == "Config section invalid, using defaults"]
+    assert [w["section"] for w in warnings] == ["review"]

@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-from claude_agent_sdk import ProcessError
-from claude_agent_sdk._internal.transport import Transport
+from claude_agent_sdk import ProcessError, Transport
 
 DEFAULT_MODEL = "claude-sonnet-4-5-20250929"
 

@@ -19,8 +19,14 @@ from pathlib import Path
 from typing import Any, Protocol, cast
 
 import anyio
-from claude_agent_sdk import AssistantMessage, ClaudeAgentOptions, ResultMessage, SystemMessage, query
-from claude_agent_sdk._internal.transport import Transport
+from claude_agent_sdk import (
+    AssistantMessage,
+    ClaudeAgentOptions,
+    ResultMessage,
+    SystemMessage,
+    Transport,
+    query,
+)
 
 from github import Github
 from kodiai.execution.config_view import ExecutorConfig, load_executor_config

@@ -21,7 +21,7 @@ def map_result(result: ResultMessage, *, published: bool, wall_clock_ms: int) ->
     """Conclusion from the subtype (``is_error`` is ignored), tokens summed over every model.
 
     ``model`` is the first key of the per-model usage map (insertion order), ``unknown`` when empty;
-    ``duration_ms`` falls back to the wall clock when the result has none.
+    ``duration_ms`` falls back to the wall clock only when the result has none (JS ``??``: 0 is kept).
     """
     model_usage: Mapping[str, Mapping[str, Any]] = result.model_usage or {}
     return ExecutionResult(
@@ -29,9 +29,9 @@ def map_result(result: ResultMessage, *, published: bool, wall_clock_ms: int) ->
         published=published,
         cost_usd=result.total_cost_usd,
         num_turns=result.num_turns,
-        duration_ms=result.duration_ms if result.duration_ms else wall_clock_ms,
+        duration_ms=result.duration_ms if result.duration_ms is not None else wall_clock_ms,
         session_id=result.session_id,
-        stop_reason=result.stop_reason or None,
+        stop_reason=result.stop_reason,
         model=next(iter(model_usage), "unknown"),
         input_tokens=_usage_total(model_usage, "inputTokens"),
         output_tokens=_usage_total(model_usage, "outputTokens"),
