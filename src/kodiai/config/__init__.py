@@ -49,6 +49,7 @@ from kodiai.config.review_models import (
     ReviewTriggersConfig,
     SuppressionPatternConfig,
 )
+from kodiai.config.snapshot import config_snapshot
 
 __all__ = [
     "CONFIG_FILENAME",
@@ -90,6 +91,7 @@ __all__ = [
     "ToolingOverride",
     "WriteConfig",
     "WriteSecretScanConfig",
+    "config_snapshot",
     "load_repo_config",
     "log_config_warnings",
     "parse_repo_config",
