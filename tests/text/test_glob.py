@@ -5,7 +5,10 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from kodiai.review.diff_analysis import DEFAULT_FILE_CATEGORIES, PATH_RISK_SIGNALS
 from kodiai.text.glob import GlobError, any_glob_match, compile_glob, glob_match
 
 # (pattern, path, expected, where the spec states it)
@@ -142,3 +145,44 @@ def test_any_glob_match_and_cache() -> None:
     assert not any_glob_match([], "src/a.ts")
     assert compile_glob("**/*.ts") is compile_glob("**/*.ts")
     assert isinstance(compile_glob("**/*.ts"), re.Pattern)
+
+
+# --- the combined pattern-set matcher must agree with one-by-one matching ----------------------------
+
+
+CORPUS = sorted(
+    {p for group in DEFAULT_FILE_CATEGORIES.values() for p in group}
+    | {p for group, _ in PATH_RISK_SIGNALS for p in group}
+    | {c[0] for c in SPEC_CASES}
+    | {
+        "!*style*",
+        "*(x)*",
+        "src/**/x.ts",
+        "a/**",
+        "**",
+        "*",
+        "?",
+        "[!a]*",
+        "{a,b}/**",
+        "!(*.d).ts",
+        "**/.*",
+        "*.*",
+    }
+)
+SEGMENT = st.sampled_from(
+    ["src", "a", "b.ts", "auth.py", ".github", ".", "..", "x.test.ts", "deploy", "é", "a b", "tsconfig.json"]
+)
+PATHS = st.lists(SEGMENT, min_size=1, max_size=5).map("/".join) | st.text(alphabet="ab./*_\n", max_size=12)
+
+
+@settings(max_examples=400, deadline=None)
+@given(path=PATHS, patterns=st.lists(st.sampled_from(CORPUS), min_size=1, max_size=6))
+def test_glob_set_agrees_with_single_matches(path: str, patterns: list[str]) -> None:
+    """The fast combined matcher (dot lookaheads dropped on paths without ./.. segments) is exact."""
+    assert any_glob_match(patterns, path) is any(glob_match(p, path) for p in patterns)
+
+
+def test_glob_set_handles_dot_segments_exactly() -> None:
+    assert not any_glob_match(["**"], "a/../b")
+    assert any_glob_match(["**"], "a/.b/c")
+    assert not any_glob_match(["src/*"], "src/..")

@@ -21,7 +21,7 @@ from kodiai.review.languages import (
     classify_languages,
     file_extension,
 )
-from kodiai.text.glob import any_glob_match
+from kodiai.text.glob import GlobSet, compile_glob_set, has_dot_segment
 from kodiai.text.js import JS_LINE_TERMINATORS, JS_S, js_parse_int
 
 __all__ = [
@@ -174,9 +174,9 @@ def _category_patterns(user: Mapping[str, Sequence[str]] | None) -> dict[str, li
     return merged
 
 
-def _categorize(path: str, patterns: Mapping[str, Sequence[str]]) -> str:
+def _categorize(path: str, sets: Mapping[str, GlobSet], dotted: bool) -> str:
     for name in CATEGORY_ORDER:
-        if any_glob_match(patterns[name], path):
+        if sets[name].matches(path, dotted):
             return name
     return "source"
 
@@ -241,13 +241,17 @@ def analyze_diff(
             exceeded = True
         return exceeded
 
-    patterns = _category_patterns(data.file_categories)
+    category_sets = {
+        name: compile_glob_set(tuple(patterns))
+        for name, patterns in _category_patterns(data.file_categories).items()
+    }
     files = data.changed_files[:MAX_ANALYSIS_FILES]
+    dotted = {path: has_dot_segment(path) for path in files}
     by_category: dict[str, list[str]] = {name: [] for name in ALL_CATEGORIES}
     for path in files:
         if over_budget():
             break
-        by_category[_categorize(path, patterns)].append(path)
+        by_category[_categorize(path, category_sets, dotted[path])].append(path)
         if over_budget():
             break
 
@@ -255,7 +259,8 @@ def analyze_diff(
     for group, message in PATH_RISK_SIGNALS:
         if over_budget():
             break
-        if any(any_glob_match(group, path) for path in files):
+        group_set = compile_glob_set(group)
+        if any(group_set.matches(path, dotted[path]) for path in files):
             signals.append(message)
 
     content = data.diff_content

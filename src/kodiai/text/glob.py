@@ -23,13 +23,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import lru_cache
 
 from kodiai.text._glob_parser import _Parser
 from kodiai.text._glob_syntax import (
     _END,
+    _GLOBSTAR,
     _MAX_LENGTH,
     _NEVER,
+    _NO_DOT_SLASH,
+    _NO_DOTS,
+    _NO_DOTS_SLASH,
     _REPLACEMENTS,
     _SLASH,
     GlobError,
@@ -38,7 +43,15 @@ from kodiai.text._glob_syntax import (
 )
 from kodiai.text.js import JS_DOT
 
-__all__ = ["GlobError", "any_glob_match", "compile_glob", "glob_match", "glob_source"]
+__all__ = [
+    "GlobError",
+    "GlobSet",
+    "any_glob_match",
+    "compile_glob",
+    "compile_glob_set",
+    "glob_match",
+    "glob_source",
+]
 
 
 def glob_source(pattern: str) -> str:
@@ -85,6 +98,58 @@ def glob_match(pattern: str, path: str) -> bool:
     return regex.match(path) is not None
 
 
+# A ``.`` or ``..`` path segment: the only thing picomatch's dot lookaheads ever reject.
+_DOT_SEGMENT = re.compile(r"(?:^|/)\.{1,2}(?:/|$)")
+
+
+def _without_dot_lookaheads(source: str) -> str:
+    """The same regex minus the ``.``/``..`` segment lookaheads (valid for paths without such segments).
+
+    Every one of those lookaheads sits at position 0 or right after a ``/``, so on a path with no
+    ``.``/``..`` segment it always succeeds and can be dropped; the globstar then needs no per-character
+    lookahead. This is what keeps 200 files × 30 globs well inside the 50 ms analysis budget.
+    """
+    source = source.replace(_GLOBSTAR, f"{JS_DOT}*?")
+    for lookahead in (_NO_DOTS, _NO_DOTS_SLASH, _NO_DOT_SLASH):
+        source = source.replace(lookahead, "")
+    return source
+
+
+@dataclass(frozen=True)
+class GlobSet:
+    """A compiled pattern list: literal texts, the exact alternation, and its dot-segment-free variant."""
+
+    literals: frozenset[str]
+    exact: re.Pattern[str]
+    fast: re.Pattern[str]
+
+    def matches(self, path: str, dotted: bool | None = None) -> bool:
+        """Whether any pattern matches; ``dotted`` (see :func:`has_dot_segment`) may be passed precomputed."""
+        if path == "":
+            return False
+        if path in self.literals:
+            return True
+        if dotted is None:
+            dotted = has_dot_segment(path)
+        return (self.exact if dotted else self.fast).match(path) is not None
+
+
+def has_dot_segment(path: str) -> bool:
+    """Whether ``path`` has a ``.`` or ``..`` segment (the only paths needing picomatch's dot lookaheads)."""
+    return _DOT_SEGMENT.search(path) is not None
+
+
+@lru_cache(maxsize=1024)
+def compile_glob_set(patterns: tuple[str, ...]) -> GlobSet:
+    """Compile a pattern list into one :class:`GlobSet` (cached). Invalid patterns never match."""
+    sources = [glob_source(p) for p in patterns if compile_glob(p) is not _NEVER]
+    if not sources:
+        return GlobSet(frozenset(patterns), _NEVER, _NEVER)
+    exact = re.compile("|".join(f"(?:{s})" for s in sources))
+    fast = re.compile("|".join(f"(?:{_without_dot_lookaheads(s)})" for s in sources))
+    return GlobSet(frozenset(patterns), exact, fast)
+
+
 def any_glob_match(patterns: Iterable[str], path: str) -> bool:
     """``picomatch(patterns, {dot: true})(path)``: true when any pattern matches."""
-    return any(glob_match(p, path) for p in patterns)
+    return compile_glob_set(tuple(patterns)).matches(path)
