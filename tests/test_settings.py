@@ -324,3 +324,12 @@ def test_js_number_nan_and_resolve_private_key_relative_to_cwd(tmp_path: Path) -
 def test_js_number_rejects_non_ascii_digits_and_underscores() -> None:
     assert js_number("\u0663") != js_number("\u0663")  # Arabic-Indic 3 is NaN in JavaScript
     assert js_number("1_000") != js_number("1_000")
+
+
+def test_directly_constructed_settings_resolve_the_key_on_first_use(env: pytest.MonkeyPatch) -> None:
+    env.setenv("GITHUB_PRIVATE_KEY", base64.b64encode(PEM.encode()).decode())
+    s = Settings(_env_file=None)  # type: ignore[call-arg]
+    assert s.private_key_pem is not None and s.private_key_pem.get_secret_value() == PEM
+    env.setenv("GITHUB_PRIVATE_KEY", "***")
+    with pytest.raises(SettingsError, match="not a valid PEM string"):
+        _ = Settings(_env_file=None).private_key_pem  # type: ignore[call-arg]

@@ -263,7 +263,16 @@ class Settings(BaseSettings):
 
     @property
     def private_key_pem(self) -> SecretStr | None:
-        """The resolved App private key (PEM text), or `None` when unset (setup mode)."""
+        """The resolved App private key (PEM text), or `None` when unset (setup mode).
+
+        Resolved by `load()`; on a directly constructed `Settings` it is resolved on first use and a bad
+        value raises `SettingsError`.
+        """
+        if self._private_key_pem is None:
+            try:
+                self._private_key_pem = self._resolve_key(None)
+            except ValueError as exc:
+                raise SettingsError([str(exc)]) from exc
         return SecretStr(self._private_key_pem) if self._private_key_pem is not None else None
 
     def knowledge_db(self, arg: str | None = None, cwd: str | Path | None = None) -> KnowledgeDbPath:
