@@ -57,7 +57,12 @@ def pr_state(fake_server: tuple[FakeGitHub, PrState], fake_gh: FakeGitHub) -> Pr
 
 
 def make_client(fake: FakeGitHub) -> Github:
-    auth = Auth.AppAuth(fake.app_id, fake.private_key_pem).get_installation_auth(INSTALLATION)
+    """A fresh client per call, as in production; the installation token is minted once per server
+    (PyGithub's installation auth caches it until expiry), like the platform's token cache."""
+    auth = fake.data.get("_exec_installation_auth")
+    if auth is None:
+        auth = Auth.AppAuth(fake.app_id, fake.private_key_pem).get_installation_auth(INSTALLATION)
+        fake.data["_exec_installation_auth"] = auth
     return Github(base_url=fake.url, auth=auth, retry=None)
 
 
