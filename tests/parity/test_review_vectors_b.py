@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 import pytest
@@ -38,8 +39,14 @@ def _model(module: str, name: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
+# README §1.3: every function must accept the pydantic model *or* the plain snake_case dict.
+_AS_MODELS: ContextVar[bool] = ContextVar("as_models", default=True)
+
+
 def _build(module: str, name: str, value: Any) -> Any:
-    return None if value is None else _model(module, name).model_validate(value)
+    if value is None or not _AS_MODELS.get():
+        return value
+    return _model(module, name).model_validate(value)
 
 
 KNOW = "kodiai.knowledge.confidence"
@@ -118,8 +125,9 @@ def _should_suppress(a: dict) -> dict:
 
 
 def _aggregate(a: dict) -> dict:
-    pattern = _model(AGG, "FeedbackPattern")
-    a["store"] = StoreStub([pattern.model_validate(p) for p in a["store"]["aggregate_feedback_patterns"]])
+    a["store"] = StoreStub(
+        [_build(AGG, "FeedbackPattern", p) for p in a["store"]["aggregate_feedback_patterns"]]
+    )
     a["thresholds"] = _build(AGG, "FeedbackThresholds", a["thresholds"])
     return a
 
@@ -194,8 +202,7 @@ def test_every_row_of_every_function_is_collected() -> None:
     assert counts == EXPECTED_COUNTS
 
 
-@pytest.mark.parametrize("row", ROWS, ids=ids(ROWS))
-def test_review_vector(row: dict) -> None:
+def _check(row: dict) -> None:
     module, keep, build = SPECS[row["fn"]]
     func = getattr(importlib.import_module(module), row["fn"])
     kwargs = build(snake_keys(row["args"], keep))
@@ -207,6 +214,22 @@ def test_review_vector(row: dict) -> None:
     result = func(**kwargs)
     assert_matches(result, snake_keys(expected))
     assert _float_for_int(dump(result), snake_keys(expected)) is None
+
+
+@pytest.mark.parametrize("row", ROWS, ids=ids(ROWS))
+def test_review_vector(row: dict) -> None:
+    """Every row, with the models of README §1a built from the arguments."""
+    _check(row)
+
+
+@pytest.mark.parametrize("row", ROWS, ids=ids(ROWS))
+def test_review_vector_with_plain_dicts(row: dict) -> None:
+    """Every row again, passing plain snake_case dicts wherever a model is expected (README §1.3)."""
+    token = _AS_MODELS.set(False)
+    try:
+        _check(row)
+    finally:
+        _AS_MODELS.reset(token)
 
 
 def _float_for_int(actual: Any, expected: Any, path: str = "$") -> str | None:
