@@ -66,6 +66,8 @@ def test_sigkill_with_jobs_in_flight_then_restart_runs_each_delivery_exactly_onc
         "TELEMETRY_DB_PATH": str(tmp_path / "telemetry.db"),
         "KNOWLEDGE_DB_PATH": str(tmp_path / "knowledge.db"),
         "WORKSPACE_ROOT": str(tmp_path / "ws"),
+        "EMBEDDING_PROVIDER": "none",
+        "LEARNING_MEMORY_URI": str(tmp_path / "memory.lance"),
         "LOG_LEVEL": "info",
         "KODIAI_TEST_RECORD_FILE": str(record),
         "KODIAI_TEST_BLOCK": "1",

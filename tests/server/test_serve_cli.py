@@ -19,6 +19,8 @@ def run_serve(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
         "TELEMETRY_DB_PATH": str(tmp_path / "t.db"),
         "KNOWLEDGE_DB_PATH": str(tmp_path / "k.db"),
         "WORKSPACE_ROOT": str(tmp_path / "ws"),
+        "EMBEDDING_PROVIDER": "none",
+        "LEARNING_MEMORY_URI": str(tmp_path / "memory.lance"),
         "GITHUB_WEBHOOK_SECRET": "s",
         **env,
     }

@@ -16,7 +16,7 @@ from typing import Annotated
 import typer
 import uvicorn
 
-from kodiai.log import configure_logging, get_logger
+from kodiai.log import configure_logging, get_logger, redact
 
 
 def _load_registrar(spec: str) -> Callable[..., None]:
@@ -54,6 +54,7 @@ def serve(
     from kodiai.github.app_auth import GitHubAppError
     from kodiai.server.app import create_app
     from kodiai.server.runtime import Runtime, ServerConfig, build_runtime
+    from kodiai.server.stores import open_stores
     from kodiai.settings import Settings, SettingsError
     from kodiai.storage.migrations import apply_migrations
 
@@ -71,13 +72,14 @@ def serve(
     config = ServerConfig.from_settings(settings, env_file=str(env_file))
     if port is not None:
         config.port = port
-    try:
-        apply_migrations(settings.telemetry_db_path, "telemetry")
-        knowledge = settings.knowledge_db()
-        apply_migrations(knowledge.path, "knowledge")
-        log.info("Knowledge store path resolved", knowledgeDbPath=knowledge.path, source=knowledge.source)
-    except Exception as exc:
-        raise _fatal(f"Database migration failed: {exc}") from None
+    if config.setup_mode:  # no stores are opened in setup mode; still bring the databases up to date
+        try:
+            apply_migrations(settings.telemetry_db_path, "telemetry")
+            apply_migrations(settings.knowledge_db().path, "knowledge")
+            apply_migrations(config.jobs_db_path, "jobs")
+        except Exception as exc:
+            raise _fatal(redact(f"Database migration failed: {exc}")) from None
+        log.info("Databases migrated (setup mode)")
 
     registrars = [_load_registrar(spec) for spec in handlers or []]
 
@@ -85,12 +87,19 @@ def serve(
         for registrar in registrars:
             registrar(runtime)
 
+    stores = None
     try:
-        runtime = build_runtime(config, register_handlers=register)
+        if not config.setup_mode:
+            stores = open_stores(settings)
+        runtime = build_runtime(config, register_handlers=register, stores=stores)
     except GitHubAppError as exc:
+        if stores is not None:
+            stores.close()
         raise _fatal(str(exc)) from None
     except Exception as exc:
-        raise _fatal(f"Start-up failed: {type(exc).__name__}: {exc}") from None
+        if stores is not None:
+            stores.close()
+        raise _fatal(redact(f"Start-up failed: {type(exc).__name__}: {exc}")) from None
 
     app = create_app(runtime)
     uvicorn.run(

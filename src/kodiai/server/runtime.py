@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, SecretStr
 
@@ -108,6 +109,7 @@ class Runtime:
     dispatcher: DeliveryDispatcher | None = None
     ingress: WebhookIngress | None = None
     workspaces: WorkspaceManager | None = None
+    stores: Any = None  # kodiai.server.stores.Stores when built by `kodiai serve`; None in tests/setup mode
     setup_state: set[str] = field(default_factory=set)
 
     @property
@@ -117,6 +119,8 @@ class Runtime:
     def close(self) -> None:
         if self.journal is not None:
             self.journal.close()
+        if self.stores is not None:
+            self.stores.close()
 
 
 def build_runtime(
@@ -125,6 +129,7 @@ def build_runtime(
     github: GitHubApp | None = None,
     register_handlers: HandlerRegistrar | None = None,
     metrics: Metrics | None = None,
+    stores: Any = None,
 ) -> Runtime:
     """Run the start-up sequence and return the runtime. Raises ``GitHubAppError`` on a bad app set-up."""
     log = get_logger("kodiai.server")
@@ -132,7 +137,8 @@ def build_runtime(
     if config.setup_mode and github is None:
         log.warning("GitHub App settings missing; starting in setup mode", missing=config.missing_settings)
         router = EventRouter(BotFilter(""))
-        return Runtime(config=config, metrics=metrics, router=router, queue=JobQueue(metrics=metrics))
+        queue = JobQueue(metrics=metrics)
+        return Runtime(config=config, metrics=metrics, router=router, queue=queue, stores=stores)
 
     if config.webhook_secret is None or not config.webhook_secret.get_secret_value():
         raise ValueError("GITHUB_WEBHOOK_SECRET is required")
@@ -169,6 +175,7 @@ def build_runtime(
         github=github,
         journal=journal,
         workspaces=workspaces,
+        stores=stores,
     )
     try:
         if register_handlers is not None:

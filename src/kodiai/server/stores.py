@@ -1,0 +1,73 @@
+"""Start-up steps 6–11 (spec/platform.md §1.2): the stores and providers handlers are given.
+
+Built once by the composition root (``kodiai serve``) and attached to the runtime as ``runtime.stores``:
+telemetry and knowledge stores (fail-fast, as the original), learned memory (fail-open: a failure logs
+"Learning memory store failed to initialize (fail-open, learning disabled)" and leaves it ``None``),
+the embedding provider, the isolation layer when a memory store exists, and the run-state purge.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from kodiai.learning.embeddings import EmbeddingProvider, build_embedding_provider
+from kodiai.learning.isolation import IsolationLayer
+from kodiai.learning.memory_store import LanceMemoryStore
+from kodiai.learning.setup import open_store_for_provider
+from kodiai.log import get_logger, redact
+from kodiai.storage.knowledge import KnowledgeStore
+from kodiai.storage.startup import open_knowledge_store, open_telemetry_store, purge_run_state
+from kodiai.storage.telemetry import TelemetryStore
+
+
+@dataclass
+class Stores:
+    """What handlers get from the composition root (never module-level singletons)."""
+
+    telemetry: TelemetryStore
+    knowledge: KnowledgeStore
+    embeddings: EmbeddingProvider
+    memory: LanceMemoryStore | None = None
+    isolation: IsolationLayer | None = None
+
+    def close(self) -> None:
+        for store in (self.memory, self.knowledge, self.telemetry):
+            if store is not None:
+                try:
+                    store.close()
+                except Exception as exc:  # closing must never mask the shutdown
+                    get_logger("kodiai.server").warning("Store close failed", err=redact(str(exc)))
+
+
+def open_stores(settings: Any) -> Stores:
+    """Open everything in the original's order; telemetry/knowledge errors propagate (fail-fast)."""
+    log = get_logger("kodiai.server")
+    telemetry = open_telemetry_store(settings.telemetry_db_path, log)
+    try:
+        env = dict(os.environ)
+        if settings.knowledge_db_path:
+            env["KNOWLEDGE_DB_PATH"] = settings.knowledge_db_path
+        knowledge = open_knowledge_store(None, env, log)
+    except BaseException:
+        telemetry.close()
+        raise
+
+    voyage = settings.voyage_api_key.get_secret_value() if settings.voyage_api_key else None
+    embeddings = build_embedding_provider(settings.embedding_provider, voyage_api_key=voyage)
+    memory: LanceMemoryStore | None = None
+    try:
+        memory = open_store_for_provider(settings.learning_memory_uri, embeddings)
+    except Exception as exc:
+        log.warning(
+            "Learning memory store failed to initialize (fail-open, learning disabled)",
+            err=redact(f"{type(exc).__name__}: {exc}"),
+        )
+    if embeddings.dimensions > 0:
+        log.info("Embedding provider initialized", model=embeddings.model, dimensions=embeddings.dimensions)
+    isolation = IsolationLayer(memory) if memory is not None else None
+    purge_run_state(knowledge, log)
+    return Stores(
+        telemetry=telemetry, knowledge=knowledge, embeddings=embeddings, memory=memory, isolation=isolation
+    )
