@@ -193,3 +193,8 @@ def test_format_error_comment_exact_layout() -> None:
         "> **Kodiai encountered an API error**\n\n_Secondary rate limit_\n\n"
         "This is usually temporary. Try again in a few minutes."
     )
+
+
+def test_trap_unknown_category_interpolates_js_undefined() -> None:
+    """A category outside the table renders JS `undefined` for header and suggestion, as the template did."""
+    assert format_error_comment("bogus", "d") == "> **undefined**\n\n_d_\n\nundefined"
