@@ -282,7 +282,10 @@ def test_4_21_sz_46_claude() -> None:
 
 def test_4_21_sz_47_case_insensitive_configured_casing() -> None:
     """§4.21 SZ-47 / exec #194."""
-    assert sanitize_outgoing_mentions("@Kodiai @KODIAI and @Claude", ["kodiai", "claude"]) == "kodiai kodiai and claude"
+    assert (
+        sanitize_outgoing_mentions("@Kodiai @KODIAI and @Claude", ["kodiai", "claude"])
+        == "kodiai kodiai and claude"
+    )
 
 
 def test_4_21_sz_48_multiple_handles() -> None:
@@ -352,7 +355,7 @@ def test_trap_hidden_attribute_takes_one_leading_whitespace_character() -> None:
 
 
 def test_trap_hidden_attribute_quotes_may_mix_and_case_folding_is_ascii() -> None:
-    assert strip_hidden_attributes("<a title=\"it's\">") == "<as\">"  # the quoted value ends at the apostrophe
+    assert strip_hidden_attributes('<a title="it\'s">') == '<as">'  # the quoted value ends at the apostrophe
     assert strip_hidden_attributes('<a TITLE="x">') == "<a>"
     assert strip_hidden_attributes('<a tıtle="x">') == '<a tıtle="x">'  # dotless ı is not i under JS /i
 
