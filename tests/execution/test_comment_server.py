@@ -613,3 +613,37 @@ def test_5_1_62_delta_not_subject_to_initial_rules() -> None:
     """§5.1 #62: a delta summary is not held to the initial-summary rules (no Observations required)."""
     body = delta()
     assert validate_comment_body(body).body == body
+
+
+# --------------------------------------------------------------------------- decision format (§2.1.1 details)
+
+
+@pytest.mark.parametrize(
+    ("inner", "fragment"),
+    [
+        ("Issues: none\nNo Decision: yet", "missing Decision line"),
+        ("Decision: MAYBE\nIssues: none", "Decision must be"),
+        ("Decision: APPROVE", "requires a line 'Issues: none'"),
+        ("Decision: APPROVE\nIssues: none\nLooks great!", "must contain only"),
+        ("Decision: APPROVE\nDecision: APPROVE\nIssues: none", "must contain only"),
+        ("Decision: NOT APPROVED\nIssues: none", "cannot use 'Issues: none'"),
+        ("Decision: NOT APPROVED\n- (1) [major] a.py (1): x", "requires a line 'Issues:'"),
+        ("Decision: NOT APPROVED\nIssues:", "at least one issue line"),
+        ("Decision: NOT APPROVED\nIssues:\n- (1) [high] a.py (1): x", "issue line must use format"),
+        ("Decision: NOT APPROVED\nIssues:\n- (1) [major] a.py (1): x\nThanks!", "unexpected line"),
+    ],
+)
+def test_2_1_1_decision_format_errors(inner: str, fragment: str) -> None:
+    """§2.1.1: every decision-format rule rejects with an "Invalid kodiai response" message."""
+    body = f"<details>\n<summary>kodiai response</summary>\n\n{inner}\n\n</details>"
+    with pytest.raises(CommentValidationError) as info:
+        validate_comment_body(body)
+    assert str(info.value).startswith("Invalid kodiai response") and fragment in str(info.value)
+
+
+def test_2_1_1_decision_value_uses_js_split_semantics() -> None:
+    """§2.1.1: the value is the text between the first and second colon ("APPROVE: now" → "APPROVE")."""
+    body = (
+        "<details>\n<summary>kodiai response</summary>\n\nDecision: APPROVE: now\nIssues: none\n\n</details>"
+    )
+    assert validate_comment_body(body).body == body

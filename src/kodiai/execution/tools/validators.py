@@ -82,7 +82,9 @@ def validate_decision_response(body: str) -> None:
     if decision == "APPROVE":
         if "Issues: none" not in content:
             raise CommentValidationError("Invalid kodiai response: APPROVE requires a line 'Issues: none'")
-        extra = [ln for ln in content if ln is not decision_line and ln != "Issues: none"]
+        others = list(content)
+        others.remove(decision_line)
+        extra = [ln for ln in others if ln != "Issues: none"]
         if extra:
             raise CommentValidationError(
                 "Invalid kodiai response: APPROVE must contain only 'Decision: APPROVE' and 'Issues: none'"
@@ -141,7 +143,7 @@ def _check_observations(body: str, warnings: list[str]) -> int:
 
     for ln in _observations_lines(body):
         t = js_trim(ln)
-        if t.startswith("###"):
+        if t.startswith("### "):
             if awaiting:
                 raise missing()
             if t in ("### Impact", "### Preference"):
