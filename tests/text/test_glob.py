@@ -9,7 +9,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kodiai.review.diff_analysis import DEFAULT_FILE_CATEGORIES, PATH_RISK_SIGNALS
-from kodiai.text.glob import GlobError, any_glob_match, compile_glob, glob_match
+from kodiai.text.glob import (
+    GlobError,
+    any_glob_match,
+    compile_glob,
+    glob_match,
+    normalize_skip_paths,
+    normalize_write_paths,
+)
 
 # (pattern, path, expected, where the spec states it)
 SPEC_CASES = [
@@ -186,3 +193,51 @@ def test_glob_set_handles_dot_segments_exactly() -> None:
     assert not any_glob_match(["**"], "a/../b")
     assert any_glob_match(["**"], "a/.b/c")
     assert not any_glob_match(["src/*"], "src/..")
+
+
+def test_skip_paths_normalisation_step_26() -> None:
+    """spec/review.md §1 step 26: trim; ``dir/`` → ``dir/**``; ``*.ext`` → ``**/*.ext``; empties dropped."""
+    assert normalize_skip_paths([" dist/ ", "*.lock", "", "  ", "docs/**", "\ufeff*.snap"]) == [
+        "dist/**",
+        "**/*.lock",
+        "docs/**",
+        "**/*.snap",
+    ]
+    patterns = normalize_skip_paths(["dist/", "*.lock"])
+    assert any_glob_match(patterns, "dist/a/b.js") and any_glob_match(patterns, "dist")
+    assert any_glob_match(patterns, "yarn.lock") and any_glob_match(patterns, "pkg/Cargo.lock")
+    assert not any_glob_match(patterns, "src/dist.ts")
+
+
+def test_write_paths_normalisation_and_default_deny_list() -> None:
+    """spec/platform.md write policy: ``.github/`` → ``.github/**``; ``.env`` anchored; no ``*.ext`` rewrite."""
+    deny = normalize_write_paths(
+        [
+            ".github/",
+            ".git/",
+            ".planning/",
+            ".kodiai.yml",
+            ".env",
+            ".env.*",
+            "**/*.pem",
+            "**/*.key",
+            "**/*.p12",
+            "**/*.pfx",
+            "**/*credentials*",
+            "**/*secret*",
+        ]
+    )
+    assert deny[:3] == [".github/**", ".git/**", ".planning/**"]
+    for path in [
+        ".github/workflows/ci.yml",
+        ".env",
+        ".env.production",
+        "key.pem",
+        "a/b/c.p12",
+        "cfg/credentials.json",
+    ]:
+        assert any_glob_match(deny, path), path
+    for path in ["src/.env", "docs/README.md", ".gitignore", "src/app.ts"]:
+        assert not any_glob_match(deny, path), path
+    assert normalize_write_paths(["*.md"]) == ["*.md"]
+    assert glob_match("*.md", "README.md") and not glob_match("*.md", "docs/a.md")

@@ -41,7 +41,7 @@ from kodiai.text._glob_syntax import (
     _fastpath_create,
     _remove_prefix,
 )
-from kodiai.text.js import JS_DOT
+from kodiai.text.js import JS_DOT, js_trim
 
 __all__ = [
     "GlobError",
@@ -153,3 +153,35 @@ def compile_glob_set(patterns: tuple[str, ...]) -> GlobSet:
 def any_glob_match(patterns: Iterable[str], path: str) -> bool:
     """``picomatch(patterns, {dot: true})(path)``: true when any pattern matches."""
     return compile_glob_set(tuple(patterns)).matches(path)
+
+
+def normalize_skip_paths(patterns: Iterable[str]) -> list[str]:
+    """``review.skipPaths`` as the original normalises them (spec/review.md §1 step 26).
+
+    Each entry is trimmed (JS whitespace); a trailing ``/`` gets ``**`` appended (``dist/`` → ``dist/**``);
+    a leading ``*.`` gets ``**/`` prepended (``*.lock`` → ``**/*.lock``); empty entries are dropped.
+    """
+    out: list[str] = []
+    for raw in patterns:
+        pattern = js_trim(raw)
+        if not pattern:
+            continue
+        if pattern.endswith("/"):
+            pattern += "**"
+        if pattern.startswith("*."):
+            pattern = "**/" + pattern
+        out.append(pattern)
+    return out
+
+
+def normalize_write_paths(patterns: Iterable[str]) -> list[str]:
+    """``write.allowPaths``/``denyPaths`` (spec/platform.md): trim, a trailing ``/`` becomes ``/**``, drop empties.
+
+    Unlike skipPaths there is no ``*.ext`` rewrite: ``*.md`` matches root-level Markdown only.
+    """
+    out: list[str] = []
+    for raw in patterns:
+        pattern = js_trim(raw)
+        if pattern:
+            out.append(pattern + "**" if pattern.endswith("/") else pattern)
+    return out
