@@ -12,6 +12,7 @@ from kodiai.execution.local_review import LocalReview
 from kodiai.execution.options import ModelCredentials
 from kodiai.execution.pacing import PacingPolicy
 from kodiai.execution.types import ExecutionContext, ExecutionResult
+from kodiai.review.output_key import build_review_output_key
 
 LOCAL_PR_NUMBER = 0
 BOT_HANDLES = ["kodiai", "claude"]
@@ -19,9 +20,14 @@ BOT_HANDLES = ["kodiai", "claude"]
 
 def local_output_key(review: LocalReview) -> str:
     """A review-output key in the handler's format, with ``local`` for the action and delivery."""
-    return (
-        f"kodiai-review-output:v1:inst-0:{review.owner}/{review.repo}:pr-{LOCAL_PR_NUMBER}"
-        f":action-local:delivery-local:head-{review.head_sha.lower()}"
+    return build_review_output_key(
+        installation_id=0,
+        owner=review.owner,
+        repo=review.repo,
+        pr_number=LOCAL_PR_NUMBER,
+        action="local",
+        delivery_id="local",
+        head_sha=review.head_sha,
     )
 
 

@@ -1,20 +1,24 @@
-"""The review-output marker and the "already published" scan (spec/exec.md §2.5, review.md §0.2).
+"""Review-output marker stamping and the async "already published" scan the tools run (spec/exec.md §2.5).
 
-The key itself is built by the review handler; the tools stamp ``<!-- kodiai:review-output-key:<key> -->``
-on what they post and, before the first inline comment of a run, scan the PR for it.
+The key, the marker format and the scan limits are the review package's (``kodiai.review.output_key``);
+this module adds what the MCP tools need on top: stamping a body, and scanning a PR through the REST
+façade before the first inline comment of a run.
 """
 
 from __future__ import annotations
 
 from kodiai.execution.github_rest import RestApi
+from kodiai.review.output_key import (
+    OUTPUT_MARKER_PREFIX,
+    SCAN_ITEM_CAP,
+    SCAN_PAGE_SIZE,
+    body_has_marker,
+    build_review_output_marker,
+)
 
-MARKER_PREFIX = "kodiai:review-output-key"
-SCAN_LIMIT = 2000
+MARKER_PREFIX = OUTPUT_MARKER_PREFIX
 
-
-def build_review_output_marker(review_output_key: str) -> str:
-    """``<!-- kodiai:review-output-key:<key> -->``."""
-    return f"<!-- {MARKER_PREFIX}:{review_output_key} -->"
+__all__ = ["MARKER_PREFIX", "build_review_output_marker", "review_output_published", "stamp_review_marker"]
 
 
 def stamp_review_marker(body: str, review_output_key: str | None) -> str:
@@ -39,14 +43,15 @@ async def review_output_published(rest: RestApi, pr_number: int, review_output_k
     )
     for suffix, params in sources:
         seen, page = 0, 1
-        while seen < SCAN_LIMIT:
-            batch = await rest.get(suffix, per_page=100, page=page, **params)
+        while seen < SCAN_ITEM_CAP:
+            batch = await rest.get(suffix, per_page=SCAN_PAGE_SIZE, page=page, **params)
             if not isinstance(batch, list):
                 break
-            if any(marker in str(item.get("body") or "") for item in batch):
-                return True
+            for item in batch[: SCAN_ITEM_CAP - seen]:
+                if body_has_marker(item.get("body"), marker):
+                    return True
             seen += len(batch)
-            if len(batch) < 100:
+            if len(batch) < SCAN_PAGE_SIZE:
                 break
             page += 1
     return False
