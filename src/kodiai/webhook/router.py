@@ -87,8 +87,7 @@ class EventRouter:
         log = self._log.bind(deliveryId=event.id, eventName=event.name)
         if self.filtered(event):
             log.info(
-                "Event filtered before dispatch",
-                event=event.name,
+                "Event filtered before dispatch",  # the original's `event` field is `eventName` (bound above)
                 action=event.action,
                 sender=sender_login(event.payload),
                 filtered=True,
