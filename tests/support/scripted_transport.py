@@ -179,8 +179,10 @@ class ScriptedTransport(Transport):
                 self.hanging.set()
                 await self._closed_event.wait()
                 return
-        with anyio.move_on_after(5):
-            await self._input_ended_event.wait()
+        if any(isinstance(step, Result) for step in self.steps):
+            # A CLI exits once the SDK closes its stdin after the result; without a result it just ends.
+            with anyio.move_on_after(5):
+                await self._input_ended_event.wait()
 
     async def _mcp(self, server: str, message: dict[str, Any]) -> Any:
         """Send one ``mcp_message`` control request; yield it, then wait for the SDK's answer."""
