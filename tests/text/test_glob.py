@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -241,3 +243,19 @@ def test_write_paths_normalisation_and_default_deny_list() -> None:
         assert not any_glob_match(deny, path), path
     assert normalize_write_paths(["*.md"]) == ["*.md"]
     assert glob_match("*.md", "README.md") and not glob_match("*.md", "docs/a.md")
+
+
+def test_agrees_with_real_picomatch_on_4800_random_cases() -> None:
+    """``picomatch_cases.json``: random globs × paths answered by picomatch 4.0.3 (``dot: true``) under Node.
+
+    Regenerate with ``tests/text/make_picomatch_cases.py``. Covers classes, braces, extglobs, negation,
+    escapes, unbalanced brackets and parens, ``./`` prefixes, dot segments, newlines and ``\\r``.
+    """
+    data = json.loads((Path(__file__).parent / "picomatch_cases.json").read_text(encoding="utf-8"))
+    assert data["picomatch"] == "4.0.3" and len(data["cases"]) == 4800
+    wrong = [
+        (pattern, path, expected)
+        for pattern, path, expected in data["cases"]
+        if glob_match(pattern, path) is not expected or any_glob_match([pattern], path) is not expected
+    ]
+    assert wrong == []

@@ -29,7 +29,7 @@ class _Parser(_ParserState):
 
     def parse(self, *, fastpaths: bool = True) -> str:
         text = self.input
-        if fastpaths and "\\" not in text and not _FASTPATH_BLOCKERS.search(text):
+        if fastpaths and not _FASTPATH_BLOCKERS.search(text):
             return _simple_fastpath(text)
         while not self.eos():
             value = self.advance()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from kodiai.text.js import JS_DOT
+from kodiai.text.js import JS_DOT, JS_NOT_S, JS_S
 
 _END = r"\Z"
 _SLASH = r"\/"
@@ -18,7 +18,7 @@ _DOTS_SLASH = rf"\.{{1,2}}(?:\/|{_END})"
 _NO_DOTS = rf"(?!(?:^|\/){_DOTS_SLASH})"
 _NO_DOTS_SLASH = f"(?!{_DOTS_SLASH})"
 _NO_DOT_SLASH = rf"(?!\.{{0,1}}(?:\/|{_END}))"
-_GLOBSTAR = rf"(?:(?!(?:^|\/){_DOTS_SLASH}){JS_DOT})*?"
+_GLOBSTAR = rf"(?:(?:(?!(?:^|\/){_DOTS_SLASH}){JS_DOT})*?)"  # picomatch's text, outer group included
 _NEVER = re.compile(r"(?!)")
 _MAX_LENGTH = 65536
 
@@ -117,7 +117,11 @@ def _fastpath_create(text: str) -> str | None:
 
 
 def _simple_fastpath(text: str) -> str:
-    """picomatch's in-parser fast path for patterns without ``/ ( ) [ ] { } "`` and no leading ``*``/``!``."""
+    """picomatch's in-parser fast path for patterns without ``/ ( ) [ ] { } "`` and no leading ``*``/``!``.
+
+    The JS regex source is built exactly as picomatch builds it (escapes, ``\\`` run collapsing) and then
+    translated to Python, so backslash corner cases (``\\*|\\.``) behave as in JS.
+    """
     backslashes = False
 
     def repl(m: re.Match[str]) -> str:
@@ -127,21 +131,69 @@ def _simple_fastpath(text: str) -> str:
             backslashes = True
             return m.group(0)
         if first == "?":
-            if esc:
-                return re.escape(first) + _QMARK * len(rest)
-            return _QMARK * len(chars)
+            return esc + first + _QMARK * len(rest) if esc else _QMARK * len(chars)
         if first == ".":
             return _DOT_LITERAL * len(chars)
         if first == "*":
-            if esc:
-                return re.escape(first) + (_STAR if rest else "")
-            return _STAR
-        return re.escape(m.group(0)[1:]) if esc else re.escape(m.group(0))
+            return esc + first + (_STAR if rest else "") if esc else _STAR
+        return m.group(0) if esc else "\\" + m.group(0)
 
     output = _SPECIAL_RUN.sub(repl, text)
     if backslashes:
-        output = re.sub(r"\\+", lambda m: "\\\\" if len(m.group(0)) % 2 == 0 else "", output)
-    return output
+        output = re.sub(r"\\+", lambda m: "\\\\" if len(m.group(0)) % 2 == 0 else "\\", output)
+    return _js_escapes_to_python(output)
+
+
+_ASCII_WORD = "[A-Za-z0-9_]"
+_JS_CLASS_ESCAPES = {
+    "d": "[0-9]",
+    "D": "[^0-9]",
+    "w": _ASCII_WORD,
+    "W": "[^A-Za-z0-9_]",
+    "s": JS_S,
+    "S": JS_NOT_S,
+    "b": f"(?:(?<={_ASCII_WORD})(?!{_ASCII_WORD})|(?<!{_ASCII_WORD})(?={_ASCII_WORD}))",
+    "B": f"(?:(?<={_ASCII_WORD})(?={_ASCII_WORD})|(?<!{_ASCII_WORD})(?!{_ASCII_WORD}))",
+    "t": "\\t",
+    "n": "\\n",
+    "r": "\\r",
+    "f": "\\f",
+    "v": "\\v",
+}
+_HEX = re.compile(r"[0-9A-Fa-f]+")
+
+
+def _js_escapes_to_python(source: str) -> str:
+    """Translate the backslash escapes of a (non-``u``) JS regex source to Python; other text is kept."""
+    out: list[str] = []
+    i = 0
+    while i < len(source):
+        ch = source[i]
+        if ch != "\\" or i + 1 >= len(source):
+            out.append(ch)
+            i += 1
+            continue
+        nxt = source[i + 1]
+        i += 2
+        if nxt in _JS_CLASS_ESCAPES:
+            out.append(_JS_CLASS_ESCAPES[nxt])
+        elif nxt in "xu" and _HEX.fullmatch(source[i : i + (2 if nxt == "x" else 4)] or "-"):
+            width = 2 if nxt == "x" else 4
+            if len(source[i : i + width]) == width:
+                out.append(re.escape(chr(int(source[i : i + width], 16))))
+                i += width
+            else:
+                out.append(nxt)
+        elif nxt == "c" and i < len(source) and source[i].isascii() and source[i].isalpha():
+            out.append(re.escape(chr(ord(source[i]) % 32)))
+            i += 1
+        elif nxt == "0":
+            out.append("\\x00")
+        elif nxt in "1234567":
+            out.append(re.escape(chr(int(nxt, 8))))
+        else:
+            out.append(re.escape(nxt))
+    return "".join(out)
 
 
 def _py_class_body(inner: str, close: str) -> str:

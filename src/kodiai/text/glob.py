@@ -82,10 +82,26 @@ def glob_source(pattern: str) -> str:
 def compile_glob(pattern: str) -> re.Pattern[str]:
     """Compile ``pattern`` as picomatch would (cached). An empty pattern raises :class:`GlobError`."""
     source = glob_source(pattern)
+    if _js_rejects(source):
+        return _NEVER
     try:
         return re.compile(source)
     except re.error:
         return _NEVER
+
+
+_ESCAPE = re.compile(r"\\.", re.DOTALL)
+_CLASS = re.compile(r"\[(?:[^\]\\]|\\.)*\]")
+_POSSESSIVE = re.compile(r"(?:[*+?]|\{\d+(?:,\d*)?\})\+")
+
+
+def _js_rejects(source: str) -> bool:
+    """Whether JS would reject a source Python accepts: a quantified quantifier (Python's possessive ``*+``).
+
+    picomatch hands such regexes to ``new RegExp``, which throws, and then matches nothing.
+    """
+    neutral = _CLASS.sub("x", _ESCAPE.sub("x", source))
+    return _POSSESSIVE.search(neutral) is not None
 
 
 def glob_match(pattern: str, path: str) -> bool:
