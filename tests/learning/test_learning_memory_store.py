@@ -281,3 +281,32 @@ def test_stats_counts(uri: str, rng: np.random.Generator) -> None:
     assert (s.total, s.stale, s.dimensions) == (3, 1, DIM)
     assert s.by_repo == {"acme/a": 2, "acme/b": 1}
     assert s.by_model == {"m1": 1, "m2": 2}
+
+
+def test_in_memory_exact_scan_matches_lancedb_flat_search(tmp_path: Path) -> None:
+    """The exact path over cached vectors gives the same ids and distances as LanceDB's own flat search."""
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((500, DIM)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    recs = [make_record("acme/api" if i % 3 else "acme/web", i, dim=DIM) for i in range(500)]
+    cached = open_memory_store(str(tmp_path / "a"), dimensions=DIM)
+    flat = open_memory_store(
+        str(tmp_path / "b"), dimensions=DIM, options=MemoryStoreOptions(exact_cache_bytes=0)
+    )
+    cached.write_memories(recs, x)
+    flat.write_memories(recs, x)
+    for i in range(10):
+        q = x[i * 13]
+        a = cached.retrieve_memories(q, "acme/api", 20)
+        b = flat.retrieve_memories(q, "acme/api", 20)
+        assert [h.memory_id for h in a] == [h.memory_id for h in b]
+        assert [h.distance for h in a] == pytest.approx([h.distance for h in b], rel=1e-9)
+
+
+def test_exact_cache_sees_new_writes(uri: str, rng: np.random.Generator) -> None:
+    store = open_memory_store(uri, dimensions=DIM)
+    q = unit(rng, DIM)
+    store.write_memory(make_record(finding_id=1), at_distance(q, 0.5, rng))
+    assert len(store.retrieve_memories(q, "acme/api", 5)) == 1
+    store.write_memory(make_record(finding_id=2), at_distance(q, 0.1, rng))
+    assert [h.memory_id for h in store.retrieve_memories(q, "acme/api", 5)] == [2, 1]

@@ -12,7 +12,7 @@ has built it (writes call it as the table grows).
 from __future__ import annotations
 
 import math
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -52,6 +52,8 @@ class MemoryStoreOptions(BaseModel):
     nprobes: int = 24
     refine_factor: int = 10
     index_check_every: int = 1_000
+    exact_cache_bytes: int = 256 * 2**20
+    """Vectors of small repos kept in memory for the exact scan (LRU, bytes); 0 scans LanceDB instead."""
     reindex_unindexed_share: float = 0.1
 
 
@@ -87,6 +89,7 @@ class LanceMemoryStore:
         self._writes_since_check = 0
         self._has_index: bool | None = None
         self._keys: set[tuple[str, int | None, str]] | None = None
+        self._exact: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
 
     @property
     def dimensions(self) -> int:
@@ -182,8 +185,12 @@ class LanceMemoryStore:
         if top_k <= 0:
             return []
         query = as_vector(query_embedding, self._dimensions)
-        exact = self._repo_count(repo) <= self._options.exact_search_max_rows
-        return self._search(query, f"repo = {sql_string(repo)} AND stale = false", top_k, exact=exact)
+        where = f"repo = {sql_string(repo)} AND stale = false"
+        if self._repo_count(repo) <= self._options.exact_search_max_rows:
+            if self._options.exact_cache_bytes > 0:
+                return self._exact_scan(query, repo, where, top_k)
+            return self._search(query, where, top_k, exact=True)
+        return self._search(query, where, top_k, exact=False)
 
     def retrieve_memories_for_owner(
         self, query_embedding: Sequence[float] | np.ndarray, owner: str, exclude_repo: str, top_k: int
@@ -234,6 +241,36 @@ class LanceMemoryStore:
         distances = np.linalg.norm(stored.astype(np.float64) - query.astype(np.float64), axis=1)
         order = np.lexsort((ids, distances))
         return [MemoryHit(memory_id=int(ids[i]), distance=float(distances[i])) for i in order]
+
+    def _exact_scan(self, query: np.ndarray, repo: str, where: str, k: int) -> list[MemoryHit]:
+        """Exact top-k over the repo's live vectors, held in memory (float64 distances, ties by id)."""
+        cached = self._exact.get(repo)
+        if cached is None:
+            rows = self._table.search().where(where).select(["id", VECTOR_COLUMN]).to_arrow()
+            ids = rows.column("id").to_numpy()
+            matrix = (
+                rows.column(VECTOR_COLUMN).combine_chunks().flatten().to_numpy().reshape(-1, self._dimensions)
+            )
+            cached = (ids, np.ascontiguousarray(matrix, dtype=np.float32))
+            self._exact[repo] = cached
+            while (
+                sum(m.nbytes for _, m in self._exact.values()) > self._options.exact_cache_bytes
+                and len(self._exact) > 1
+            ):
+                self._exact.popitem(last=False)
+        else:
+            self._exact.move_to_end(repo)
+        ids, matrix = cached
+        if len(ids) == 0:
+            return []
+        # |x - q|^2 = |x|^2 + |q|^2 - 2 x.q ; exact distances for the chosen few are recomputed in float64.
+        approx = np.einsum("ij,ij->i", matrix, matrix) - 2.0 * (matrix @ query)
+        n = min(k, len(ids))
+        pool = min(len(ids), n + 16)
+        candidates = np.argpartition(approx, pool - 1)[:pool] if pool < len(ids) else np.arange(len(ids))
+        distances = np.linalg.norm(matrix[candidates].astype(np.float64) - query.astype(np.float64), axis=1)
+        order = np.lexsort((ids[candidates], distances))[:n]
+        return [MemoryHit(memory_id=int(ids[candidates[i]]), distance=float(distances[i])) for i in order]
 
     def get_memory_record(self, memory_id: int) -> LearningMemoryRecord | None:
         return self.get_memory_records([memory_id]).get(int(memory_id))
@@ -316,11 +353,8 @@ class LanceMemoryStore:
             if self._options.index_type == "IVF_HNSW_SQ":
                 config = IvfHnswSq(distance_type="l2", num_partitions=max(1, partitions // 4))
             else:
-                sub_vectors = next(
-                    d
-                    for d in (256, 128, 64, 32, 16, 8, 4, 2, 1)
-                    if self._dimensions % d == 0 and self._dimensions // d >= 4
-                )
+                # 16 dimensions per PQ sub-vector (64 for 1024 dims); refine_factor restores exact order.
+                sub_vectors = max(1, self._dimensions // 16) if self._dimensions % 16 == 0 else 1
                 config = IvfPq(distance_type="l2", num_partitions=partitions, num_sub_vectors=sub_vectors)
             self._table.create_index(VECTOR_COLUMN, config=config)
             for column, scalar in (("repo", Bitmap()), ("owner", Bitmap()), ("id", BTree())):
@@ -380,6 +414,7 @@ class LanceMemoryStore:
             self._keys = None
         self._repo_counts.clear()
         self._owner_repos.clear()
+        self._exact.clear()
 
 
 def open_memory_store(
