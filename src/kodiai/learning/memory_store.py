@@ -353,8 +353,10 @@ class LanceMemoryStore:
             if self._options.index_type == "IVF_HNSW_SQ":
                 config = IvfHnswSq(distance_type="l2", num_partitions=max(1, partitions // 4))
             else:
-                # 16 dimensions per PQ sub-vector (64 for 1024 dims); refine_factor restores exact order.
-                sub_vectors = max(1, self._dimensions // 16) if self._dimensions % 16 == 0 else 1
+                # 16 dimensions per PQ sub-vector at 1024 dims (64), fewer for small vectors; the refine
+                # step re-ranks with exact distances.
+                per_sub = 16 if self._dimensions >= 768 else 8 if self._dimensions >= 128 else 4
+                sub_vectors = self._dimensions // per_sub if self._dimensions % per_sub == 0 else 1
                 config = IvfPq(distance_type="l2", num_partitions=partitions, num_sub_vectors=sub_vectors)
             self._table.create_index(VECTOR_COLUMN, config=config)
             for column, scalar in (("repo", Bitmap()), ("owner", Bitmap()), ("id", BTree())):
