@@ -133,6 +133,30 @@ def head_gap_threshold(
     return _result(threshold, "headgap:band", n, best_gap if best_at else None, best_at or None)
 
 
+def head_gap_select(
+    plain: Sequence[tuple[int, float]],
+    weighted: Sequence[tuple[int, float]] | None,
+    top_k: int,
+    params: HeadGapParams,
+) -> tuple[list[int], AdaptiveThresholdResult]:
+    """The ids ``headgap`` keeps, in final order, and the decision that names the branch.
+
+    ``plain``: (id, distance without recency), ascending; ``weighted``: the same ids with recency-weighted
+    distances, ascending, or None when recency is off. Pure, so calibration can replay it cheaply.
+    """
+    base = head_gap_threshold([d for _, d in plain], top_k, params)
+    kept_plain = [i for i, d in plain if d <= base.threshold]
+    if weighted is None or base.method in ("headgap:empty", "headgap:abstain"):
+        return kept_plain[:top_k], base
+    relative = params.model_copy(update={"ceiling": None, "min_prominence": 0.0, "floor": 0.0})
+    decision = head_gap_threshold([w for _, w in weighted], top_k, relative)
+    protected = set(kept_plain) if base.method == "headgap:gap" else set()
+    first = [i for i, _ in weighted if i in protected][:top_k]
+    rest = [i for i, w in weighted if i not in protected and w <= decision.threshold]
+    chosen = set([*first, *rest][:top_k])
+    return [i for i, _ in weighted if i in chosen], decision
+
+
 class HeadGapCut:
     """The scale-free cut. It owns recency: weighting only re-orders, never removes a clear match.
 
@@ -151,21 +175,15 @@ class HeadGapCut:
         self.params = params or HeadGapParams()
 
     def __call__(self, reranked: Sequence[RerankedResult], ctx: CutContext) -> CutDecision:
-        base = head_gap_threshold([r.adjusted_distance for r in reranked], ctx.top_k, self.params)
-        plain = [r for r in reranked if r.adjusted_distance <= base.threshold]
-        if not ctx.recency or base.method in ("headgap:empty", "headgap:abstain"):
-            return CutDecision(results=plain[: ctx.top_k], threshold=base)
-        weighted = apply_recency_weighting(reranked, ctx.now, ctx.recency_config)
-        relative = self.params.model_copy(update={"ceiling": None, "min_prominence": 0.0, "floor": 0.0})
-        decision = head_gap_threshold([w.adjusted_distance for w in weighted], ctx.top_k, relative)
-        protected = {r.memory_id for r in plain} if base.method == "headgap:gap" else set()
-        first = [w for w in weighted if w.memory_id in protected][: ctx.top_k]
-        rest = [
-            w for w in weighted if w.memory_id not in protected and w.adjusted_distance <= decision.threshold
-        ]
-        chosen = {w.memory_id for w in [*first, *rest][: ctx.top_k]}
-        kept = [w for w in weighted if w.memory_id in chosen]
-        return CutDecision(results=kept, threshold=decision)
+        weighted = apply_recency_weighting(reranked, ctx.now, ctx.recency_config) if ctx.recency else None
+        ids, decision = head_gap_select(
+            [(r.memory_id, r.adjusted_distance) for r in reranked],
+            [(w.memory_id, w.adjusted_distance) for w in weighted] if weighted is not None else None,
+            ctx.top_k,
+            self.params,
+        )
+        by_id = {r.memory_id: r for r in (weighted if weighted is not None else reranked)}
+        return CutDecision(results=[by_id[i] for i in ids], threshold=decision)
 
 
 class FixedCut:

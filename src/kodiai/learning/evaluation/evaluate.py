@@ -8,13 +8,19 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from kodiai.learning.calibration import SCALE_FREE_DEFAULT, profile_for_model, resolve_cut, resolve_profile
+from kodiai.learning.calibration import (
+    SCALE_FREE_DEFAULT,
+    LabelledPool,
+    profile_for_model,
+    resolve_cut,
+    resolve_profile,
+)
 from kodiai.learning.cut_strategy import FixedCut, NamedCut
 from kodiai.learning.embeddings import EmbeddingProvider
 from kodiai.learning.evaluation.data import EvalDataset
 from kodiai.learning.evaluation.embedding_cache import EmbeddingCache
 from kodiai.learning.evaluation.metrics import StrategyMetrics, aggregate
-from kodiai.learning.evaluation.runner import ChainOptions, QueryPool, run_chain
+from kodiai.learning.evaluation.runner import ChainOptions, run_chain
 
 # 0.20 … 1.20 by 0.05: the issue's 0.2…0.9, extended because MiniLM's relevant distances reach ~1.0.
 FIXED_THRESHOLDS: tuple[float, ...] = tuple(round(0.2 + 0.05 * i, 2) for i in range(21))
@@ -84,7 +90,7 @@ def evaluate(
     cut_strategy: str | None = None,
     calibration: Mapping[str, Any] | BaseModel | None = None,
     on_query: Callable[[int, int], None] | None = None,
-) -> tuple[EvalResult, list[QueryPool]]:
+) -> tuple[EvalResult, list[LabelledPool]]:
     """Embed (cached), run every strategy through the real chain, aggregate."""
     opts = options or ChainOptions()
     cache = EmbeddingCache(cache_dir, provider)

@@ -13,17 +13,20 @@ import hashlib
 import tempfile
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from kodiai.learning.calibration import LabelledPool
 from kodiai.learning.cut_strategy import NamedCut
 from kodiai.learning.evaluation.data import EvalDataset, EvalFinding
 from kodiai.learning.evaluation.metrics import QueryJudgement
 from kodiai.learning.isolation import IsolationLayer
 from kodiai.learning.memory_store import LanceMemoryStore, open_memory_store
 from kodiai.learning.pipeline import retrieve_context
+from kodiai.learning.recency import apply_recency_weighting
 from kodiai.learning.rerank import RerankConfig
 from kodiai.learning.types import LearningMemoryRecord, MemoryHit, RerankedResult
 
@@ -40,17 +43,6 @@ class ChainOptions(BaseModel):
     distance_threshold: float = 0.3
     language_rerank: bool = True
     recency: bool = True
-
-
-class QueryPool(BaseModel):
-    """One query's labels and the pool the cut saw (adjusted distances, before the cut)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    query_id: str
-    relevant: frozenset[str]
-    graded: dict[str, int]
-    pool: list[RerankedResult]
 
 
 class _MemoReader:
@@ -115,8 +107,9 @@ def run_chain(
     options: ChainOptions | None = None,
     workdir: str | Path | None = None,
     on_query: Callable[[int, int], None] | None = None,
-) -> tuple[dict[str, list[QueryJudgement]], list[QueryPool]]:
-    """Judgements per strategy name (in query order), and each query's uncut pool for calibration.
+) -> tuple[dict[str, list[QueryJudgement]], list[LabelledPool]]:
+    """Judgements per strategy name (in query order), and each query's uncut pool for calibration
+    (taken from the first strategy that owns recency, or from any when recency is off; else none).
 
     ``query_vectors[i]`` embeds ``dataset.queries[i].query_text``; ``finding_vectors[j]`` embeds
     ``dataset.findings[j].memory_text()``.
@@ -135,7 +128,7 @@ def run_chain(
     judgements: dict[str, list[QueryJudgement | None]] = {
         name: [None] * len(dataset.queries) for name in strategies
     }
-    pools: list[QueryPool | None] = [None] * len(dataset.queries)
+    pools: list[LabelledPool | None] = [None] * len(dataset.queries)
     done = 0
     with tempfile.TemporaryDirectory(prefix="kodiai-eval-", dir=workdir) as tmp:
         store = open_memory_store(str(Path(tmp) / "memory.lance"), dims)
@@ -185,8 +178,8 @@ def run_chain(
                     )
                     # The pool a recency-owning strategy saw is the reranked list without recency.
                     if pools[i] is None and (cut.owns_recency or not opts.recency):
-                        pools[i] = QueryPool(
-                            query_id=query.id, relevant=relevant, graded=grades, pool=outcome.reranked
+                        pools[i] = _labelled_pool(
+                            dataset, query.id, relevant, grades, outcome.reranked, query.created_at
                         )
                 done += 1
                 if on_query is not None:
@@ -194,6 +187,24 @@ def run_chain(
     return (
         {name: [j for j in js if j is not None] for name, js in judgements.items()},
         [p for p in pools if p is not None],
+    )
+
+
+def _labelled_pool(
+    dataset: EvalDataset,
+    query_id: str,
+    relevant: frozenset[str],
+    graded: dict[str, int],
+    reranked: list[RerankedResult],
+    now: datetime,
+) -> LabelledPool:
+    weighted = apply_recency_weighting(reranked, now)
+    return LabelledPool(
+        query_id=query_id,
+        relevant=relevant,
+        graded=graded,
+        plain=[(_finding_id(dataset, r), r.adjusted_distance) for r in reranked],
+        weighted=[(_finding_id(dataset, r), r.adjusted_distance) for r in weighted],
     )
 
 

@@ -1,0 +1,123 @@
+"""`kodiai memory calibrate`: derive a cut profile for the embedder in use from a labelled set.
+
+The labelled set has the format of ``shared/eval-dev``: ``DIR/corpus.jsonl`` + ``DIR/queries.jsonl``
+and, when present, the re-review track in ``DIR/rereview/``. The result is printed as YAML for the
+``knowledge.retrieval`` section of ``.kodiai.yml``; the figures it reached are YAML comments.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from ruamel.yaml import YAML
+
+from kodiai.cli.eval_cmd import provider_for
+from kodiai.learning.calibration import (
+    CalibrationTargets,
+    LabelledPool,
+    calibration_yaml_keys,
+    derive_profile,
+)
+from kodiai.learning.cut_strategy import HeadGapCut
+from kodiai.learning.evaluation.data import REREVIEW_DIR, DataError, EvalDataset, load_dataset
+from kodiai.learning.evaluation.embedding_cache import DEFAULT_CACHE_DIR, EmbeddingCache, EmbeddingFailedError
+from kodiai.learning.evaluation.runner import ChainOptions, run_chain
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"Error: {message}", err=True)
+    return typer.Exit(1)
+
+
+def _tracks(data: Path) -> list[EvalDataset]:
+    out: list[EvalDataset] = []
+    if (data / "queries.jsonl").is_file():
+        out.append(load_dataset(data))
+    if (data / REREVIEW_DIR / "queries.jsonl").is_file():
+        out.append(load_dataset(data, rereview=True))
+    if not out:
+        raise DataError(f"{data}: no queries.jsonl (nor {REREVIEW_DIR}/queries.jsonl)")
+    return out
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value * 100:.0f}%"
+
+
+def calibrate(
+    data: Annotated[
+        Path, typer.Option("--data", help="Labelled set (corpus.jsonl/queries.jsonl[, rereview/]).")
+    ],
+    provider_name: Annotated[
+        str,
+        typer.Option("--provider", envvar="EMBEDDING_PROVIDER", help="Embedder: auto, voyage or local."),
+    ] = "local",
+    voyage_api_key: Annotated[
+        str | None, typer.Option("--voyage-api-key", envvar="VOYAGE_API_KEY", hidden=True, show_default=False)
+    ] = None,
+    cache: Annotated[Path, typer.Option("--cache", help="Embedding cache directory.")] = Path(
+        DEFAULT_CACHE_DIR
+    ),
+    top_k: Annotated[int, typer.Option("--top-k", min=1, max=20)] = 5,
+    max_empty: Annotated[float, typer.Option("--max-empty", min=0.0, max=1.0)] = 0.10,
+    min_abstain: Annotated[
+        float,
+        typer.Option(
+            "--min-abstain",
+            min=0.0,
+            max=1.0,
+            help="Abstain target on the re-review track (on the main track when it is the only one).",
+        ),
+    ] = 0.70,
+) -> None:
+    """Derive a headgap profile for the embedder from a labelled set; print it as .kodiai.yml YAML."""
+    try:
+        tracks = _tracks(data)
+    except DataError as exc:
+        raise _fail(str(exc)) from exc
+    provider = provider_for(provider_name, voyage_api_key)
+    embeddings = EmbeddingCache(cache, provider)
+    pools: dict[str, list[LabelledPool]] = {}
+    try:
+        for dataset in tracks:
+            findings = embeddings.embed([f.memory_text() for f in dataset.findings], "document")
+            queries = embeddings.embed([q.query_text for q in dataset.queries], "query")
+            _, pools[dataset.name] = run_chain(
+                dataset,
+                queries,
+                findings,
+                {"headgap": HeadGapCut()},
+                model=provider.model,
+                options=ChainOptions(top_k=top_k),
+            )
+    except (EmbeddingFailedError, ValueError) as exc:
+        raise _fail(str(exc)) from exc
+    result = derive_profile(
+        pools,
+        model=provider.model,
+        top_k=top_k,
+        targets=CalibrationTargets(
+            max_empty=max_empty,
+            min_abstain=min_abstain,
+            abstain_tracks=frozenset({"rereview"} if "rereview" in pools else set(pools)),
+        ),
+    )
+    lines = [
+        f"# kodiai memory calibrate: {provider.model} on {data} "
+        f"({', '.join(f'{name} {len(p)} queries' for name, p in pools.items())}); "
+        f"{result.candidates_tried} candidates; targets {'met' if result.meets_targets else 'NOT met'} "
+        f"(empty <= {_pct(max_empty)}, abstain >= {_pct(min_abstain)})",
+    ]
+    for name, m in result.metrics.items():
+        lines.append(
+            f"# {name}: F0.5 {m.f0_5:.3f}, precision {m.precision or 0.0:.3f}, recall@5 {m.recall_at_5:.3f}, "
+            f"nDCG@5 {m.ndcg_at_5:.3f}, empty {_pct(m.empty)}, abstain {_pct(m.abstain)}"
+        )
+    yaml = YAML(typ="safe", pure=True)
+    yaml.default_flow_style = False
+    buffer = io.StringIO()
+    yaml.dump(calibration_yaml_keys(result.profile, provider.model), buffer)
+    typer.echo("\n".join(lines) + "\n" + buffer.getvalue().rstrip("\n"))

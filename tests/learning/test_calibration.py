@@ -1,0 +1,143 @@
+"""Per-embedder calibration profiles, their resolution from config, and derivation from labelled pools."""
+
+from __future__ import annotations
+
+import pytest
+
+from kodiai.learning.adaptive_threshold import DEFAULT_ADAPTIVE_CONFIG, compute_adaptive_threshold
+from kodiai.learning.calibration import (
+    MINILM_PROFILE,
+    SCALE_FREE_DEFAULT,
+    VOYAGE_PROFILE,
+    CalibrationTargets,
+    LabelledPool,
+    calibration_yaml_keys,
+    derive_profile,
+    profile_for_model,
+    resolve_cut,
+    resolve_profile,
+)
+from kodiai.learning.cut_strategy import HeadGapCut, MaxGapCut
+
+
+def test_voyage_keeps_the_originals_constants_exactly() -> None:
+    profile = profile_for_model("voyage-code-3")
+    assert profile is VOYAGE_PROFILE
+    assert profile.strategy == "maxgap"
+    assert (profile.floor, profile.ceiling, profile.min_gap, profile.fallback) == (0.15, 0.65, 0.05, None)
+    assert profile.max_gap_config() == DEFAULT_ADAPTIVE_CONFIG
+
+
+def test_voyage_default_cut_equals_compute_adaptive_threshold() -> None:
+    """Parity for the original's default configuration: voyage-code-3 + no cutStrategy = the original."""
+    cut = resolve_cut("voyage-code-3")
+    assert isinstance(cut, MaxGapCut) and cut.name == "maxgap" and cut.fallback is None
+    assert cut.config == DEFAULT_ADAPTIVE_CONFIG
+
+
+def test_unknown_model_gets_the_scale_free_default() -> None:
+    profile = profile_for_model("intfloat/multilingual-e5-small")
+    assert profile is SCALE_FREE_DEFAULT
+    assert profile.strategy == "headgap"
+    assert profile.head_ceiling is None  # no absolute number: relative rules only
+    assert profile.head_min_prominence > 0  # so it can still abstain
+    assert isinstance(resolve_cut("some-new-model"), HeadGapCut)
+
+
+def test_minilm_has_a_calibrated_headgap_profile() -> None:
+    profile = profile_for_model("all-MiniLM-L6-v2")
+    assert profile is MINILM_PROFILE
+    assert profile.strategy == "headgap"
+    assert profile.head_ceiling is not None and 0.65 < profile.head_ceiling < 1.2
+    assert profile_for_model("ALL-minilm-l6-v2") is MINILM_PROFILE
+
+
+def test_config_cut_strategy_overrides_the_profile_default() -> None:
+    assert resolve_cut("voyage-code-3", "headgap").name == "headgap"
+    assert resolve_cut("all-MiniLM-L6-v2", "maxgap").name == "maxgap"
+    with pytest.raises(ValueError, match="unknown cut strategy"):
+        resolve_cut("voyage-code-3", "bogus")
+
+
+def test_calibration_keys_override_single_constants_camel_or_snake() -> None:
+    profile = resolve_profile("all-MiniLM-L6-v2", {"headCeiling": 0.9, "head_band": 0.2})
+    assert (profile.head_ceiling, profile.head_band) == (0.9, 0.2)
+    assert profile.head == MINILM_PROFILE.head
+    voyage = resolve_profile("voyage-code-3", {"fallback": 0.4})
+    cut = voyage.cut()
+    assert isinstance(cut, MaxGapCut) and cut.fallback == 0.4 and voyage.floor == 0.15
+
+
+def test_calibration_for_another_model_is_ignored() -> None:
+    profile = resolve_profile("voyage-code-3", {"model": "all-MiniLM-L6-v2", "headCeiling": 0.9})
+    assert profile == VOYAGE_PROFILE
+    same = resolve_profile("all-MiniLM-L6-v2", {"model": "all-MiniLM-L6-v2", "headCeiling": 0.9})
+    assert same.head_ceiling == 0.9
+
+
+def test_bad_calibration_values_are_rejected() -> None:
+    with pytest.raises(ValueError):
+        resolve_profile("all-MiniLM-L6-v2", {"headCeiling": -1})
+    with pytest.raises(ValueError):
+        resolve_profile("all-MiniLM-L6-v2", {"noSuchKey": 1})
+
+
+def test_maxgap_profile_cut_matches_the_function_with_the_profile_constants() -> None:
+    profile = resolve_profile("all-MiniLM-L6-v2", {"floor": 0.5, "ceiling": 1.1, "minGap": 0.02})
+    distances = [0.8, 0.81, 0.83, 0.95, 0.96, 0.97, 0.98, 0.99, 1.0]
+    cut = profile.cut("maxgap")
+    assert isinstance(cut, MaxGapCut) and cut.config is not None
+    assert (cut.config.floor, cut.config.ceiling, cut.config.min_gap_size) == (0.5, 1.1, 0.02)
+    expected = compute_adaptive_threshold(distances, 0.3, cut.config)
+    assert expected.threshold == 0.83 and expected.method == "adaptive"
+    assert compute_adaptive_threshold(distances, 0.3).threshold == 0.65  # the original clamps to 0.65
+
+
+def _pool(qid: str, relevant: set[str], plain: list[tuple[str, float]]) -> LabelledPool:
+    return LabelledPool(
+        query_id=qid,
+        relevant=frozenset(relevant),
+        graded=dict.fromkeys(relevant, 2),
+        plain=plain,
+        weighted=plain,
+    )
+
+
+def test_derive_profile_finds_the_gate_that_abstains_on_negatives() -> None:
+    """Positives have a best match ≤ 0.7 then a gap; negatives start at 0.9+: the gate must fall between."""
+    positives = [
+        _pool(
+            f"p{i}", {f"r{i}"}, [(f"r{i}", 0.6 + 0.01 * i), *((f"x{i}{k}", 0.9 + 0.01 * k) for k in range(6))]
+        )
+        for i in range(8)
+    ]
+    negatives = [_pool(f"n{i}", set(), [(f"y{i}{k}", 0.92 + 0.01 * k) for k in range(6)]) for i in range(4)]
+    result = derive_profile(
+        {"rereview": positives + negatives}, model="m", targets=CalibrationTargets(min_abstain=0.7)
+    )
+    assert result.meets_targets
+    ceiling = result.profile.head_ceiling
+    assert ceiling is not None and 0.67 <= ceiling < 0.92
+    on = result.metrics["rereview/recency-on"]
+    assert on.abstain == 1.0 and on.empty == 0.0 and on.f0_5 == pytest.approx(1.0)
+
+
+def test_derive_profile_reports_unmet_targets() -> None:
+    """Positives and negatives look alike: no gate can abstain without emptying positives."""
+    same = [(f"z{k}", 0.9 + 0.01 * k) for k in range(6)]
+    pools = [_pool("p", {"z0"}, same), _pool("n", set(), same)]
+    result = derive_profile({"rereview": pools}, model="m")
+    assert not result.meets_targets
+
+
+def test_derive_profile_needs_data() -> None:
+    with pytest.raises(ValueError, match="no labelled queries"):
+        derive_profile({"t": []}, model="m")
+
+
+def test_yaml_keys_are_the_kodiai_yml_shape() -> None:
+    keys = calibration_yaml_keys(MINILM_PROFILE, "all-MiniLM-L6-v2")
+    retrieval = keys["knowledge"]["retrieval"]
+    assert retrieval["cutStrategy"] == "headgap"
+    assert retrieval["calibration"]["model"] == "all-MiniLM-L6-v2"
+    assert resolve_profile("all-MiniLM-L6-v2", retrieval["calibration"]) == MINILM_PROFILE
