@@ -9,9 +9,11 @@ from kodiai.text._glob_syntax import (
     _DOT_LITERAL,
     _FASTPATH_BLOCKERS,
     _NON_SPECIAL,
+    _ONE_CHAR,
     _QMARK,
     _REGEX_CHARS,
     _SLASH,
+    POSIX_CLASSES,
     _Brace,
     _escape_last,
     _js_escape,
@@ -40,7 +42,7 @@ class _Parser(_ParserState):
                 if nxt == "/" or nxt in (".", ";"):
                     continue
                 if not nxt:
-                    self.push(_Tok("text", "\\\\", "\\\\"))
+                    self.push(_Tok("text", "\\\\", "\\\\", explicit=False))
                     continue
                 run = re.match(r"\\+", self.remaining())
                 odd_extra = ""
@@ -51,15 +53,21 @@ class _Parser(_ParserState):
                 char = self.advance()
                 if self.brackets == 0:
                     out = ("\\\\" if odd_extra else "") + _js_escape(char)
-                    self.push(_Tok("text", "\\" + char, out))
+                    self.push(
+                        _Tok(
+                            "text",
+                            "\\" + char,
+                            out,
+                            explicit=False,
+                            pm_value=("\\" if odd_extra else "") + "\\" + char,
+                        )
+                    )
                     continue
                 value = "\\" + char
             if self._in_bracket(value):
                 continue
             if self.quotes == 1 and value != '"':
-                escaped = re.escape(value)
-                self.prev.output = self.prev.out() + escaped
-                self.prev.value += escaped
+                self._quoted(value)
                 continue
             if value == '"':
                 self.quotes = 0 if self.quotes == 1 else 1
@@ -78,7 +86,9 @@ class _Parser(_ParserState):
                     raw += m.group(0)
                     out += re.escape(m.group(0))
                     self.index += len(m.group(0))
-                self.push(_Tok("text", raw, out))
+                self.push(
+                    _Tok("text", raw, out, explicit=False, pm_value=("\\" if value in "$^" else "") + raw)
+                )
                 continue
             self._star(value)
         return self._finish()
@@ -87,12 +97,46 @@ class _Parser(_ParserState):
         prev = self.prev
         if not (self.brackets > 0 and (value != "]" or prev.value in ("[", "[^"))):
             return False
+        if value == ":" and self._posix_class(prev):
+            return True
         if (value == "[" and self.peek() != ":") or (value == "-" and self.peek() == "]"):
             value = "\\" + value
         if value == "]" and prev.value in ("[", "[^"):
             value = "\\" + value
         prev.value += value
         prev.output = prev.value
+        return True
+
+    def _quoted(self, value: str) -> None:
+        """A character inside ``"…"``: literal, appended to the previous token's value (picomatch)."""
+        prev = self.prev
+        js_escaped = re.sub(r"[-*+?.^${}(|)\[\]]", r"\\\g<0>", value)
+        if prev.explicit or prev.rebuild is not None:
+            if prev.rebuild is None:
+                prev.rebuild = prev.out()  # a rebuild reads the token's output, which lacks the quoted text
+        else:
+            prev.pm_value = prev.js_value() + js_escaped
+        prev.output = prev.out() + re.escape(value)
+        prev.value += js_escaped
+
+    def _posix_class(self, prev: _Tok) -> bool:
+        """``[[:alpha:]]`` and friends: replace the class name by its ranges (picomatch then backtracks)."""
+        inner = prev.value[1:]
+        if "[" not in inner:
+            return False
+        prev.posix = True
+        if ":" not in inner:
+            return False
+        idx = prev.value.rfind("[")
+        ranges = POSIX_CLASSES.get(prev.value[idx + 2 :])
+        if ranges is None:
+            return False
+        prev.value = prev.value[:idx] + ranges
+        prev.output = prev.value
+        self.backtrack = True
+        self.advance()
+        if not (self.bos.rebuild or self.bos.out()) and self.tokens.index(prev) == 1:
+            self.bos.rebuild = _ONE_CHAR
         return True
 
     def _paren_or_bracket(self, value: str) -> bool:
@@ -110,10 +154,10 @@ class _Parser(_ParserState):
             return True
         if value == "[":
             if "]" not in self.remaining():
-                self.push(_Tok("bracket", "\\[", "\\["))
+                self.push(_Tok("bracket", "\\[", "\\[", explicit=False))
             else:
                 self.increment("brackets")
-                self.push(_Tok("bracket", "[", "["))
+                self.push(_Tok("bracket", "[", "[", explicit=False))
             return True
         if value == "]":
             prev = self.prev
@@ -157,7 +201,7 @@ class _Parser(_ParserState):
             self.brace_stack.pop()
             return True
         if value == "|":
-            self.push(_Tok("text", "|", "|"))
+            self.push(_Tok("text", "|", "|", explicit=False))
             return True
         if value == ",":
             out = ","
@@ -236,16 +280,18 @@ class _Parser(_ParserState):
                 tok.extra["extglob"] = True
                 self.push(tok)
                 return True
-            self.push(_Tok("text", value, "@"))
+            self.push(_Tok("text", value, "@", explicit=False))
             return True
         return False
 
     def _finish(self) -> str:
-        out_tokens = self.tokens
         for kind, char in (("brackets", "["), ("parens", "("), ("braces", "{")):
             while getattr(self, kind) > 0:
-                _escape_last(out_tokens, char)
+                if not self.backtrack:  # picomatch escapes its live output, which a rebuild discards
+                    _escape_last(self.tokens, char)
                 self.decrement(kind)
         if self.prev.type in ("star", "bracket"):
             self.push(_Tok("maybe_slash", "", f"{_SLASH}?"))
+        if self.backtrack:
+            return "".join(t.rebuild if t.rebuild is not None else t.out() for t in self.tokens)
         return self.output()

@@ -15,6 +15,7 @@ from kodiai.text._glob_syntax import (
     _STAR,
     _Brace,
     _Extglob,
+    _js_text,
     _Tok,
 )
 
@@ -37,6 +38,8 @@ class _ParserState:
         self.prev = self.bos
         self.extglobs: list[_Extglob] = []
         self.brace_stack: list[_Brace] = []
+        #: picomatch rebuilds its output from the tokens after ``***``, a POSIX class or a brace range.
+        self.backtrack = False
 
     # -- helpers -----------------------------------------------------------------------------
     def eos(self) -> bool:
@@ -62,12 +65,20 @@ class _ParserState:
             is_brace = self.braces > 0 and tok.type in ("comma", "brace")
             is_ext = bool(tok.extra.get("extglob")) or (bool(self.extglobs) and tok.type in ("pipe", "paren"))
             if tok.type not in ("slash", "paren") and not is_brace and not is_ext:
-                prev.type, prev.value, prev.output = "star", "*", _STAR
+                prev.type, prev.value, prev.output, prev.rebuild = "star", "*", _STAR, None
         if self.extglobs and tok.type != "paren":
             self.extglobs[-1].inner += tok.value
         if prev.type == "text" and tok.type == "text":
+            # picomatch: ``prev.output = (prev.output || prev.value) + tok.value`` (seen only on rebuild).
+            base = (
+                prev.rebuild
+                if prev.rebuild is not None
+                else (prev.out() if prev.explicit else _js_text(prev.js_value()))
+            )
+            prev.rebuild = base + _js_text(tok.js_value())
+            prev.pm_value = prev.js_value() + tok.js_value()
             prev.value += tok.value
-            prev.output = prev.out() + (tok.output if tok.output is not None else tok.value)
+            prev.output = prev.out() + tok.out()
             return
         tok.prev = prev
         self.tokens.append(tok)
@@ -78,6 +89,8 @@ class _ParserState:
         for t in self.tokens:
             if t is tok:
                 break
+            if t.rebuild is None:
+                t.rebuild = t.out()  # the token itself keeps its output for a backtrack rebuild
             t.output = ""
 
     def increment(self, kind: str) -> None:
@@ -131,13 +144,14 @@ class _ParserState:
         raise NotImplementedError
 
     def _expand_range(self, brace: _Brace) -> str:
+        self.backtrack = True
         parts: list[str] = []
-        while len(self.tokens) > brace.tokens_index:
+        while len(self.tokens) > 1:
             tok = self.tokens.pop()
+            if tok.type == "brace":
+                break
             if tok.type != "dots":
                 parts.insert(0, tok.value)
-        if self.tokens and self.tokens[-1] is brace.tok:
-            self.tokens.pop()
         self.prev = self.tokens[-1]
         parts.sort()
         candidate = "[" + "-".join(parts) + "]"
@@ -153,6 +167,8 @@ class _ParserState:
             prev.type, prev.star = "star", True
             prev.value += value
             prev.output = _STAR
+            prev.rebuild = None
+            self.backtrack = True
             return
         rest = self.remaining()
         if re.match(r"\([^?]", rest):

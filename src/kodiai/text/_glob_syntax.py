@@ -51,9 +51,18 @@ class _Tok:
     star: bool = False
     posix: bool = False
     extra: dict[str, object] = field(default_factory=dict)
+    #: False when picomatch pushed this token without an ``output`` (its value is used instead).
+    explicit: bool = True
+    #: picomatch's JS ``value`` when it differs from :attr:`value` (e.g. ``\\$`` for ``$``).
+    pm_value: str | None = None
+    #: picomatch's token output as its backtrack rebuild sees it, when it differs from the live output.
+    rebuild: str | None = None
 
     def out(self) -> str:
         return self.output if self.output is not None else self.value
+
+    def js_value(self) -> str:
+        return self.pm_value if self.pm_value is not None else self.value
 
 
 @dataclass
@@ -197,13 +206,45 @@ def _js_escapes_to_python(source: str) -> str:
 
 
 def _py_class_body(inner: str, close: str) -> str:
-    """The body of a JS character class, made safe for Python's ``re`` (no nested-set warnings)."""
-    body = inner
-    for seq in ("&&", "~~", "||", "--"):
-        body = body.replace(seq, seq[0] + "\\" + seq[1])
-    if body.startswith("[") or (body.startswith("^[")):
-        body = body.replace("[", "\\[", 1)
-    return body + close
+    """The body of a JS character class, made safe for Python's ``re`` (literal ``[``, no set operators)."""
+    out: list[str] = []
+    i = 0
+    while i < len(inner):
+        ch = inner[i]
+        if ch == "\\" and i + 1 < len(inner):
+            out.append(inner[i : i + 2])
+            i += 2
+            continue
+        if ch == "[" or (ch in "&~|-" and i + 1 < len(inner) and inner[i + 1] == ch):
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+        i += 1
+    return "".join(out) + close
+
+
+def _js_text(text: str) -> str:
+    """Raw JS regex text from picomatch token values, in Python terms (a bare ``.`` is JS's dot)."""
+    parts = re.split(r"(\\.|\.)", _js_escapes_to_python(text), flags=re.DOTALL)
+    return "".join(JS_DOT if part == "." else part for part in parts)
+
+
+POSIX_CLASSES = {
+    "alnum": "a-zA-Z0-9",
+    "alpha": "a-zA-Z",
+    "ascii": "\\x00-\\x7F",
+    "blank": " \\t",
+    "cntrl": "\\x00-\\x1F\\x7F",
+    "digit": "0-9",
+    "graph": "\\x21-\\x7E",
+    "lower": "a-z",
+    "print": "\\x20-\\x7E ",
+    "punct": "\\-!\"#$%&'()\\*+,./:;<=>?@[\\]^_`{|}~",
+    "space": " \\t\\r\\n\\v\\f",
+    "upper": "A-Z",
+    "word": "A-Za-z0-9_",
+    "xdigit": "A-Fa-f0-9",
+}
 
 
 def _escape_last(tokens: list[_Tok], char: str) -> None:
