@@ -310,3 +310,19 @@ def test_exact_cache_sees_new_writes(uri: str, rng: np.random.Generator) -> None
     assert len(store.retrieve_memories(q, "acme/api", 5)) == 1
     store.write_memory(make_record(finding_id=2), at_distance(q, 0.1, rng))
     assert [h.memory_id for h in store.retrieve_memories(q, "acme/api", 5)] == [2, 1]
+
+
+def test_vector_cache_evicts_least_recently_used() -> None:
+    from kodiai.learning.exact_search import VectorCache, exact_top_k
+
+    one = (np.arange(4), np.ones((4, 8), dtype=np.float32))
+    cache = VectorCache(max_bytes=2 * (one[0].nbytes + one[1].nbytes))
+    cache.put("o/a", *one)
+    cache.put("o/b", *one)
+    assert cache.get("o/a") is not None  # a is now the most recent
+    cache.put("o/c", *one)
+    assert cache.get("o/b") is None and cache.get("o/a") is not None and cache.get("o/c") is not None
+    hits = exact_top_k(
+        np.array([9, 3, 5]), np.zeros((3, 8), dtype=np.float32), np.ones(8, dtype=np.float32), 2
+    )
+    assert [h.memory_id for h in hits] == [3, 5]  # equal distances: ties by id

@@ -12,7 +12,7 @@ has built it (writes call it as the table grows).
 from __future__ import annotations
 
 import math
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -22,6 +22,7 @@ import numpy as np
 from lancedb.index import Bitmap, BTree, IvfHnswSq, IvfPq
 from pydantic import BaseModel, ConfigDict
 
+from kodiai.learning.exact_search import VectorCache, exact_top_k
 from kodiai.learning.memory_schema import (
     TABLE_NAME,
     VECTOR_COLUMN,
@@ -89,7 +90,7 @@ class LanceMemoryStore:
         self._writes_since_check = 0
         self._has_index: bool | None = None
         self._keys: set[tuple[str, int | None, str]] | None = None
-        self._exact: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self._exact = VectorCache(options.exact_cache_bytes)
 
     @property
     def dimensions(self) -> int:
@@ -243,7 +244,7 @@ class LanceMemoryStore:
         return [MemoryHit(memory_id=int(ids[i]), distance=float(distances[i])) for i in order]
 
     def _exact_scan(self, query: np.ndarray, repo: str, where: str, k: int) -> list[MemoryHit]:
-        """Exact top-k over the repo's live vectors, held in memory (float64 distances, ties by id)."""
+        """Exact top-k over the repo's live vectors, loaded once into the in-memory cache."""
         cached = self._exact.get(repo)
         if cached is None:
             rows = self._table.search().where(where).select(["id", VECTOR_COLUMN]).to_arrow()
@@ -251,26 +252,10 @@ class LanceMemoryStore:
             matrix = (
                 rows.column(VECTOR_COLUMN).combine_chunks().flatten().to_numpy().reshape(-1, self._dimensions)
             )
-            cached = (ids, np.ascontiguousarray(matrix, dtype=np.float32))
-            self._exact[repo] = cached
-            while (
-                sum(m.nbytes for _, m in self._exact.values()) > self._options.exact_cache_bytes
-                and len(self._exact) > 1
-            ):
-                self._exact.popitem(last=False)
-        else:
-            self._exact.move_to_end(repo)
-        ids, matrix = cached
-        if len(ids) == 0:
-            return []
-        # |x - q|^2 = |x|^2 + |q|^2 - 2 x.q ; exact distances for the chosen few are recomputed in float64.
-        approx = np.einsum("ij,ij->i", matrix, matrix) - 2.0 * (matrix @ query)
-        n = min(k, len(ids))
-        pool = min(len(ids), n + 16)
-        candidates = np.argpartition(approx, pool - 1)[:pool] if pool < len(ids) else np.arange(len(ids))
-        distances = np.linalg.norm(matrix[candidates].astype(np.float64) - query.astype(np.float64), axis=1)
-        order = np.lexsort((ids[candidates], distances))[:n]
-        return [MemoryHit(memory_id=int(ids[candidates[i]]), distance=float(distances[i])) for i in order]
+            self._exact.put(repo, ids, matrix)
+            cached = self._exact.get(repo)
+            assert cached is not None
+        return exact_top_k(cached[0], cached[1], query, k)
 
     def get_memory_record(self, memory_id: int) -> LearningMemoryRecord | None:
         return self.get_memory_records([memory_id]).get(int(memory_id))
