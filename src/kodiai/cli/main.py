@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from kodiai.cli import (
+    calibrate_cmd,
     config_cmd,
     db_cmd,
     eval_cmd,
@@ -25,6 +26,7 @@ app.command("review")(review_cmd.review)
 app.add_typer(config_cmd.app, name="config")
 app.add_typer(db_cmd.app, name="db")
 app.add_typer(telemetry_cmd.app, name="telemetry")
+memory_cmd.app.command("calibrate")(calibrate_cmd.calibrate)
 app.add_typer(memory_cmd.app, name="memory")
 app.add_typer(eval_cmd.app, name="eval")
 

@@ -1,0 +1,190 @@
+"""`kodiai eval retrieval` and `kodiai memory calibrate` over a tiny labelled set, with the real local MiniLM."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ruamel.yaml import YAML
+from typer.testing import CliRunner
+
+from kodiai.cli.main import app
+from kodiai.learning.calibration import resolve_profile
+
+pytestmark = pytest.mark.slow  # loads the local embedding model once per module
+
+FINDINGS = [
+    ("f1", "Fix nil pointer dereference in context release", "ctx.go", "2024-01-03T10:00:00Z"),
+    ("f2", "Fix race when closing the router", "router.go", "2024-01-04T10:00:00Z"),
+    ("f3", "Fix header parsing of quoted values", "helpers.go", "2024-01-05T10:00:00Z"),
+    ("f4", "Fix memory leak in pool reuse", "ctx.go", "2024-01-06T10:00:00Z"),
+    ("f5", "Fix typo-free redirect status handling", "redirect.go", "2024-01-07T10:00:00Z"),
+    ("f6", "Fix cookie expiry parsing", "cookie.go", "2024-03-01T10:00:00Z"),
+]
+QUERIES = [
+    (
+        "q1",
+        "Fix nil pointer in context methods after release\nLanguages: Go\nctx.go",
+        ["f1", "f4"],
+        "2024-02-01T00:00:00Z",
+    ),
+    ("q2", "Handle quoted header values\nLanguages: Go\nhelpers.go", ["f3"], "2024-02-02T00:00:00Z"),
+    (
+        "q3",
+        "Add docs for the static middleware\nLanguages: Markdown\ndocs/static.md",
+        [],
+        "2024-02-03T00:00:00Z",
+    ),
+]
+
+
+def write_tiny_set(root: Path) -> Path:
+    rows = [
+        {
+            "id": fid,
+            "repo": "gofiber/fiber",
+            "owner": "gofiber",
+            "finding_text": text,
+            "file_path": path,
+            "language": "Go",
+            "severity": None,
+            "category": "correctness",
+            "created_at": created,
+        }
+        for fid, text, path, created in FINDINGS
+    ]
+    queries = [
+        {
+            "id": qid,
+            "repo": "gofiber/fiber",
+            "owner": "gofiber",
+            "created_at": created,
+            "query_text": text,
+            "languages": ["Go"],
+            "relevant_ids": relevant,
+            "graded": dict.fromkeys(relevant, 2),
+        }
+        for qid, text, relevant, created in QUERIES
+    ]
+    for sub in (root, root / "rereview"):
+        sub.mkdir(parents=True, exist_ok=True)
+        (sub / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        (sub / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries), encoding="utf-8")
+    return root
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_tiny_set(tmp_path_factory.mktemp("evalset"))
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("cache")
+
+
+def run(*args: str) -> Any:
+    return CliRunner().invoke(app, list(args), catch_exceptions=False)
+
+
+def test_eval_retrieval_json_is_keyed_by_strategy_with_default(data_dir: Path, cache_dir: Path) -> None:
+    result = run(
+        "eval",
+        "retrieval",
+        "--data",
+        str(data_dir),
+        "--provider",
+        "local",
+        "--cache",
+        str(cache_dir),
+        "--json",
+    )
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert {
+        "default",
+        "maxgap",
+        "headgap",
+        "headgap:scale-free",
+        "fixed:0.2",
+        "fixed:0.9",
+        "fixed:best",
+    } <= set(out)
+    assert out["default"]["strategy"] == "headgap"  # all-MiniLM-L6-v2's profile default
+    assert out["default"]["model"] == "all-MiniLM-L6-v2" and out["default"]["track"] == "past-fixes"
+    for key in (
+        "precision",
+        "recall_at_5",
+        "f1",
+        "f0_5",
+        "ndcg_at_5",
+        "kept_per_query",
+        "empty",
+        "abstain",
+        "methods",
+    ):
+        assert key in out["headgap"]
+    assert (out["headgap"]["queries"], out["headgap"]["with_relevant"]) == (3, 2)
+    assert all(m.startswith("headgap:") for m in out["headgap"]["methods"])
+    assert set(out["maxgap"]["methods"]) <= {"adaptive", "percentile", "configured"}
+    assert out["fixed:best"]["f0_5"] == max(
+        v["f0_5"] for k, v in out.items() if k.startswith("fixed:0") or k.startswith("fixed:1")
+    )
+    assert list(cache_dir.glob("*.npz")), "embeddings are cached on disk"
+
+
+def test_eval_retrieval_table_and_rereview_track(data_dir: Path, cache_dir: Path) -> None:
+    result = run(
+        "eval", "retrieval", "--data", str(data_dir), "--rereview", "--cache", str(cache_dir), "--no-recency"
+    )
+    assert result.exit_code == 0, result.output
+    assert "track rereview" in result.stdout and "recency off" in result.stdout
+    assert "headgap (default)" in result.stdout and "(best fixed)" in result.stdout
+
+
+def test_eval_reads_cut_strategy_and_calibration_from_kodiai_yml(
+    data_dir: Path, cache_dir: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / ".kodiai.yml"
+    config.write_text(
+        "knowledge:\n  retrieval:\n    cutStrategy: maxgap\n    calibration:\n      fallback: 0.9\n"
+    )
+    result = run(
+        "eval",
+        "retrieval",
+        "--data",
+        str(data_dir),
+        "--cache",
+        str(cache_dir),
+        "--config",
+        str(config),
+        "--json",
+    )
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["default"]["strategy"] == "maxgap"
+
+
+def test_eval_bad_data_dir_is_a_clear_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["eval", "retrieval", "--data", str(tmp_path / "missing")])
+    assert result.exit_code == 1
+    assert "not a directory" in result.output
+
+
+def test_eval_noop_provider_is_refused(data_dir: Path) -> None:
+    result = CliRunner().invoke(app, ["eval", "retrieval", "--data", str(data_dir), "--provider", "none"])
+    assert result.exit_code == 1
+    assert "no-op" in result.output
+
+
+def test_memory_calibrate_prints_kodiai_yml(data_dir: Path, cache_dir: Path) -> None:
+    result = run("memory", "calibrate", "--data", str(data_dir), "--cache", str(cache_dir))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("# kodiai memory calibrate: all-MiniLM-L6-v2")
+    doc = YAML(typ="safe", pure=True).load(result.stdout)
+    retrieval = doc["knowledge"]["retrieval"]
+    assert retrieval["cutStrategy"] == "headgap"
+    profile = resolve_profile("all-MiniLM-L6-v2", retrieval["calibration"])
+    assert profile.strategy == "headgap"
