@@ -1,7 +1,7 @@
 """Webhook ingress benchmark: deliveries/s and ack latency (p50/p99) of the real Kodiai app vs a bare endpoint.
 
 Both servers run as separate processes under the same uvicorn configuration; this process is the load
-generator (httpx, N concurrent clients each posting sequentially). Payloads are a real
+generator (N keep-alive connections, each posting back to back, with a lean asyncio HTTP/1.1 client). Payloads are a real
 ``pull_request.opened`` fixture (≈24 KB; padded if it were under 20 KB), HMAC-signed, with a unique delivery id each and
 installations spread over 20 lanes. Kodiai runs its full pipeline: signature, JSON parse, SQLite
 dedup + journal write before the 200, router, per-installation lanes; its handler appends the delivery
@@ -30,8 +30,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT.parent / "shared" / "fixtures" / "webhooks" / "pull_request.opened.payload.json"
 SECRET = "bench-webhook-secret"
@@ -54,7 +52,11 @@ async def _bare_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         message = await receive()
         more = message.get("more_body", False)
     await send(
-        {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]}
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", b"17")],
+        }
     )
     await send({"type": "http.response.body", "body": b'{"received":true}'})
 
@@ -144,7 +146,27 @@ def start(mode: str, port: int, workdir: Path) -> subprocess.Popen[bytes]:
     raise RuntimeError(f"{mode} server did not start; see {workdir / (mode + '.log')}")
 
 
+async def _post(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, head: bytes, body: bytes) -> int:
+    """One keep-alive HTTP/1.1 POST on an open connection; returns the status code."""
+    writer.write(head + body)
+    await writer.drain()
+    status_line = await reader.readline()
+    length = 0
+    while True:
+        line = await reader.readline()
+        if line in (b"\r\n", b""):
+            break
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value.strip())
+    if length:
+        await reader.readexactly(length)
+    return int(status_line.split()[1])
+
+
 async def load(port: int, bodies: list[bytes], requests: int, concurrency: int) -> dict[str, Any]:
+    """``concurrency`` keep-alive connections posting back to back (a lean asyncio client: httpx's own
+    overhead would dominate the measurement on a small machine)."""
     import hashlib
     import hmac
 
@@ -154,38 +176,40 @@ async def load(port: int, bodies: list[bytes], requests: int, concurrency: int) 
     acked: list[str] = []
     errors = 0
     next_index = 0
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", limits=limits, timeout=30) as client:
 
-        async def worker() -> None:
-            nonlocal next_index, errors
+    async def worker() -> None:
+        nonlocal next_index, errors
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
             while next_index < requests:
                 i = next_index
                 next_index += 1
-                headers = {
-                    "Content-Type": "application/json",
-                    "X-GitHub-Event": "pull_request",
-                    "X-GitHub-Delivery": ids[i],
-                    "X-Hub-Signature-256": signatures[i % len(bodies)],
-                    "User-Agent": "GitHub-Hookshot/bench",
-                }
+                body = bodies[i % len(bodies)]
+                head = (
+                    "POST /webhooks/github HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                    f"X-GitHub-Event: pull_request\r\nX-GitHub-Delivery: {ids[i]}\r\n"
+                    f"X-Hub-Signature-256: {signatures[i % len(bodies)]}\r\nUser-Agent: GitHub-Hookshot/bench\r\n"
+                    f"Content-Length: {len(body)}\r\n\r\n"
+                ).encode()
                 t0 = time.perf_counter()
                 try:
-                    response = await client.post(
-                        "/webhooks/github", content=bodies[i % len(bodies)], headers=headers
-                    )
-                except httpx.HTTPError:
+                    status = await _post(reader, writer, head, body)
+                except (OSError, asyncio.IncompleteReadError, ValueError, IndexError):
                     errors += 1
+                    writer.close()
+                    reader, writer = await asyncio.open_connection("127.0.0.1", port)
                     continue
                 latencies.append(time.perf_counter() - t0)
-                if response.status_code == 200:
+                if status == 200:
                     acked.append(ids[i])
                 else:
                     errors += 1
+        finally:
+            writer.close()
 
-        started = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-        elapsed = time.perf_counter() - started
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    elapsed = time.perf_counter() - started
     latencies.sort()
     return {
         "rps": len(latencies) / elapsed,

@@ -10,13 +10,13 @@ CREATE INDEX IF NOT EXISTS idx_webhook_deliveries_received_at ON webhook_deliver
 
 -- One row per accepted delivery that has handlers to run. Written in the same transaction as the
 -- dedup row, before the 200 is sent; marked done when its dispatch settles. Rows still 'pending' at
--- start-up are replayed (handlers already finished are skipped) once.
+-- start-up are replayed (handlers already finished are skipped) once. The payload lives in its own
+-- table so that status updates rewrite a small row, not a 25 MiB one.
 CREATE TABLE IF NOT EXISTS job_journal (
   delivery_id TEXT PRIMARY KEY,
   event_name TEXT NOT NULL,
   action TEXT,
   installation_id INTEGER NOT NULL DEFAULT 0,
-  payload TEXT NOT NULL,
   status TEXT NOT NULL DEFAULT 'pending',   -- pending | done | failed | abandoned
   attempts INTEGER NOT NULL DEFAULT 0,
   handlers_done TEXT NOT NULL DEFAULT '[]', -- JSON list of handler names that finished
@@ -26,3 +26,9 @@ CREATE TABLE IF NOT EXISTS job_journal (
   error TEXT
 );
 CREATE INDEX IF NOT EXISTS idx_job_journal_status ON job_journal (status);
+
+-- The exact JSON body of each journaled delivery (as received), for replay.
+CREATE TABLE IF NOT EXISTS job_payloads (
+  delivery_id TEXT PRIMARY KEY,
+  payload TEXT NOT NULL
+);

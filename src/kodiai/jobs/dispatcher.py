@@ -48,25 +48,39 @@ class DeliveryDispatcher:
         return len(self._tasks)
 
     def submit(
-        self, event: WebhookEvent, *, journaled: bool = True, skip: frozenset[str] = frozenset()
+        self,
+        event: WebhookEvent,
+        *,
+        journaled: bool = True,
+        skip: frozenset[str] = frozenset(),
+        attempt_recorded: bool = False,
     ) -> None:
-        """Schedule the dispatch (fire and forget; failures are logged, never raised)."""
+        """Schedule the dispatch (fire and forget; failures are logged, never raised).
+
+        ``attempt_recorded``: the journal already counted this attempt (set at intake).
+        """
+        count = journaled and not attempt_recorded
         task = asyncio.create_task(
-            self._run(event, journaled=journaled, skip=skip), name=f"dispatch-{event.id}"
+            self._run(event, journaled=journaled, skip=skip, count_attempt=count), name=f"dispatch-{event.id}"
         )
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _run(self, event: WebhookEvent, *, journaled: bool, skip: frozenset[str]) -> None:
+    async def _run(
+        self, event: WebhookEvent, *, journaled: bool, skip: frozenset[str], count_attempt: bool
+    ) -> None:
         with bind_delivery(event.id, eventName=event.name):
-            if journaled:
+            if count_attempt:
                 self.journal.start_attempt(event.id, now=self._clock())
             try:
+                # Per-handler progress matters only when several handlers share the delivery; with one,
+                # the final status written right after it says the same thing in one write.
+                several = len([r for r in self.router.handlers_for(event) if r.name not in skip]) > 1
                 outcome = await self.router.dispatch(
                     event,
                     skip=skip,
-                    on_handler_done=(lambda name: self.journal.mark_handler_done(event.id, name))
-                    if journaled
+                    on_handler_done=(lambda name: self.journal.mark_handler_done_later(event.id, name))
+                    if journaled and several
                     else None,
                 )
             except asyncio.CancelledError:
@@ -79,7 +93,9 @@ class DeliveryDispatcher:
                     "Event dispatch failed", deliveryId=event.id, err=f"{type(exc).__name__}: {exc}"
                 )
                 if journaled:
-                    self.journal.finish(event.id, now=self._clock(), status="failed", error=str(exc)[:2000])
+                    self.journal.finish_later(
+                        event.id, now=self._clock(), status="failed", error=str(exc)[:2000]
+                    )
                 return
             if self._metrics:
                 for name in outcome.failures:
@@ -87,9 +103,9 @@ class DeliveryDispatcher:
             if journaled:
                 error = "; ".join(f"{k}: {v}" for k, v in outcome.failures.items()) or None
                 if outcome.failed:
-                    self.journal.finish(event.id, now=self._clock(), status="failed", error=error)
+                    self.journal.finish_later(event.id, now=self._clock(), status="failed", error=error)
                 else:
-                    self.journal.finish(event.id, now=self._clock(), status="done")
+                    self.journal.finish_later(event.id, now=self._clock(), status="done")
 
     async def replay_unfinished(self) -> int:
         """Re-dispatch journal rows left pending by the previous process (each at most once more)."""

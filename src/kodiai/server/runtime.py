@@ -166,6 +166,7 @@ def build_runtime(
         log.info("Cleaned up stale workspaces from previous run", staleCount=stale)
 
     journal = JobJournal.open(config.jobs_db_path)
+    journal.start_writer()
     router = EventRouter(BotFilter(slug, config.bot_allow_list))
     runtime = Runtime(
         config=config,

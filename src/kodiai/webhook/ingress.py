@@ -55,7 +55,7 @@ class WebhookIngress:
         self._clock = clock
         self._log = get_logger("kodiai.webhook")
 
-    def handle(self, headers: Mapping[str, str], body: bytes) -> IngressResult:
+    async def handle(self, headers: Mapping[str, str], body: bytes) -> IngressResult:
         """Process one delivery. ``headers`` must be case-insensitive (Starlette's are)."""
         delivery_id = headers.get("x-github-delivery") or "unknown"
         event_name = headers.get("x-github-event") or "unknown"
@@ -87,7 +87,7 @@ class WebhookIngress:
             installation_id=event.installation_id,
             payload=payload,
         )
-        if not self.journal.accept(entry, now=received_at, journal=has_work):
+        if not await self.journal.accept_async(entry, now=received_at, journal=has_work, raw_payload=body):
             self._log.info("Duplicate delivery skipped", deliveryId=delivery_id, eventName=event_name)
             return self._result(200, RECEIVED, "duplicate", event_name)
 
@@ -102,7 +102,7 @@ class WebhookIngress:
             receivedAt=received_at.isoformat(),
             userAgent=headers.get("user-agent") or "unknown",
         )
-        self.dispatcher.submit(event, journaled=has_work)
+        self.dispatcher.submit(event, journaled=has_work, attempt_recorded=True)
         return self._result(200, RECEIVED, "accepted" if has_work else "ignored", event_name)
 
     def _result(
