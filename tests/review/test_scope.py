@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kodiai.review.scope import ScopeGroup, detect_scope_coordination
+from kodiai.review.scope import ScopeGroup, detect_scope_coordination, extract_scoped_packages
 
 
 def test_sc_01_one_group() -> None:
@@ -51,3 +51,19 @@ def test_packages_use_code_unit_order_and_names_without_slash_are_their_own_scop
     assert by_scope["@types"] == ["@types/Node", "@types/jest", "@types/node"]
     assert by_scope["@scope"] == ["@scope", "@scope"]
     assert by_scope["@"] == ["@/x", "@/y"]
+
+
+def test_x_35_scoped_package_tokens_from_the_body() -> None:
+    """§4.37 X-35: ``@scope/name`` tokens come from the PR body, de-duplicated in first-seen order."""
+    body = (
+        "Bumps @babel/core and @babel/parser.\nAlso @babel/core again, @types/node, email a@b, @x/y.z-1 é@q/r"
+    )
+    assert extract_scoped_packages(body) == [
+        "@babel/core",
+        "@babel/parser",
+        "@types/node",
+        "@x/y.z-1",
+        "@q/r",
+    ]
+    assert extract_scoped_packages(None) == []
+    assert extract_scoped_packages("@café/x") == [], "ASCII \\w: no token starts at @café"

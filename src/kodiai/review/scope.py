@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from functools import lru_cache
 
 import icu
 from pydantic import BaseModel
 
-__all__ = ["ScopeGroup", "detect_scope_coordination", "locale_compare_key"]
+__all__ = ["ScopeGroup", "detect_scope_coordination", "extract_scoped_packages", "locale_compare_key"]
+
+
+#: ``@scope/name`` tokens in a PR body (JS regex, no ``u`` flag: ASCII ``\\w``).
+_SCOPED_PACKAGE_RE = re.compile(r"@[\w-]+/[\w.-]+", re.ASCII)
+
+
+def extract_scoped_packages(body: str | None) -> list[str]:
+    """The ``@scope/name`` tokens of a PR body, de-duplicated in first-seen order (§1 step 25, X-35)."""
+    return list(dict.fromkeys(_SCOPED_PACKAGE_RE.findall(body or "")))
 
 
 class ScopeGroup(BaseModel):
