@@ -202,3 +202,24 @@ async def test_invalid_owner_or_repo_rejected(tmp_path: Path) -> None:
     for owner, repo in (("-x", "r"), ("o", "../r"), ("o", "a/b"), ("", "r")):
         with pytest.raises(ValueError, match="Invalid repository name"):
             await mgr.create(1, owner=owner, repo=repo, ref="main")
+
+
+async def test_commit_and_push_with_the_auth_header_path(tmp_path: Path, origin: BareRepo) -> None:
+    """Write helpers: stage, commit as the bot, push HEAD to a validated branch; the remote has it."""
+    log = tmp_path / "argv.log"
+    wrapper = write_git_wrapper(tmp_path / "bin", log)
+    mgr = manager(tmp_path, (tmp_path / "remote").as_uri(), git_binary=str(wrapper))
+    ws = await mgr.create(1, owner="acme", repo="widgets", ref="main")
+    try:
+        (ws.dir / "new.txt").write_text("hello\n")
+        (ws.dir / "README.md").unlink()
+        assert sorted(await ws.staged_paths()) == ["README.md", "new.txt"]
+        sha = await ws.commit("kodiai: apply requested changes")
+        assert await ws.push_head("kodiai/fix-1") == sha
+        assert git("rev-parse", "refs/heads/kodiai/fix-1", cwd=origin.path) == sha
+        assert git("log", "-1", "--format=%an <%ae>", sha, cwd=origin.path) == f"{BOT_NAME} <{BOT_EMAIL}>"
+        with pytest.raises(InvalidBranchNameError):
+            await ws.push_head("bad..ref")
+    finally:
+        await ws.cleanup()
+    assert TOKEN not in log.read_text()

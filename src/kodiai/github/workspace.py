@@ -126,6 +126,27 @@ class Workspace:
             "fetch", "--quiet", f"--depth={depth}", "origin", f"{base_ref}:refs/remotes/origin/{base_ref}"
         )
 
+    async def head_sha(self) -> str:
+        return (await self.git("rev-parse", "HEAD")).strip()
+
+    async def staged_paths(self) -> list[str]:
+        """``git add -A`` then the staged names (deletions included, renames as the new path)."""
+        await self.git("add", "-A")
+        out = await self.git("diff", "--cached", "--name-only")
+        return [line for line in out.splitlines() if line]
+
+    async def commit(self, message: str) -> str:
+        """Commit what is staged (identity: the bot's); returns the new HEAD sha."""
+        await self.git("commit", "--quiet", "-m", message)
+        return await self.head_sha()
+
+    async def push_head(self, remote_ref: str, *, remote: str = "origin") -> str:
+        """Push ``HEAD`` to ``<remote_ref>`` (validated) with the installation's auth header; returns HEAD."""
+        validate_branch_name(remote_ref)
+        sha = await self.head_sha()
+        await self.git("push", "--quiet", remote, f"HEAD:refs/heads/{remote_ref}")
+        return sha
+
     async def cleanup(self) -> None:
         await asyncio.to_thread(shutil.rmtree, self.dir, True)
 
