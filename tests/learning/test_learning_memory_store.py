@@ -326,3 +326,21 @@ def test_vector_cache_evicts_least_recently_used() -> None:
         np.array([9, 3, 5]), np.zeros((3, 8), dtype=np.float32), np.ones(8, dtype=np.float32), 2
     )
     assert [h.memory_id for h in hits] == [3, 5]  # equal distances: ties by id
+
+
+def test_concurrent_writers_and_readers_get_unique_ids(uri: str) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    store = open_memory_store(uri, dimensions=DIM)
+    rng = np.random.default_rng(5)
+    vectors = [unit(rng, DIM) for _ in range(40)]
+
+    def work(i: int) -> int | None:
+        store.retrieve_memories(vectors[i], "acme/api", 5)
+        return store.write_memory(make_record(finding_id=i % 30), vectors[i])
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        ids = list(pool.map(work, range(40)))
+    written = [i for i in ids if i is not None]
+    assert len(written) == 30 and len(set(written)) == 30
+    assert store.count() == 30

@@ -11,11 +11,13 @@ has built it (writes call it as the table grows).
 
 from __future__ import annotations
 
+import functools
 import math
+import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar, cast
 
 import lancedb
 import numpy as np
@@ -40,6 +42,21 @@ from kodiai.learning.types import LearningMemoryRecord, MemoryHit
 from kodiai.log import get_logger
 
 OWNER_POOL_REPOS = 5
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _locked(method: _F) -> _F:
+    """Run a store method under the store's lock."""
+
+    @functools.wraps(method)
+    def wrapper(self: LanceMemoryStore, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return cast(_F, wrapper)
+
+
 _SQLITE_TIME = "%Y-%m-%d %H:%M:%S"
 
 
@@ -91,6 +108,8 @@ class LanceMemoryStore:
         self._has_index: bool | None = None
         self._keys: set[tuple[str, int | None, str]] | None = None
         self._exact = VectorCache(options.exact_cache_bytes)
+        # Handlers may call from several threads; the caches and id counter are guarded by one lock.
+        self._lock = threading.RLock()
 
     @property
     def dimensions(self) -> int:
@@ -104,6 +123,7 @@ class LanceMemoryStore:
         """Store one memory; returns its id, or None when ``(repo, finding_id, outcome)`` already exists."""
         return self.write_memories([record], [embedding])[0]
 
+    @_locked
     def write_memories(
         self,
         records: Sequence[LearningMemoryRecord],
@@ -178,6 +198,7 @@ class LanceMemoryStore:
 
     # ---- reads ------------------------------------------------------------------------------------
 
+    @_locked
     def retrieve_memories(
         self, query_embedding: Sequence[float] | np.ndarray, repo: str, top_k: int
     ) -> list[MemoryHit]:
@@ -193,6 +214,7 @@ class LanceMemoryStore:
             return self._search(query, where, top_k, exact=True)
         return self._search(query, where, top_k, exact=False)
 
+    @_locked
     def retrieve_memories_for_owner(
         self, query_embedding: Sequence[float] | np.ndarray, owner: str, exclude_repo: str, top_k: int
     ) -> list[MemoryHit]:
@@ -275,6 +297,7 @@ class LanceMemoryStore:
 
     # ---- maintenance ------------------------------------------------------------------------------
 
+    @_locked
     def mark_stale(self, embedding_model: str) -> int:
         """Flag live rows written by any other model; returns how many were flagged."""
         result = self._table.update(
@@ -284,6 +307,7 @@ class LanceMemoryStore:
         self._invalidate()
         return int(result.rows_updated)
 
+    @_locked
     def purge_stale_embeddings(self) -> int:
         """Delete stale rows (with their vectors); returns the number deleted."""
         count = int(self._table.count_rows("stale = true"))
@@ -292,6 +316,7 @@ class LanceMemoryStore:
             self._invalidate(keys=True)
         return count
 
+    @_locked
     def retire(self, repo: str, finding_id: int, outcome: str | None = None) -> int:
         """Remove one finding's memories from ``repo`` (all outcomes unless one is named)."""
         validate_repo(repo)
@@ -323,6 +348,7 @@ class LanceMemoryStore:
             indexed=self._indexed(),
         )
 
+    @_locked
     def ensure_index(self, *, force: bool = False) -> bool:
         """Build the ANN index once the table outgrows exact search; fold new rows into it later.
 
