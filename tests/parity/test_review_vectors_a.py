@@ -175,3 +175,30 @@ def _float_for_int(actual: Any, expected: Any, path: str = "$") -> str | None:
     elif isinstance(expected, int) and not isinstance(expected, bool) and isinstance(actual, float):
         return f"{path}: {actual!r} is a float where JS printed the integer {expected}"
     return None
+
+
+#: Functions whose keywords README §1a builds as models; each must also accept the plain dicts.
+MODEL_ARGS = frozenset(
+    {
+        "analyze_diff",
+        "compute_file_risk_scores",
+        "triage_files_by_risk",
+        "parse_pr_intent",
+        "build_keyword_parsing_section",
+        "extract_dep_bump_details",
+        "extract_breaking_changes",
+        "compute_merge_confidence",
+    }
+)
+DICT_ROWS = [r for r in ROWS if r["fn"] in MODEL_ARGS]
+
+
+@pytest.mark.parametrize("row", DICT_ROWS, ids=ids(DICT_ROWS))
+def test_review_vector_with_plain_dicts(row: dict) -> None:
+    """README §1.3: every function also accepts a plain snake_case dict where a model is expected."""
+    module, keep_args, keep_expected, _ = SPECS[row["fn"]]
+    func = getattr(importlib.import_module(module), row["fn"])
+    kwargs = snake_keys(row["args"], keep_args)
+    if row["fn"] == "analyze_diff":
+        kwargs["clock"] = lambda: 0.0
+    assert_matches(func(**kwargs), snake_keys(row["expected"], keep_expected))
