@@ -287,7 +287,7 @@ def test_trap_extension_is_after_the_last_dot_of_the_whole_path() -> None:
     assert classify_file_language("pkg/api/index.PY") == "Python"
 
 
-def test_numstat_path_keeps_tabs_and_later_duplicates_win() -> None:
+def test_trap_numstat_later_duplicate_keeps_first_position_like_a_js_map() -> None:
     stats = parse_numstat_per_file(["1\t1\ta\tb.ts", "2\t2\tx.ts", "3\t3\tx.ts"])
     assert stats == {"a\tb.ts": FileLineStats(added=1, removed=1), "x.ts": FileLineStats(added=3, removed=3)}
     assert list(stats) == ["a\tb.ts", "x.ts"]

@@ -227,7 +227,7 @@ def test_body_excerpt_is_120_characters() -> None:
     assert len(parse_pr_intent("x", body).breaking_change_sources[0].excerpt) == 120
 
 
-def test_keyword_section_sources_without_sha_render_undefined() -> None:
+def test_trap_missing_commit_sha_renders_js_undefined() -> None:
     intent = {
         "bracket_tags": [{"tag": "style-ok", "recognized": True, "source": "commit"}],
         "breaking_change_detected": True,

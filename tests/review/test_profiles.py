@@ -37,5 +37,5 @@ def test_ap_07_thresholds() -> None:
     assert AUTO_PROFILE_THRESHOLDS == {"strictMax": 100, "balancedMax": 500}
 
 
-def test_empty_strings_are_falsy_and_fall_through() -> None:
+def test_trap_empty_string_is_falsy_and_falls_through_to_auto() -> None:
     assert resolve_review_profile("", "", 500.5) == _r("minimal", "auto", "large", 500.5)

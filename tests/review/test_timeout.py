@@ -111,5 +111,5 @@ def test_trap_math_round_ties_go_up() -> None:
     assert "lang risk: 13%" in estimate_timeout_risk(0, 0, 0.125, False, 600).reasoning
 
 
-def test_numbers_are_interpolated_the_js_way() -> None:
+def test_trap_numbers_are_interpolated_the_js_way() -> None:
     assert "(base: 599.5s)" in estimate_timeout_risk(1, 1, 0.3, False, 599.5).reasoning
