@@ -281,3 +281,24 @@ def test_telemetry_disabled_writes_nothing_and_failure_is_fail_open(
     )
     count = sqlite3.connect(tmp_path / "t.db").execute("SELECT COUNT(*) FROM retrieval_quality").fetchone()[0]
     assert count == 0
+
+
+def test_signal_configs_defaults() -> None:
+    from kodiai.learning.pipeline import signal_configs
+
+    assert signal_configs(None, None) == (ConfidenceConfig(), None)
+    assert signal_configs(False, True) == (None, AmbiguityConfig())
+
+
+def test_prompt_findings_carry_adjusted_distance_and_label(store: LanceMemoryStore) -> None:
+    """§1 step 32.8: findings for the prompt use the adjusted distance; the label rides along."""
+    from kodiai.review.prompt.context import RetrievedFinding
+
+    q = unit(np.random.default_rng(0), DIM)
+    fill(store, q, [("acme/api", 0.1, "a.ts"), ("acme/api", 0.2, "b.ts")])
+    out = run(store, q, confidence=ConfidenceConfig())
+    findings = out.prompt_findings()
+    assert [f["distance"] for f in findings] == [r.adjusted_distance for r in out.results]
+    assert [f["confidence"] for f in findings] == out.confidence
+    parsed = [RetrievedFinding.model_validate(f) for f in findings]
+    assert parsed[0].file_path == out.results[0].record.file_path

@@ -102,6 +102,34 @@ class RetrievalOutcome(BaseModel):
     """One label per result (same order) when labels are enabled."""
     ambiguity: AmbiguitySignal | None = None
 
+    def prompt_findings(self) -> list[dict[str, object]]:
+        """The final results as the review prompt's retrieval context (spec §1 step 32.8), with labels."""
+        labels: Sequence[ConfidenceLabel | None] = self.confidence or [None] * len(self.results)
+        return [
+            {
+                "finding_text": r.record.finding_text,
+                "severity": r.record.severity,
+                "category": r.record.category,
+                "file_path": r.record.file_path,
+                "outcome": r.record.outcome,
+                "distance": r.adjusted_distance,
+                "source_repo": r.source_repo,
+                "confidence": label,
+            }
+            for r, label in zip(self.results, labels, strict=True)
+        ]
+
+
+def signal_configs(
+    confidence_labels: bool | None, ambiguity_signal: bool | None
+) -> tuple[ConfidenceConfig | None, AmbiguityConfig | None]:
+    """``knowledge.retrieval.confidenceLabels`` (unset = on) and ``ambiguitySignal`` (unset = off) as the
+    ``confidence``/``ambiguity`` arguments of :func:`retrieve_context`."""
+    return (
+        ConfidenceConfig() if confidence_labels is not False else None,
+        AmbiguityConfig() if ambiguity_signal else None,
+    )
+
 
 def retrieve_context(
     isolation: IsolationLayer,
