@@ -15,7 +15,6 @@ from kodiai.settings import (
     SettingsError,
     atob,
     js_number,
-    resolve_knowledge_db_path,
     resolve_private_key,
 )
 
@@ -255,27 +254,6 @@ def test_env_example_loads_in_setup_mode_with_defaults(env: pytest.MonkeyPatch) 
     assert s.knowledge_db().path == os.path.join(os.getcwd(), "data", "kodiai-knowledge.db")
     text = (REPO_ROOT / ".env.example").read_text()
     assert all(f"{name}=" in text for name in ENV_NAMES)
-
-
-def test_8_4_1_env_path_wins_over_default_resolved_against_cwd(tmp_path: Path) -> None:
-    got = resolve_knowledge_db_path(env="./db/k.db", cwd=tmp_path)
-    assert (got.path, got.source) == (str(tmp_path / "db" / "k.db"), "env")
-
-
-def test_8_4_2_explicit_argument_wins_over_env(tmp_path: Path) -> None:
-    got = resolve_knowledge_db_path(arg=" other.db ", env="./db/k.db", cwd=tmp_path)
-    assert (got.path, got.source) == (str(tmp_path / "other.db"), "arg")
-
-
-def test_8_4_3_default_is_cwd_joined_with_data_path(tmp_path: Path) -> None:
-    got = resolve_knowledge_db_path(env="   ", cwd=tmp_path)
-    assert (got.path, got.source) == (str(tmp_path / "data" / "kodiai-knowledge.db"), "default")
-
-
-def test_8_4_4_absolute_env_path_is_independent_of_cwd(tmp_path: Path) -> None:
-    a = resolve_knowledge_db_path(env="/srv/k.db", cwd=tmp_path)
-    b = resolve_knowledge_db_path(env="/srv/k.db", cwd="/")
-    assert a == b and a.path == "/srv/k.db" and a.source == "env"
 
 
 def test_settings_knowledge_db_uses_the_env_value(env: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import base64
 import binascii
 import math
-import os
 import re
 import tempfile
 from dataclasses import dataclass
@@ -25,12 +24,15 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, PrivateAttr, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from kodiai.storage.db_path import (
+    DEFAULT_TELEMETRY_DB_PATH,
+    resolve_knowledge_db_path,
+)
+
 LogLevel = Literal["trace", "debug", "info", "warn", "error", "fatal", "silent"]
 EmbeddingProvider = Literal["auto", "voyage", "local", "none"]
 
 DEFAULT_PORT = 3000
-DEFAULT_TELEMETRY_DB_PATH = "./data/kodiai-telemetry.db"
-DEFAULT_KNOWLEDGE_DB_PATH = "./data/kodiai-knowledge.db"
 DEFAULT_JOBS_DB_PATH = "./data/kodiai-jobs.db"
 DEFAULT_LEARNING_MEMORY_URI = "./data/kodiai-memory.lance"
 DEFAULT_GITHUB_API_URL = "https://api.github.com"
@@ -115,20 +117,6 @@ class KnowledgeDbPath:
 
     path: str
     source: Literal["arg", "env", "default"]
-
-
-def resolve_knowledge_db_path(
-    arg: str | None = None, env: str | None = None, cwd: str | Path | None = None
-) -> KnowledgeDbPath:
-    """Explicit argument (an operator's `--db`) > `KNOWLEDGE_DB_PATH` > default, absolute against `cwd`.
-
-    Values are trimmed; an empty or whitespace-only value counts as unset.
-    """
-    base = Path(cwd).absolute() if cwd is not None else Path.cwd()
-    for value, source in ((arg, "arg"), (env, "env")):
-        if value is not None and value.strip():
-            return KnowledgeDbPath(os.path.normpath(base / value.strip()), source)  # type: ignore[arg-type]
-    return KnowledgeDbPath(os.path.normpath(base / DEFAULT_KNOWLEDGE_DB_PATH), "default")
 
 
 def _blank_to_none(value: Any) -> Any:
@@ -277,7 +265,8 @@ class Settings(BaseSettings):
 
     def knowledge_db(self, arg: str | None = None, cwd: str | Path | None = None) -> KnowledgeDbPath:
         """The knowledge DB path with its source (`arg` > `KNOWLEDGE_DB_PATH` > default)."""
-        return resolve_knowledge_db_path(arg, self.knowledge_db_path, cwd)
+        env = {"KNOWLEDGE_DB_PATH": self.knowledge_db_path or ""}
+        return KnowledgeDbPath(*resolve_knowledge_db_path(arg, env, cwd))
 
     def resolved_embedding_provider(self) -> Literal["voyage", "local", "none"]:
         """`auto` is Voyage when `VOYAGE_API_KEY` is set, else the local MiniLM model."""

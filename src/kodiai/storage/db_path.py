@@ -17,7 +17,7 @@ def resolve_knowledge_db_path(
     arg: str | None, env: Mapping[str, str], cwd: str | Path | None = None
 ) -> tuple[str, KnowledgePathSource]:
     """The absolute knowledge DB path and which source won. Values are trimmed; blank counts as unset."""
-    base = Path(cwd) if cwd is not None else Path.cwd()
+    base = Path(cwd).absolute() if cwd is not None else Path.cwd()
     chosen: tuple[str, KnowledgePathSource]
     if arg is not None and arg.strip():
         chosen = (arg.strip(), "arg")
