@@ -302,3 +302,41 @@ def test_prompt_findings_carry_adjusted_distance_and_label(store: LanceMemorySto
     assert [f["confidence"] for f in findings] == out.confidence
     parsed = [RetrievedFinding.model_validate(f) for f in findings]
     assert parsed[0].file_path == out.results[0].record.file_path
+
+
+def test_telemetry_retrieval_report_shows_confidence_columns(store: LanceMemoryStore, tmp_path: Path) -> None:
+    """`kodiai telemetry retrieval` reports the columns of migration 0100 written by a real retrieval."""
+    import json as _json
+
+    from typer.testing import CliRunner
+
+    from kodiai.cli.main import app
+
+    q = unit(np.random.default_rng(0), DIM)
+    fill(store, q, [("acme/api", d, "a.ts") for d in (0.1, 0.11, 0.12)])
+    out = run(store, q, confidence=ConfidenceConfig(), ambiguity=AmbiguityConfig())
+    db = tmp_path / "telemetry.db"
+    telemetry = TelemetryStore(db)
+    record_retrieval_quality(
+        telemetry,
+        out,
+        enabled=True,
+        delivery_id="d-9",
+        repo="acme/api",
+        pr_number=1,
+        event_type="pull_request",
+    )
+    telemetry.close()
+    result = CliRunner().invoke(app, ["telemetry", "retrieval", "--db", str(db), "--json"])
+    assert result.exit_code == 0, result.output
+    report = _json.loads(result.stdout)
+    for column in (
+        "candidate_count",
+        "ambiguity_cluster_size",
+        "confidence_high",
+        "confidence_medium",
+        "confidence_low",
+    ):
+        assert column in report["extra_columns"]
+    assert report["overall"]["extra"]["ambiguity_cluster_size"] == 3
+    assert report["overall"]["extra"]["confidence_high"] == out.confidence.count("high")  # type: ignore[union-attr]
