@@ -29,8 +29,8 @@ uses recency to re-order, so an old memory can rank lower but a clear match is n
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
-from typing import Literal, Protocol
+from collections.abc import Hashable, Sequence
+from typing import Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -40,6 +40,7 @@ from kodiai.learning.recency import apply_recency_weighting
 from kodiai.learning.types import RerankedResult
 
 StrategyName = Literal["maxgap", "headgap"]
+_Id = TypeVar("_Id", bound=Hashable)
 STRATEGY_NAMES: tuple[StrategyName, ...] = ("maxgap", "headgap")
 
 
@@ -134,11 +135,11 @@ def head_gap_threshold(
 
 
 def head_gap_select(
-    plain: Sequence[tuple[int, float]],
-    weighted: Sequence[tuple[int, float]] | None,
+    plain: Sequence[tuple[_Id, float]],
+    weighted: Sequence[tuple[_Id, float]] | None,
     top_k: int,
     params: HeadGapParams,
-) -> tuple[list[int], AdaptiveThresholdResult]:
+) -> tuple[list[_Id], AdaptiveThresholdResult]:
     """The ids ``headgap`` keeps, in final order, and the decision that names the branch.
 
     ``plain``: (id, distance without recency), ascending; ``weighted``: the same ids with recency-weighted
