@@ -220,6 +220,15 @@ async def load(port: int, bodies: list[bytes], requests: int, concurrency: int) 
     }
 
 
+def server_cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of the server process (Linux /proc), to show the cost per delivery."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def with_installations(body: bytes, lanes: int = 20) -> list[bytes]:
     """One body per installation lane (ids 1..lanes); the load generator cycles through them."""
     data = json.loads(body)
@@ -237,7 +246,7 @@ def run(args: argparse.Namespace) -> int:
         f"{args.requests} requests per run"
     )
     print(
-        f"{'server':<8} {'clients':>7} {'deliv/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'errors':>6}  jobs check"
+        f"{'server':<8} {'clients':>7} {'deliv/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'errors':>6} {'cpu ms/req':>10}  jobs check"
     )
     failures = 0
     for concurrency in args.concurrency:
@@ -248,7 +257,14 @@ def run(args: argparse.Namespace) -> int:
             proc = start(mode, port, workdir)
             try:
                 asyncio.run(load(port, bodies, min(200, args.requests), concurrency))  # warm-up
+                cpu_before = server_cpu_seconds(proc.pid)
                 result = asyncio.run(load(port, bodies, args.requests, concurrency))
+                cpu_after = server_cpu_seconds(proc.pid)
+                result["cpu_ms"] = (
+                    (cpu_after - cpu_before) / args.requests * 1000
+                    if cpu_before is not None and cpu_after is not None
+                    else float("nan")
+                )
             finally:
                 proc.send_signal(signal.SIGTERM)
                 proc.wait(timeout=120)
@@ -264,7 +280,7 @@ def run(args: argparse.Namespace) -> int:
             results[mode] = result
             print(
                 f"{mode:<8} {concurrency:>7} {result['rps']:>9.0f} {result['p50_ms']:>8.1f} "
-                f"{result['p99_ms']:>8.1f} {result['errors']:>6}  {check}"
+                f"{result['p99_ms']:>8.1f} {result['errors']:>6} {result['cpu_ms']:>10.3f}  {check}"
             )
         ratio = results["kodiai"]["rps"] / results["bare"]["rps"]
         print(f"{'':<8} {concurrency:>7} kodiai/bare throughput = {ratio:.0%}")
