@@ -344,3 +344,12 @@ def test_concurrent_writers_and_readers_get_unique_ids(uri: str) -> None:
     written = [i for i in ids if i is not None]
     assert len(written) == 30 and len(set(written)) == 30
     assert store.count() == 30
+
+
+def test_no_index_while_every_repo_fits_exact_search(uri: str) -> None:
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((300, 16)).astype(np.float32)
+    store = open_memory_store(uri, dimensions=16, options=MemoryStoreOptions(exact_search_max_rows=100))
+    recs = [make_record(f"acme/r{i % 4}", i, dim=16) for i in range(300)]  # 75 per repo
+    store.write_memories(recs, x)
+    assert store.ensure_index() is False and store.stats().indexed is False

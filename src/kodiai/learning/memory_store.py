@@ -70,7 +70,7 @@ class MemoryStoreOptions(BaseModel):
     nprobes: int = 24
     refine_factor: int = 10
     index_check_every: int = 1_000
-    exact_cache_bytes: int = 256 * 2**20
+    exact_cache_bytes: int = 512 * 2**20
     """Vectors of small repos kept in memory for the exact scan (LRU, bytes); 0 scans LanceDB instead."""
     reindex_unindexed_share: float = 0.1
 
@@ -359,6 +359,10 @@ class LanceMemoryStore:
         if not force and total <= self._options.exact_search_max_rows:
             return False
         if not self._indexed():
+            repos = self._table.search().where("stale = false").select(["repo"]).to_arrow().column("repo")
+            largest = max(Counter(repos.to_pylist()).values(), default=0)
+            if not force and largest <= self._options.exact_search_max_rows:
+                return False  # every repo is searched exactly: an index would never be used
             partitions = max(1, min(4096, round(math.sqrt(total))))
             config: Any
             if self._options.index_type == "IVF_HNSW_SQ":
