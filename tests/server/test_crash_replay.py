@@ -6,8 +6,10 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -131,3 +133,72 @@ def test_sigkill_with_jobs_in_flight_then_restart_runs_each_delivery_exactly_onc
     # SIGTERM → graceful drain, then uvicorn re-raises the signal it captured
     assert proc2.returncode in (0, -signal.SIGTERM)
     assert '"Kodiai server stopped"' in sorted(tmp_path.glob("server-*.log"))[-1].read_text()
+
+
+def base_env(tmp_path: Path, fake: FakeGitHub, record: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "GITHUB_APP_ID": str(fake.app_id),
+        "GITHUB_PRIVATE_KEY": fake.private_key_pem,
+        "GITHUB_WEBHOOK_SECRET": SECRET,
+        "GITHUB_API_URL": fake.url,
+        "JOBS_DB_PATH": str(tmp_path / "jobs.db"),
+        "TELEMETRY_DB_PATH": str(tmp_path / "telemetry.db"),
+        "KNOWLEDGE_DB_PATH": str(tmp_path / "knowledge.db"),
+        "WORKSPACE_ROOT": str(tmp_path / "ws"),
+        "EMBEDDING_PROVIDER": "none",
+        "LEARNING_MEMORY_URI": str(tmp_path / "memory.lance"),
+        "KODIAI_TEST_RECORD_FILE": str(record),
+        "PYTHONPATH": str(Path(__file__).parent),
+    }
+
+
+@pytest.mark.slow
+def test_sigterm_drains_in_flight_jobs_within_the_grace_period(tmp_path: Path, fake: FakeGitHub) -> None:
+    """SIGTERM: a job that finishes inside SHUTDOWN_GRACE_SECONDS completes before the process exits."""
+    record = tmp_path / "record.txt"
+    env = {**base_env(tmp_path, fake, record), "KODIAI_TEST_SLEEP": "1.5", "SHUTDOWN_GRACE_SECONDS": "20"}
+    port = free_port()
+    proc = start(env, tmp_path, port)
+    body = json.dumps({"action": "opened", "installation": {"id": 1}}).encode()
+    r = httpx.post(
+        f"http://127.0.0.1:{port}/webhooks/github",
+        content=body,
+        headers=signed_headers(body, event="issues", delivery="g-1"),
+    )
+    assert r.status_code == 200
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=60)
+    assert recorded(record) == ["g-1"]
+    db = sqlite3.connect(tmp_path / "jobs.db")
+    assert db.execute("SELECT status FROM job_journal WHERE delivery_id='g-1'").fetchone() == ("done",)
+    db.close()
+
+
+@pytest.mark.slow
+def test_sigterm_past_the_grace_period_leaves_the_job_for_replay(tmp_path: Path, fake: FakeGitHub) -> None:
+    """A job longer than the grace period is cut at SIGTERM, stays pending, and runs after the restart."""
+    record = tmp_path / "record.txt"
+    env = {**base_env(tmp_path, fake, record), "KODIAI_TEST_SLEEP": "30", "SHUTDOWN_GRACE_SECONDS": "0.5"}
+    port = free_port()
+    proc = start(env, tmp_path, port)
+    body = json.dumps({"action": "opened", "installation": {"id": 1}}).encode()
+    url = f"http://127.0.0.1:{port}/webhooks/github"
+    assert (
+        httpx.post(
+            url, content=body, headers=signed_headers(body, event="issues", delivery="g-2")
+        ).status_code
+        == 200
+    )
+    started = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=60)
+    assert time.monotonic() - started < 15  # did not wait for the 30 s job
+    assert recorded(record) == []
+    env["KODIAI_TEST_SLEEP"] = "0"
+    proc2 = start(env, tmp_path, port)
+    try:
+        assert eventually(lambda: recorded(record) == ["g-2"], timeout=30)
+    finally:
+        proc2.kill()
+        proc2.wait()
