@@ -117,7 +117,10 @@ def run_scenario(sc: Scenario, args: argparse.Namespace, workdir: Path) -> None:
     os.sync()
     npy_s = time.perf_counter() - t0
     npy.unlink()
-    print(f"write: store {sc.n / write_s:,.0f} rows/s   | numpy .npy dump {sc.n / npy_s:,.0f} rows/s", flush=True)
+    print(
+        f"write: store {sc.n / write_s:,.0f} rows/s   | numpy .npy dump {sc.n / npy_s:,.0f} rows/s",
+        flush=True,
+    )
 
     t0 = time.perf_counter()
     built = store.ensure_index()
@@ -135,7 +138,9 @@ def run_scenario(sc: Scenario, args: argparse.Namespace, workdir: Path) -> None:
         repo = repos[qi % sc.repos]
         rows = repo_rows[repo]
         # near a topic centre, like a PR query near a family of past findings
-        q = centers[rng.integers(0, len(centers))] + rng.standard_normal(dim).astype(np.float32) * (4 / np.sqrt(dim))
+        q = centers[rng.integers(0, len(centers))] + rng.standard_normal(dim).astype(np.float32) * (
+            4 / np.sqrt(dim)
+        )
         q = (q / np.linalg.norm(q)).astype(np.float32)
         t0 = time.perf_counter()
         hits = store.retrieve_memories(q, repo, k)
@@ -190,12 +195,18 @@ def run_embed(args: argparse.Namespace) -> None:
         provider.generate(text, "query")
     single = (time.perf_counter() - t0) / 50 * 1000
     print(f"\n=== local embedding ({provider.model}, {os.cpu_count()} CPUs) ===")
-    print(f"batched: {len(texts) / elapsed:,.0f} texts/s ({len(texts)} short texts)   single query: {single:.1f} ms")
+    print(
+        f"batched: {len(texts) / elapsed:,.0f} texts/s ({len(texts)} short texts)   single query: {single:.1f} ms"
+    )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", default="10000,100000", help="single-repo sizes, comma-separated ('' = none)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--sizes", default="10000,100000", help="single-repo sizes, comma-separated ('' = none)"
+    )
     parser.add_argument("--multi", default="100000:50", help="N:REPOS scenarios, comma-separated ('' = none)")
     parser.add_argument("--dim", type=int, default=1024)
     parser.add_argument("--top-k", type=int, default=20)
@@ -205,11 +216,15 @@ def main() -> None:
     parser.add_argument("--exact-max", type=int, default=MemoryStoreOptions().exact_search_max_rows)
     parser.add_argument("--index-type", default=MemoryStoreOptions().index_type)
     parser.add_argument("--nprobes", type=int, default=MemoryStoreOptions().nprobes)
-    parser.add_argument("--refine", type=int, default=MemoryStoreOptions().refine_factor)
+    parser.add_argument(
+        "--refine", type=int, default=None, help="refine factor (default: none for HNSW_SQ, 10 for PQ)"
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--embed", action="store_true", help="also measure local embedding throughput")
     parser.add_argument("--embed-texts", type=int, default=1000)
-    parser.add_argument("--workdir", default=None, help="where the LanceDB directories go (default: a temp dir)")
+    parser.add_argument(
+        "--workdir", default=None, help="where the LanceDB directories go (default: a temp dir)"
+    )
     args = parser.parse_args()
 
     scenarios = [Scenario(int(s), 1) for s in args.sizes.split(",") if s.strip()]
@@ -220,7 +235,7 @@ def main() -> None:
     workdir.mkdir(parents=True, exist_ok=True)
     print(
         f"kodiai retrieval benchmark: {os.cpu_count()} CPUs, index {args.index_type}, exact search up to "
-        f"{args.exact_max:,} rows/repo, nprobes {args.nprobes}, refine x{args.refine}"
+        f"{args.exact_max:,} rows/repo, nprobes {args.nprobes}, refine {args.refine or 'default'}"
     )
     try:
         for sc in scenarios:

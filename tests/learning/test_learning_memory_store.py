@@ -251,14 +251,17 @@ def test_ties_broken_by_id(uri: str, rng: np.random.Generator) -> None:
     assert [h.memory_id for h in store.retrieve_memories(q, "acme/api", 3)] == [1, 2, 3]
 
 
-def test_ann_index_above_exact_limit_keeps_recall(uri: str) -> None:
+@pytest.mark.parametrize("index_type", ["IVF_HNSW_SQ", "IVF_PQ"])
+def test_ann_index_above_exact_limit_keeps_recall(uri: str, index_type: str) -> None:
     """Above ``exact_search_max_rows`` the store builds an ANN index and still finds the true neighbours."""
     rng = np.random.default_rng(3)
     dim, n = 32, 3000
     centers = rng.standard_normal((16, dim))
     x = centers[rng.integers(0, 16, n)] + rng.standard_normal((n, dim)) * 0.6
     x = (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
-    options = MemoryStoreOptions(exact_search_max_rows=1000, nprobes=20, refine_factor=10)
+    options = MemoryStoreOptions.model_validate(
+        {"exact_search_max_rows": 1000, "nprobes": 20, "index_type": index_type}
+    )
     store = open_memory_store(uri, dimensions=dim, options=options)
     store.write_memories([make_record(finding_id=i, dim=dim) for i in range(n)], x)
     assert store.stats().indexed is True

@@ -66,9 +66,10 @@ class MemoryStoreOptions(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     exact_search_max_rows: int = 20_000
-    index_type: Literal["IVF_PQ", "IVF_HNSW_SQ"] = "IVF_PQ"
+    index_type: Literal["IVF_PQ", "IVF_HNSW_SQ"] = "IVF_HNSW_SQ"
     nprobes: int = 24
-    refine_factor: int = 10
+    refine_factor: int | None = None
+    """Re-rank ``limit * refine_factor`` ANN candidates with exact distances (needed for IVF_PQ)."""
     index_check_every: int = 1_000
     exact_cache_bytes: int = 512 * 2**20
     """Vectors of small repos kept in memory for the exact scan (LRU, bytes); 0 scans LanceDB instead."""
@@ -253,7 +254,12 @@ class LanceMemoryStore:
         if exact or not self._indexed():
             builder = builder.bypass_vector_index()
         else:
-            builder = builder.nprobes(self._options.nprobes).refine_factor(self._options.refine_factor)
+            builder = builder.nprobes(self._options.nprobes)
+            refine = self._options.refine_factor
+            if refine is None and self._options.index_type == "IVF_PQ":
+                refine = 10
+            if refine:
+                builder = builder.refine_factor(refine)
         table = builder.to_arrow()
         if table.num_rows == 0:
             return []
@@ -374,7 +380,12 @@ class LanceMemoryStore:
                 sub_vectors = self._dimensions // per_sub if self._dimensions % per_sub == 0 else 1
                 config = IvfPq(distance_type="l2", num_partitions=partitions, num_sub_vectors=sub_vectors)
             self._table.create_index(VECTOR_COLUMN, config=config)
-            for column, scalar in (("repo", Bitmap()), ("owner", Bitmap()), ("id", BTree())):
+            for column, scalar in (
+                ("repo", Bitmap()),
+                ("owner", Bitmap()),
+                ("stale", Bitmap()),
+                ("id", BTree()),
+            ):
                 self._table.create_index(column, config=scalar)
             self._has_index = True
             return True
