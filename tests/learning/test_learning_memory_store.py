@@ -356,3 +356,12 @@ def test_no_index_while_every_repo_fits_exact_search(uri: str) -> None:
     recs = [make_record(f"acme/r{i % 4}", i, dim=16) for i in range(300)]  # 75 per repo
     store.write_memories(recs, x)
     assert store.ensure_index() is False and store.stats().indexed is False
+
+
+def test_single_writes_are_compacted_periodically(uri: str, rng: np.random.Generator) -> None:
+    store = open_memory_store(uri, dimensions=DIM, options=MemoryStoreOptions(index_check_every=5))
+    for i in range(5):
+        store.write_memory(make_record(finding_id=i), unit(rng, DIM))
+    table = lancedb.connect(uri).open_table("learning_memories")
+    assert table.stats()["fragment_stats"]["num_fragments"] == 1
+    assert store.count() == 5 and store.get_memory_record(5) is not None

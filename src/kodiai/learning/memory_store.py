@@ -177,8 +177,9 @@ class LanceMemoryStore:
             existing |= pending
             self._invalidate()
             self._writes_since_check += len(new_records)
-            if self._writes_since_check >= self._options.index_check_every:
-                self.ensure_index()
+            if self._writes_since_check >= self._options.index_check_every and not self.ensure_index():
+                # Single writes leave one small fragment each; compact them (and fold rows into indexes).
+                self._table.optimize()
         return out
 
     def _existing_keys(self) -> set[tuple[str, int | None, str]]:
