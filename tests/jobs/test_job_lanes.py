@@ -162,3 +162,23 @@ async def test_4_1_log_messages_kept() -> None:
     assert enq["prNumber"] == 4
     started = next(e for e in logs if e["event"] == "Job execution started")
     assert "waitMs" in started
+
+
+async def test_cancel_all_stops_running_and_waiting_jobs() -> None:
+    """Shutdown past the grace period: lane workers are cancelled; callers see CancelledError."""
+    queue = JobQueue()
+    started = asyncio.Event()
+
+    async def hang() -> None:
+        started.set()
+        await asyncio.Event().wait()
+
+    running = asyncio.create_task(queue.enqueue(1, hang))
+    waiting = asyncio.create_task(queue.enqueue(1, hang))
+    await started.wait()
+    assert await queue.cancel_all() == 1
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert queue.lane_ids() == []

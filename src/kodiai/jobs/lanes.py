@@ -103,6 +103,19 @@ class JobQueue:
     def busy(self) -> bool:
         return any(lane.waiting or lane.running for lane in self._lanes.values())
 
+    async def cancel_all(self) -> int:
+        """Shutdown: cancel every lane worker (running jobs included); returns how many lanes were cut."""
+        workers = [lane.worker for lane in self._lanes.values() if lane.worker is not None]
+        for lane in self._lanes.values():
+            for job in lane.waiting:
+                job.future.cancel()
+            lane.waiting.clear()
+        for worker in workers:
+            worker.cancel()
+        if workers:
+            await asyncio.gather(*workers, return_exceptions=True)
+        return len(workers)
+
     # ------------------------------------------------------------------ enqueue
     async def enqueue(
         self, installation_id: int, fn: Callable[[], Awaitable[T]], context: JobContext | None = None

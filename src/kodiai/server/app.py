@@ -13,6 +13,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from urllib.parse import parse_qs
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
@@ -95,6 +96,7 @@ def create_app(runtime: Runtime) -> FastAPI:
         finally:
             if runtime.dispatcher is not None:
                 await runtime.dispatcher.drain(config.shutdown_grace_seconds)
+            await runtime.queue.cancel_all()  # jobs still running past the grace period (left for replay)
             runtime.close()
             log.info("Kodiai server stopped")
 
@@ -205,7 +207,5 @@ def _add_setup_routes(app: FastAPI, runtime: Runtime) -> None:
 
 async def _form(request: Request) -> dict[str, str]:
     """URL-encoded form fields (no multipart dependency needed for two text inputs)."""
-    from urllib.parse import parse_qs
-
     raw = (await read_limited(request, 64 * 1024)).decode("utf-8", "replace")
     return {k: v[0] for k, v in parse_qs(raw).items()}
