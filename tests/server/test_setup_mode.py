@@ -29,6 +29,7 @@ def setup_server(tmp_path: Path, fake: FakeGitHub) -> Iterator[tuple[LiveServer,
     env_file.write_text("LOG_LEVEL=info\n")
     config = ServerConfig(missing_settings=MISSING, github_api_url=fake.url, env_file=str(env_file))
     runtime = build_runtime(config)
+    TOKEN["value"] = runtime.setup_token
     with LiveServer(create_app(runtime)) as server:
         yield server, runtime, env_file
 
@@ -51,8 +52,11 @@ def test_setup_index_lists_missing_settings(setup_server) -> None:  # type: igno
     assert "action='/setup/start'" in page.text
 
 
+TOKEN: dict[str, str] = {}
+
+
 def manifest_form(server: LiveServer, **form: str) -> tuple[str, dict[str, object]]:
-    r = httpx.post(f"{server.url}/setup/start", data=form)
+    r = httpx.post(f"{server.url}/setup/start", data={"token": TOKEN["value"], **form})
     assert r.status_code == 200, r.text
     action = html.unescape(re.search(r"action='([^']+)'", r.text).group(1))  # type: ignore[union-attr]
     manifest = json.loads(html.unescape(re.search(r"name='manifest' value='([^']+)'", r.text).group(1)))  # type: ignore[union-attr]
@@ -80,7 +84,10 @@ def test_manifest_prefilled_with_permissions_and_events(setup_server, fake: Fake
     assert manifest["redirect_url"] == "https://kodiai.example.com/setup/callback"
     org_action, _ = manifest_form(server, public_url="https://k.example", org="acme")
     assert f"{fake.url}/organizations/acme/settings/apps/new?state=" in org_action
-    bad = httpx.post(f"{server.url}/setup/start", data={"public_url": "https://k", "org": "../evil"})
+    bad = httpx.post(
+        f"{server.url}/setup/start",
+        data={"token": TOKEN["value"], "public_url": "https://k", "org": "../evil"},
+    )
     assert bad.status_code == 400
 
 
@@ -133,4 +140,18 @@ def test_callback_rejects_unknown_state_and_bad_code(setup_server) -> None:  # t
         f"{server.url}/setup/callback", params={"code": "unknown-code", "state": action.split("state=")[1]}
     )
     assert r.status_code == 502 and "HTTP 404" in r.text
+    assert "GITHUB_APP_ID" not in env_file.read_text()
+
+
+def test_setup_flow_requires_the_logged_setup_token(setup_server) -> None:  # type: ignore[no-untyped-def]
+    """Only whoever can read the server log can start the registration (no hijack of an exposed server)."""
+    server, runtime, env_file = setup_server
+    assert len(runtime.setup_token) >= 16
+    for form in ({"public_url": "https://k.example"}, {"public_url": "https://k.example", "token": "guess"}):
+        r = httpx.post(f"{server.url}/setup/start", data=form)
+        assert r.status_code == 403 and "manifest" not in r.text
+    assert runtime.setup_state == set()
+    page = httpx.get(f"{server.url}/", params={"token": runtime.setup_token}).text
+    assert f"value='{runtime.setup_token}'" in page  # the link from the log pre-fills it
+    assert runtime.setup_token not in httpx.get(f"{server.url}/", params={"token": "wrong"}).text
     assert "GITHUB_APP_ID" not in env_file.read_text()

@@ -171,11 +171,16 @@ def _add_setup_routes(app: FastAPI, runtime: Runtime) -> None:
     @app.api_route("/", methods=["GET", "HEAD"])
     async def index(request: Request) -> HTMLResponse:
         public_url = str(request.base_url).rstrip("/")
-        return HTMLResponse(setup_mode.render_index(config.missing_settings, public_url))
+        given = request.query_params.get("token", "")
+        prefill = given if setup_mode.token_ok(given, runtime.setup_token) else ""
+        return HTMLResponse(setup_mode.render_index(config.missing_settings, public_url, prefill))
 
     @app.post("/setup/start")
     async def start(request: Request) -> Response:
         form = dict(await _form(request))
+        if not setup_mode.token_ok(form.get("token", ""), runtime.setup_token):
+            log.warning("Setup start refused: wrong or missing setup token")
+            return PlainTextResponse("Wrong or missing setup token (see the server log)", 403)
         public_url = (form.get("public_url") or str(request.base_url)).strip().rstrip("/")
         if not public_url.startswith(("http://", "https://")):
             return PlainTextResponse("The public URL must start with http:// or https://", 400)

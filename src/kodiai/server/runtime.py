@@ -9,6 +9,7 @@ need is built. :func:`kodiai.server.app.create_app` turns a runtime into the HTT
 from __future__ import annotations
 
 import asyncio
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,6 +112,7 @@ class Runtime:
     workspaces: WorkspaceManager | None = None
     stores: Any = None  # kodiai.server.stores.Stores when built by `kodiai serve`; None in tests/setup mode
     setup_state: set[str] = field(default_factory=set)
+    setup_token: str = ""  # one-time token (printed in the log) that guards the setup flow
 
     @property
     def setup_mode(self) -> bool:
@@ -138,7 +140,14 @@ def build_runtime(
         log.warning("GitHub App settings missing; starting in setup mode", missing=config.missing_settings)
         router = EventRouter(BotFilter(""))
         queue = JobQueue(metrics=metrics)
-        return Runtime(config=config, metrics=metrics, router=router, queue=queue, stores=stores)
+        token = secrets.token_urlsafe(16)
+        log.warning(
+            "Setup mode: open /?token=<setup token> on this server to register the GitHub App",
+            setupToken=token,
+        )
+        return Runtime(
+            config=config, metrics=metrics, router=router, queue=queue, stores=stores, setup_token=token
+        )
 
     if config.webhook_secret is None or not config.webhook_secret.get_secret_value():
         raise ValueError("GITHUB_WEBHOOK_SECRET is required")

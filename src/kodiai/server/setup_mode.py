@@ -1,6 +1,8 @@
 """Setup mode: register the GitHub App through GitHub's App Manifest flow and write ``.env``.
 
-When the App settings are missing, ``GET /`` lists what is missing and offers the flow:
+When the App settings are missing, ``GET /`` lists what is missing and offers the flow, guarded by a
+one-time setup token that the server prints in its log at start-up (so nobody else who can reach the
+server in setup mode can register *their* App into its ``.env``):
 ``POST /setup/start`` renders a form that POSTs a manifest (permissions and events the bot needs) to
 ``<github>/settings/apps/new`` (or the organisation variant); GitHub redirects back to
 ``GET /setup/callback?code=…&state=…``, which exchanges the code with
@@ -75,7 +77,7 @@ def _page(title: str, body: str) -> str:
     )
 
 
-def render_index(missing: list[str], public_url: str) -> str:
+def render_index(missing: list[str], public_url: str, token: str = "") -> str:
     items = "".join(f"<li><code>{html.escape(name)}</code></li>" for name in missing)
     return _page(
         "Kodiai setup",
@@ -85,6 +87,8 @@ def render_index(missing: list[str], public_url: str) -> str:
         "here and the credentials are written to the <code>.env</code> file; then restart "
         "<code>kodiai serve</code>.</p>"
         "<form method='post' action='/setup/start'>"
+        "<label for='token'>Setup token (printed in the server log at start-up)</label>"
+        f"<input id='token' name='token' value='{html.escape(token, quote=True)}'>"
         "<label for='public_url'>Public URL of this server (GitHub sends webhooks here)</label>"
         f"<input id='public_url' name='public_url' value='{html.escape(public_url, quote=True)}'>"
         "<label for='org'>Organization (leave empty to register under your user account)</label>"
@@ -121,6 +125,11 @@ def render_done(slug: str, html_url: str, env_file: Path) -> str:
 
 def new_state() -> str:
     return secrets.token_urlsafe(24)
+
+
+def token_ok(given: str, expected: str) -> bool:
+    """Constant-time check of the setup token (an empty expected token never matches)."""
+    return bool(expected) and secrets.compare_digest(given.encode(), expected.encode())
 
 
 async def exchange_code(
