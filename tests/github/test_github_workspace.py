@@ -223,3 +223,18 @@ async def test_commit_and_push_with_the_auth_header_path(tmp_path: Path, origin:
     finally:
         await ws.cleanup()
     assert TOKEN not in log.read_text()
+
+
+async def test_workspace_context_always_cleans_up(tmp_path: Path, origin: BareRepo) -> None:
+    """`async with manager.workspace(...)`: the clone is removed on success and on error."""
+    mgr = manager(tmp_path, (tmp_path / "remote").as_uri())
+    async with mgr.workspace(1, owner="acme", repo="widgets", ref="main") as ws:
+        assert (ws.dir / "README.md").exists()
+        kept = ws.dir
+    assert not kept.exists()
+    with pytest.raises(RuntimeError, match="handler blew up"):
+        async with mgr.workspace(1, owner="acme", repo="widgets", ref="main") as ws:
+            kept = ws.dir
+            raise RuntimeError("handler blew up")
+    assert not kept.exists()
+    assert list((tmp_path / "ws").iterdir()) == []

@@ -14,7 +14,8 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from kodiai.github.branch_names import validate_branch_name
@@ -214,6 +215,17 @@ class WorkspaceManager:
             raise GitCommandError(message) from None
         self._log.info("Workspace created", owner=owner, repo=repo, ref=ref, dir=str(directory))
         return workspace
+
+    @asynccontextmanager
+    async def workspace(
+        self, installation_id: int, *, owner: str, repo: str, ref: str, depth: int = 1
+    ) -> AsyncIterator[Workspace]:
+        """``async with manager.workspace(...) as ws:`` — the directory is removed whatever happens."""
+        ws = await self.create(installation_id, owner=owner, repo=repo, ref=ref, depth=depth)
+        try:
+            yield ws
+        finally:
+            await asyncio.shield(ws.cleanup())
 
     def cleanup_stale(self, *, now: float | None = None, max_age: float = STALE_AFTER_SECONDS) -> int:
         """Remove ``kodiai-*`` entries under ``root`` older than ``max_age`` seconds (by mtime)."""
