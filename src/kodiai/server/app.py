@@ -155,12 +155,8 @@ def create_app(runtime: Runtime) -> FastAPI:
     if runtime.setup_mode:
         _add_setup_routes(app, runtime)
 
-    app.add_middleware(_ErrorBoundaryMiddleware)
+    app.add_middleware(_ErrorBoundary)  # outermost of the app's own middleware
     return app
-
-
-class _ErrorBoundaryMiddleware(_ErrorBoundary):
-    """``add_middleware`` form of :class:`_ErrorBoundary` (outermost, after Starlette's own)."""
 
 
 def _add_setup_routes(app: FastAPI, runtime: Runtime) -> None:
