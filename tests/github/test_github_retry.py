@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from github.GithubException import RateLimitExceededExceedsMaxWait
 
-from github import GithubException
+from github import Github, GithubException
 from kodiai.github.app_auth import GitHubApp
 from kodiai.github.retry import GitHubRetry
 from support.fake_github import FakeGitHub
+from support.fake_github_pr import PrState, install_pr_routes
 
 
 def client(fake: FakeGitHub, **retry_kw: object):  # type: ignore[no-untyped-def]
@@ -108,3 +111,68 @@ def test_plain_403_is_not_retried(fake_github: FakeGitHub) -> None:
         gh.get_repo("acme/widgets")
     assert err.value.status == 403
     assert repo_calls(fake_github) == [403]
+
+
+# --- non-idempotent writes are never duplicated by the transport retry --------------------------------
+@pytest.fixture
+def pr_fake() -> Iterator[tuple[FakeGitHub, PrState]]:
+    """A fake GitHub of its own with the PR/comment routes (the lost-response fault lives there)."""
+    fake = FakeGitHub()
+    fake.add_installation(1, account="acme")
+    fake.add_repo("acme", "widgets", installation_id=1)
+    state = install_pr_routes(fake)
+    with fake:
+        yield fake, state
+
+
+def _post_comment(gh: Github, body: str) -> Any:
+    return gh.requester.requestJsonAndCheck(
+        "POST", "/repos/acme/widgets/issues/7/comments", input={"body": body}
+    )
+
+
+@pytest.mark.parametrize("status", [500, 502, 503])
+def test_post_after_lost_5xx_response_is_not_resent(pr_fake: tuple[FakeGitHub, PrState], status: int) -> None:
+    """GitHub created the comment but the response was lost: the client must not post it a second time."""
+    fake, state = pr_fake
+    gh = client(fake)
+    state.lose_next_response("POST", r"^/repos/acme/widgets/issues/7/comments$", status=status)
+    with pytest.raises(GithubException) as err:
+        _post_comment(gh, "only once")
+    assert err.value.status == status
+    assert [c.status for c in fake.calls_to("POST", "/repos/acme/widgets/issues/7/comments")] == [status]
+    assert [c["body"] for c in state.issue_comments("acme", "widgets", 7)] == ["only once"]
+
+
+def test_patch_after_5xx_is_not_resent(pr_fake: tuple[FakeGitHub, PrState]) -> None:
+    fake, _state = pr_fake
+    gh = client(fake)
+    fake.fail(502, method="PATCH", path=r"^/repos/acme/widgets/issues/comments/1$")
+    with pytest.raises(GithubException):
+        gh.requester.requestJsonAndCheck(
+            "PATCH", "/repos/acme/widgets/issues/comments/1", input={"body": "x"}
+        )
+    assert len(fake.calls_to("PATCH", "/repos/acme/widgets/issues/comments/1")) == 1
+
+
+@pytest.mark.parametrize("status", [403, 429])
+def test_post_refused_by_secondary_rate_limit_is_retried_once_allowed(
+    pr_fake: tuple[FakeGitHub, PrState], status: int
+) -> None:
+    """A rate-limit refusal means GitHub did not process the POST: retrying after Retry-After is safe."""
+    fake, state = pr_fake
+    gh = client(fake)
+    fake.fail_secondary_rate_limit(
+        retry_after=1, status=status, path=r"^/repos/acme/widgets/issues/7/comments$"
+    )
+    _post_comment(gh, "after the limit")
+    assert [c.status for c in fake.calls_to("POST", "/repos/acme/widgets/issues/7/comments")] == [status, 201]
+    assert [c["body"] for c in state.issue_comments("acme", "widgets", 7)] == ["after the limit"]
+
+
+def test_get_is_still_retried_on_5xx(pr_fake: tuple[FakeGitHub, PrState]) -> None:
+    fake, _state = pr_fake
+    gh = client(fake)
+    fake.fail(502, times=1, method="GET", path=r"^/repos/acme/widgets/issues/7/comments$")
+    assert gh.requester.requestJsonAndCheck("GET", "/repos/acme/widgets/issues/7/comments")[1] == []
+    assert [c.status for c in fake.calls_to("GET", "/repos/acme/widgets/issues/7/comments")] == [502, 200]

@@ -5,6 +5,11 @@ rate-limit message. It misses two cases GitHub documents: a **429** (only retrie
 ``Retry-After``), and a primary limit signalled by ``X-RateLimit-Remaining: 0`` +
 ``X-RateLimit-Reset`` without the usual message. :class:`GitHubRetry` adds both, and caps every
 wait at ``max_wait`` seconds (beyond it the error is raised instead of sleeping for an hour).
+
+It also removes a duplicate-write hazard: ``GithubRetry`` re-sends a POST after a 5xx or a read error,
+although GitHub may already have created the comment or review whose response was lost. Here a
+non-idempotent request (POST, PATCH) is retried only on a rate-limit answer (403/429), where GitHub says it
+did not process the request, and on connection errors (the request never reached GitHub).
 """
 
 from __future__ import annotations
@@ -24,6 +29,10 @@ DEFAULT_TOTAL = 5
 DEFAULT_BACKOFF = 0.5
 DEFAULT_MAX_WAIT = 120.0
 DEFAULT_SECONDARY_WAIT = 60.0
+#: Requests that change state when repeated; never re-sent after a 5xx or a read error.
+NON_IDEMPOTENT_METHODS = frozenset({"POST", "PATCH"})
+#: Statuses with which GitHub refuses a request without processing it (rate limits).
+RATE_LIMIT_STATUSES = frozenset({403, 429})
 
 
 class GitHubRetry(GithubRetry):
@@ -40,6 +49,8 @@ class GitHubRetry(GithubRetry):
     ) -> None:
         kwargs.pop("max_rate_limit_wait", None)  # passed back by GithubRetry.new; max_wait wins
         kwargs.setdefault("status_forcelist", [*range(500, 600), 429])
+        # Idempotent methods only for read errors and 5xx; see is_retry for POST/PATCH on rate limits.
+        kwargs.setdefault("allowed_methods", Retry.DEFAULT_ALLOWED_METHODS)
         kwargs.setdefault("raise_on_status", False)  # the last response reaches PyGithub → GithubException
         kwargs.setdefault("backoff_max", max_wait)
         kwargs.setdefault("respect_retry_after_header", True)
@@ -59,6 +70,16 @@ class GitHubRetry(GithubRetry):
         kw.setdefault("max_wait", self.max_wait)
         retry: GitHubRetry = super().new(**kw)
         return retry
+
+    def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
+        """Rate-limit answers are retried for every method; anything else only for idempotent ones."""
+        if method.upper() in NON_IDEMPOTENT_METHODS:
+            if status_code not in RATE_LIMIT_STATUSES:
+                return False
+            return bool(self.total) and (
+                status_code in (self.status_forcelist or ()) or (has_retry_after and status_code == 429)
+            )
+        return super().is_retry(method, status_code, has_retry_after)
 
     def increment(  # type: ignore[override]
         self,
