@@ -97,8 +97,8 @@ SCALE_FREE_DEFAULT = CalibrationProfile(
 MINILM_PROFILE = CalibrationProfile(
     strategy="headgap",
     head=3,
-    head_min_relative_gap=0.15,
-    head_band=0.10,
+    head_min_relative_gap=0.12,
+    head_band=0.08,
     head_ceiling=0.829,
     head_min_prominence=0.0,
 )
@@ -193,9 +193,9 @@ class CalibrationResult(BaseModel):
     candidates_tried: int
 
 
-HEAD_GRID = (1, 3, 5)
-GAP_GRID = (0.05, 0.10, 0.15, 0.20)
-BAND_GRID = (0.0, 0.05, 0.10, 0.15)
+HEAD_GRID = (1, 2, 3, 4, 5)
+GAP_GRID = tuple(round(0.04 + 0.02 * i, 2) for i in range(14))  # 0.04 … 0.30
+BAND_GRID = tuple(round(0.02 * i, 2) for i in range(11))  # 0 … 0.20
 
 
 def _ceiling_grid(tracks: Mapping[str, Sequence[LabelledPool]]) -> list[float | None]:
