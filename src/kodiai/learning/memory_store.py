@@ -5,7 +5,8 @@ pre-filtered on the repo and on ``stale = false``; distances are Euclidean L2 be
 vectors (LanceDB's ``l2`` is the *squared* distance, so the store recomputes the true distance in
 float64 from the returned vectors), which keeps the original's 0.3 / 0.15 / 0.65 thresholds meaningful.
 A repo with at most ``exact_search_max_rows`` live memories is searched exactly (flat); above that an
-ANN index (IVF_PQ by default) with a refine step answers, once :meth:`LanceMemoryStore.ensure_index`
+ANN index (IVF_HNSW_SQ by default, see :mod:`kodiai.learning.memory_index`) with an exact refine
+step answers, once :meth:`LanceMemoryStore.ensure_index`
 has built it (writes call it as the table grows).
 """
 
@@ -17,14 +18,14 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import lancedb
 import numpy as np
-from lancedb.index import Bitmap, BTree, IvfHnswSq, IvfPq
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 from kodiai.learning.exact_search import VectorCache, exact_top_k
+from kodiai.learning.memory_index import MemoryStoreOptions, build_indexes, has_vector_index, unindexed_rows
 from kodiai.learning.memory_schema import (
     TABLE_NAME,
     VECTOR_COLUMN,
@@ -59,22 +60,7 @@ def _locked(method: _F) -> _F:
 
 _SQLITE_TIME = "%Y-%m-%d %H:%M:%S"
 
-
-class MemoryStoreOptions(BaseModel):
-    """Search and index tuning (defaults measured by ``benchmarks/retrieval.py``)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    exact_search_max_rows: int = 20_000
-    index_type: Literal["IVF_PQ", "IVF_HNSW_SQ"] = "IVF_HNSW_SQ"
-    nprobes: int = 12
-    refine_factor: int | None = None
-    """Re-rank ``limit * refine_factor`` ANN candidates with exact distances; None = 2 for IVF_HNSW_SQ,
-    10 for IVF_PQ (recall@20 ≥ 0.95 in ``benchmarks/retrieval.py``)."""
-    index_check_every: int = 1_000
-    exact_cache_bytes: int = 512 * 2**20
-    """Vectors of small repos kept in memory for the exact scan (LRU, bytes); 0 scans LanceDB instead."""
-    reindex_unindexed_share: float = 0.1
+__all__ = ["LanceMemoryStore", "MemoryStats", "MemoryStoreOptions", "open_memory_store"]
 
 
 class MemoryStats(BaseModel):
@@ -257,9 +243,7 @@ class LanceMemoryStore:
             builder = builder.bypass_vector_index()
         else:
             builder = builder.nprobes(self._options.nprobes)
-            refine = self._options.refine_factor
-            if refine is None:
-                refine = 10 if self._options.index_type == "IVF_PQ" else 2
+            refine = self._options.effective_refine_factor()
             if refine:
                 builder = builder.refine_factor(refine)
         table = builder.to_arrow()
@@ -371,28 +355,11 @@ class LanceMemoryStore:
             largest = max(Counter(repos.to_pylist()).values(), default=0)
             if not force and largest <= self._options.exact_search_max_rows:
                 return False  # every repo is searched exactly: an index would never be used
-            partitions = max(1, min(4096, round(math.sqrt(total))))
-            config: Any
-            if self._options.index_type == "IVF_HNSW_SQ":
-                config = IvfHnswSq(distance_type="l2", num_partitions=max(1, partitions // 4))
-            else:
-                # 16 dimensions per PQ sub-vector at 1024 dims (64), fewer for small vectors; the refine
-                # step re-ranks with exact distances.
-                per_sub = 16 if self._dimensions >= 768 else 8 if self._dimensions >= 128 else 4
-                sub_vectors = self._dimensions // per_sub if self._dimensions % per_sub == 0 else 1
-                config = IvfPq(distance_type="l2", num_partitions=partitions, num_sub_vectors=sub_vectors)
-            self._table.create_index(VECTOR_COLUMN, config=config)
-            for column, scalar in (
-                ("repo", Bitmap()),
-                ("owner", Bitmap()),
-                ("stale", Bitmap()),
-                ("id", BTree()),
-            ):
-                self._table.create_index(column, config=scalar)
+            build_indexes(self._table, self._dimensions, total, self._options)
             self._has_index = True
             return True
         # Unindexed rows are scanned exactly next to the index, so a few are cheap; fold them in later.
-        unindexed = self._unindexed_rows()
+        unindexed = unindexed_rows(self._table)
         if unindexed > max(
             self._options.reindex_unindexed_share * total, self._options.exact_search_max_rows / 2
         ):
@@ -407,15 +374,8 @@ class LanceMemoryStore:
 
     def _indexed(self) -> bool:
         if self._has_index is None:
-            self._has_index = any(VECTOR_COLUMN in idx.columns for idx in self._table.list_indices())
+            self._has_index = has_vector_index(self._table)
         return self._has_index
-
-    def _unindexed_rows(self) -> int:
-        for idx in self._table.list_indices():
-            if VECTOR_COLUMN in idx.columns:
-                stats = self._table.index_stats(idx.name)
-                return int(stats.num_unindexed_rows) if stats is not None else 0
-        return 0
 
     def _max_id(self) -> int:
         ids = self._table.search().select(["id"]).to_arrow().column("id")
