@@ -88,24 +88,29 @@ class JournalWriter:
                 )
                 for op in batch:
                     op.error = exc
-            for op in batch:
-                self._resolve(op)
+            self._resolve_all(batch)
             if stop_after:
                 return
 
     @staticmethod
-    def _resolve(op: WriteOp) -> None:
-        if op.future is None or op.loop is None:
-            return
+    def _resolve_all(batch: list[WriteOp]) -> None:
+        """Settle the batch's waiting futures with one wake-up of each waiting loop (not one per op)."""
+        by_loop: dict[asyncio.AbstractEventLoop, list[WriteOp]] = {}
+        for op in batch:
+            if op.future is not None and op.loop is not None:
+                by_loop.setdefault(op.loop, []).append(op)
+        for loop, ops in by_loop.items():
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
+                loop.call_soon_threadsafe(_settle, ops)
+
+
+def _settle(ops: list[WriteOp]) -> None:
+    """On the waiting loop: set each op's result (or error) unless its waiter already gave up."""
+    for op in ops:
         future = op.future
-
-        def settle() -> None:
-            if future.done():
-                return
-            if op.error is not None:
-                future.set_exception(op.error)
-            else:
-                future.set_result(op.result)
-
-        with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
-            op.loop.call_soon_threadsafe(settle)
+        if future is None or future.done():
+            continue
+        if op.error is not None:
+            future.set_exception(op.error)
+        else:
+            future.set_result(op.result)

@@ -12,7 +12,8 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel
+import orjson
+from pydantic import BaseModel, ConfigDict
 
 from kodiai.jobs.dispatcher import DeliveryDispatcher
 from kodiai.jobs.journal import JobJournal, JournalEntry
@@ -29,9 +30,22 @@ _EVENT_LABEL = re.compile(r"[a-z_]{1,64}")
 class IngressResult(BaseModel):
     """What to answer: status and a JSON body (``None`` → empty ``text/plain``)."""
 
+    model_config = ConfigDict(frozen=True)
+
     status: int
     body: dict[str, Any] | None = None
     outcome: str
+
+
+def parse_json(body: bytes) -> Any:
+    """The parsed body. orjson first (several times faster on a 24 KB payload); anything it refuses is
+    re-parsed by ``json.loads``, so the accepted documents are exactly the standard library's (orjson is
+    stricter: NaN/Infinity, integers past 64 bits, a UTF-8 BOM, UTF-16/32 bodies). Raises ``ValueError``,
+    ``UnicodeDecodeError`` or ``RecursionError`` when the body is not JSON."""
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return json.loads(body)
 
 
 class WebhookIngress:
@@ -54,6 +68,7 @@ class WebhookIngress:
         self.metrics = metrics
         self._clock = clock
         self._log = get_logger("kodiai.webhook")
+        self._counters: dict[tuple[str, str], Any] = {}
 
     async def handle(self, headers: Mapping[str, str], body: bytes) -> IngressResult:
         """Process one delivery. ``headers`` must be case-insensitive (Starlette's are)."""
@@ -68,7 +83,7 @@ class WebhookIngress:
             return self._result(401, None, "bad_signature", "unverified")
 
         try:
-            payload = json.loads(body)
+            payload = parse_json(body)
         except (ValueError, UnicodeDecodeError, RecursionError):
             self._log.warning("Webhook body is not valid JSON", deliveryId=delivery_id, eventName=event_name)
             return self._result(400, {"error": "Invalid JSON payload"}, "invalid_json", event_name)
@@ -80,12 +95,15 @@ class WebhookIngress:
 
         event = build_event(delivery_id, event_name, payload)
         has_work = not self.router.filtered(event) and bool(self.router.handlers_for(event))
-        entry = JournalEntry(
+        entry = JournalEntry.model_construct(  # every field is already of its declared type
             delivery_id=delivery_id,
             event_name=event_name,
             action=event.action,
             installation_id=event.installation_id,
             payload=payload,
+            status="pending",
+            attempts=0,
+            handlers_done=[],
         )
         if not await self.journal.accept_async(entry, now=received_at, journal=has_work, raw_payload=body):
             self._log.info("Duplicate delivery skipped", deliveryId=delivery_id, eventName=event_name)
@@ -109,5 +127,8 @@ class WebhookIngress:
         self, status: int, body: dict[str, Any] | None, outcome: str, event_name: str
     ) -> IngressResult:
         label = event_name if _EVENT_LABEL.fullmatch(event_name) else "other"
-        self.metrics.webhook_deliveries.labels(label, outcome).inc()
-        return IngressResult(status=status, body=body, outcome=outcome)
+        counter = self._counters.get((label, outcome))
+        if counter is None:  # prometheus' labels() takes a lock and builds a key on every call
+            counter = self._counters[(label, outcome)] = self.metrics.webhook_deliveries.labels(label, outcome)
+        counter.inc()
+        return IngressResult.model_construct(status=status, body=body, outcome=outcome)

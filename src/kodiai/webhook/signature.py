@@ -22,7 +22,8 @@ def verify_signature(secret: str | bytes, body: bytes, header: str | None) -> bo
     """
     if not header or not body:
         return False
-    expected = sign(secret, body).encode()
+    key = secret.encode() if isinstance(secret, str) else secret
+    expected = b"sha256=" + hmac.digest(key, body, "sha256").hex().encode()  # one-shot C HMAC
     try:
         given = header.encode("ascii")
     except UnicodeEncodeError:
