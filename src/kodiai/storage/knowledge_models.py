@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from kodiai.feedback.aggregator import FeedbackPattern
 from kodiai.review.findings import FINGERPRINT_PREFIX, fingerprint_variants
 
 
@@ -184,17 +185,6 @@ class PriorFinding(BaseModel):
     def matches(self, file_path: str, fingerprint: str) -> bool:
         """Same file and same fingerprint, whichever stored form (``fp-…`` or bare hex) ``fingerprint`` has."""
         return file_path == self.file_path and self.title_fingerprint in fingerprint_variants(fingerprint)
-
-
-class FeedbackPattern(BaseModel):
-    fingerprint: str
-    thumbs_down_count: int
-    thumbs_up_count: int
-    distinct_reactors: int
-    distinct_prs: int
-    severity: str
-    category: str
-    sample_title: str
 
 
 def confidence_band(confidence: float) -> Literal["high", "medium", "low"]:
