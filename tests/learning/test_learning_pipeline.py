@@ -340,3 +340,30 @@ def test_telemetry_retrieval_report_shows_confidence_columns(store: LanceMemoryS
         assert column in report["extra_columns"]
     assert report["overall"]["extra"]["ambiguity_cluster_size"] == 3
     assert report["overall"]["extra"]["confidence_high"] == out.confidence.count("high")  # type: ignore[union-attr]
+
+
+def test_recency_can_be_owned_by_the_cut_or_switched_off(store: LanceMemoryStore) -> None:
+    """A cut with ``owns_recency`` gets the unweighted list plus what it needs to weight it itself."""
+    q = unit(np.random.default_rng(0), DIM)
+    rng = np.random.default_rng(1)
+    store.write_memory(
+        make_record("acme/api", 1, file_path="a.ts", dim=DIM, created_at="2025-06-01 00:00:00"),
+        at_distance(q, 0.2, rng),
+    )
+    seen: list[tuple[float, CutContext]] = []
+
+    class Owning:
+        owns_recency = True
+
+        def __call__(self, reranked: Sequence[RerankedResult], ctx: CutContext) -> CutDecision:
+            seen.append((reranked[0].adjusted_distance, ctx))
+            t = AdaptiveThresholdResult(threshold=1.0, method="configured", candidate_count=len(reranked))
+            return CutDecision(results=list(reranked), threshold=t)
+
+    run(store, q, cut=Owning())
+    unweighted, ctx = seen[0]
+    assert unweighted == pytest.approx(0.2 * 0.85, rel=1e-6)  # language boost only
+    assert ctx.now == NOW and ctx.recency is True
+    weighted = run(store, q).reranked[0].adjusted_distance
+    assert weighted > unweighted
+    assert run(store, q, recency=False).reranked[0].adjusted_distance == pytest.approx(unweighted)

@@ -38,6 +38,11 @@ class CutContext(BaseModel):
     distance_threshold: float
     adaptive: bool
     adaptive_config: AdaptiveThresholdConfig | None = None
+    now: datetime | None = None
+    recency: bool = True
+    """Whether the chain weights by recency; a strategy with ``owns_recency = True`` gets the unweighted
+    list and applies ``recency_config`` itself (when ``recency`` is on)."""
+    recency_config: RecencyConfig | None = None
 
 
 class CutDecision(BaseModel):
@@ -149,8 +154,13 @@ def retrieve_context(
     cut: CutStrategy = max_gap_cut,
     confidence: ConfidenceConfig | None = None,
     ambiguity: AmbiguityConfig | None = None,
+    recency: bool = True,
 ) -> RetrievalOutcome:
-    """Run the chain once. ``confidence``/``ambiguity`` switch those signals on (None = off)."""
+    """Run the chain once. ``confidence``/``ambiguity`` switch those signals on (None = off).
+
+    ``recency=False`` skips recency weighting (evaluation only; the original always applies it). A cut
+    whose ``owns_recency`` attribute is true receives the list before recency and weights it itself.
+    """
     isolated = isolation.retrieve_with_isolation(
         query_embedding=query_embedding,
         repo=repo,
@@ -164,10 +174,16 @@ def retrieve_context(
     reranked: list[RerankedResult] = []
     if candidates:
         reranked = rerank_by_language(candidates, pr_languages, rerank_config)
-    if reranked:
+    if reranked and recency and not getattr(cut, "owns_recency", False):
         reranked = apply_recency_weighting(reranked, now, recency_config)
     ctx = CutContext(
-        top_k=top_k, distance_threshold=distance_threshold, adaptive=adaptive, adaptive_config=adaptive_config
+        top_k=top_k,
+        distance_threshold=distance_threshold,
+        adaptive=adaptive,
+        adaptive_config=adaptive_config,
+        now=now,
+        recency=recency,
+        recency_config=recency_config,
     )
     decision = cut(reranked, ctx)
     final = decision.results
