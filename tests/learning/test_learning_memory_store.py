@@ -319,7 +319,7 @@ def test_vector_cache_evicts_least_recently_used() -> None:
     from kodiai.learning.exact_search import VectorCache, exact_top_k
 
     one = (np.arange(4), np.ones((4, 8), dtype=np.float32))
-    cache = VectorCache(max_bytes=2 * (one[0].nbytes + one[1].nbytes))
+    cache = VectorCache(max_bytes=2 * (one[0].nbytes + one[1].nbytes + 4 * 4))
     cache.put("o/a", *one)
     cache.put("o/b", *one)
     assert cache.get("o/a") is not None  # a is now the most recent

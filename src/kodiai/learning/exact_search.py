@@ -15,7 +15,9 @@ from kodiai.learning.types import MemoryHit
 _PARTITION_MARGIN = 16
 
 
-def exact_top_k(ids: np.ndarray, matrix: np.ndarray, query: np.ndarray, k: int) -> list[MemoryHit]:
+def exact_top_k(
+    ids: np.ndarray, matrix: np.ndarray, query: np.ndarray, k: int, sq_norms: np.ndarray | None = None
+) -> list[MemoryHit]:
     """The ``k`` nearest rows by Euclidean distance, nearest first, ties by id.
 
     Candidates are picked with a float32 expansion ``|x|² - 2x·q`` (plus a margin), then ranked by
@@ -24,7 +26,8 @@ def exact_top_k(ids: np.ndarray, matrix: np.ndarray, query: np.ndarray, k: int) 
     if len(ids) == 0 or k <= 0:
         return []
     n = min(k, len(ids))
-    approx = np.einsum("ij,ij->i", matrix, matrix) - 2.0 * (matrix @ query)
+    norms = sq_norms if sq_norms is not None else np.einsum("ij,ij->i", matrix, matrix)
+    approx = norms - 2.0 * (matrix @ query)
     pool = min(len(ids), n + _PARTITION_MARGIN)
     candidates = np.argpartition(approx, pool - 1)[:pool] if pool < len(ids) else np.arange(len(ids))
     distances = np.linalg.norm(matrix[candidates].astype(np.float64) - query.astype(np.float64), axis=1)
@@ -33,27 +36,28 @@ def exact_top_k(ids: np.ndarray, matrix: np.ndarray, query: np.ndarray, k: int) 
 
 
 class VectorCache:
-    """Per-repo ``(ids, vectors)`` kept in memory, least recently used evicted beyond ``max_bytes``."""
+    """Per-repo ``(ids, vectors, squared norms)`` in memory, least recently used evicted beyond ``max_bytes``."""
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
-        self._entries: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self._entries: OrderedDict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = OrderedDict()
 
-    def get(self, repo: str) -> tuple[np.ndarray, np.ndarray] | None:
+    def get(self, repo: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         entry = self._entries.get(repo)
         if entry is not None:
             self._entries.move_to_end(repo)
         return entry
 
     def put(self, repo: str, ids: np.ndarray, matrix: np.ndarray) -> None:
-        self._entries[repo] = (ids, np.ascontiguousarray(matrix, dtype=np.float32))
+        vectors = np.ascontiguousarray(matrix, dtype=np.float32)
+        self._entries[repo] = (ids, vectors, np.einsum("ij,ij->i", vectors, vectors))
         self._entries.move_to_end(repo)
         while len(self._entries) > 1 and self.nbytes > self.max_bytes:
             self._entries.popitem(last=False)
 
     @property
     def nbytes(self) -> int:
-        return sum(ids.nbytes + matrix.nbytes for ids, matrix in self._entries.values())
+        return sum(ids.nbytes + m.nbytes + n.nbytes for ids, m, n in self._entries.values())
 
     def clear(self) -> None:
         self._entries.clear()

@@ -269,7 +269,7 @@ class LanceMemoryStore:
             self._exact.put(repo, ids, matrix)
             cached = self._exact.get(repo)
             assert cached is not None
-        return exact_top_k(cached[0], cached[1], query, k)
+        return exact_top_k(cached[0], cached[1], query, k, cached[2])
 
     def get_memory_record(self, memory_id: int) -> LearningMemoryRecord | None:
         return self.get_memory_records([memory_id]).get(int(memory_id))
