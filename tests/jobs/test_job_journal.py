@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+import zstandard
 
 from kodiai.jobs.dispatcher import DeliveryDispatcher
 from kodiai.jobs.journal import JobJournal, JournalEntry
@@ -156,3 +158,32 @@ def test_finish_unknown_delivery_is_harmless(tmp_path: Path, bad: str) -> None:
     journal.mark_handler_done(bad, "h")
     assert journal.counts() == {}
     journal.close()
+
+
+def test_payload_stored_compressed_and_replayed_exactly(tmp_path: Path) -> None:
+    """Issue 5: the body is kept as received, zstd-compressed (a 24 KB payload fits one page); replay
+    parses the exact bytes."""
+    journal = JobJournal.open(tmp_path / "j.db")
+    raw = json.dumps({"action": "opened", "n": "z", "body": "lorem ipsum " * 2000}).encode()
+    assert journal.accept(entry("z"), now=T0, raw_payload=raw)
+    [(stored,)] = journal._db.raw.execute("SELECT payload FROM job_payloads").fetchall()
+    assert isinstance(stored, bytes) and len(stored) < len(raw) // 4
+    assert zstandard.ZstdDecompressor().decompress(stored) == raw
+    [row] = journal.unfinished()
+    assert row.payload == json.loads(raw)
+    journal.close()
+
+
+def test_legacy_text_payload_rows_still_replay(tmp_path: Path) -> None:
+    """Rows written as JSON text by earlier versions (before compression) are replayed after an upgrade."""
+    db = tmp_path / "j.db"
+    journal = JobJournal.open(db)
+    assert journal.accept(entry("legacy"), now=T0)
+    journal._db.raw.execute(
+        "UPDATE job_payloads SET payload = ? WHERE delivery_id = 'legacy'", ('{"action":"opened","n":"old"}',)
+    )
+    journal.close()
+    reopened = JobJournal.open(db)
+    [row] = reopened.unfinished()
+    assert row.delivery_id == "legacy" and row.payload == {"action": "opened", "n": "old"}
+    reopened.close()

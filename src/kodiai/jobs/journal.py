@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 from kodiai.jobs.journal_writer import JournalWriter, WriteOp
 from kodiai.storage.connection import LockedConnection, connect
 from kodiai.storage.migrations import apply_migrations_to
+from kodiai.webhook.body import parse_json
 
 DEDUP_WINDOW = timedelta(hours=24)
 FINISHED_RETENTION = timedelta(days=7)
@@ -70,11 +71,11 @@ class PayloadCodec:
     def decode(self, stored: bytes | str) -> Any:
         """The parsed payload of a stored row (compressed bytes, or legacy JSON text)."""
         if isinstance(stored, str):
-            return json.loads(stored)
+            return parse_json(stored)
         decompressor = getattr(self._local, "decompressor", None)
         if decompressor is None:
             decompressor = self._local.decompressor = zstandard.ZstdDecompressor()
-        return json.loads(decompressor.decompress(stored))
+        return parse_json(decompressor.decompress(stored))
 
 
 class JobJournal:

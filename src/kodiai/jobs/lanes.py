@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from kodiai.log import get_logger
+from kodiai.jobs.cached_log import CachedLogger
 from kodiai.server.metrics import Metrics
 
 T = TypeVar("T")
@@ -85,8 +85,9 @@ class JobQueue:
         self._metrics = metrics
         self._clock = clock
         self._ids = itertools.count(1)
-        self._depth_labels: set[int] = set()
-        self._log = get_logger("kodiai.jobs")
+        self._depth_gauges: dict[int, Any] = {}  # installation → its queue-depth child (labels() is costly)
+        self._durations: dict[tuple[str, str], Any] = {}
+        self._log = CachedLogger("kodiai.jobs")
 
     # ------------------------------------------------------------------ introspection
     def queue_size(self, installation_id: int) -> int:
@@ -177,8 +178,7 @@ class JobQueue:
             lane.worker = None
             if not lane.waiting and self._lanes.get(installation_id) is lane:
                 del self._lanes[installation_id]
-                if self._metrics and installation_id in self._depth_labels:
-                    self._depth_labels.discard(installation_id)
+                if self._metrics and self._depth_gauges.pop(installation_id, None) is not None:
                     self._metrics.queue_depth.remove(str(installation_id))
                 self._log.debug("Pruned idle job queue for installation", installationId=installation_id)
 
@@ -221,9 +221,11 @@ class JobQueue:
         finally:
             if self._metrics:
                 self._metrics.jobs_running.dec()
-                self._metrics.job_duration.labels(job.context.job_type or "unknown", outcome).observe(
-                    self._clock() - started
-                )
+                key = (job.context.job_type or "unknown", outcome)
+                histogram = self._durations.get(key)
+                if histogram is None:
+                    histogram = self._durations[key] = self._metrics.job_duration.labels(*key)
+                histogram.observe(self._clock() - started)
 
     def _fail(self, job: _Job, exc: BaseException, started: float, fields: dict[str, Any]) -> None:
         self._log.error(
@@ -237,5 +239,9 @@ class JobQueue:
 
     def _set_depth(self, installation_id: int, lane: _Lane) -> None:
         if self._metrics:
-            self._depth_labels.add(installation_id)
-            self._metrics.queue_depth.labels(str(installation_id)).set(len(lane.waiting))
+            gauge = self._depth_gauges.get(installation_id)
+            if gauge is None:
+                gauge = self._depth_gauges[installation_id] = self._metrics.queue_depth.labels(
+                    str(installation_id)
+                )
+            gauge.set(len(lane.waiting))

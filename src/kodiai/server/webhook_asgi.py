@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.types import Message, Receive, Scope, Send
 
-from kodiai.log import get_logger
+from kodiai.jobs.cached_log import CachedLogger
 from kodiai.webhook.ingress import IngressResult
 
 if TYPE_CHECKING:
@@ -137,7 +137,7 @@ class WebhookEndpoint:
     def __init__(self, runtime: Runtime) -> None:
         self._runtime = runtime
         self._limit = runtime.config.max_body_bytes
-        self._log = get_logger("kodiai.server")
+        self._log = CachedLogger("kodiai.server")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         tracked = TrackedSend(send)

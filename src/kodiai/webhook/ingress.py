@@ -6,19 +6,18 @@ dedup + journal in one SQLite transaction (before the 200) → background dispat
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
 from pydantic import BaseModel, ConfigDict
 
+from kodiai.jobs.cached_log import CachedLogger
 from kodiai.jobs.dispatcher import DeliveryDispatcher
 from kodiai.jobs.journal import JobJournal, JournalEntry
-from kodiai.log import get_logger
 from kodiai.server.metrics import Metrics
+from kodiai.webhook.body import parse_json
 from kodiai.webhook.events import build_event, repository_name, sender_login
 from kodiai.webhook.router import EventRouter
 from kodiai.webhook.signature import verify_signature
@@ -35,17 +34,6 @@ class IngressResult(BaseModel):
     status: int
     body: dict[str, Any] | None = None
     outcome: str
-
-
-def parse_json(body: bytes) -> Any:
-    """The parsed body. orjson first (several times faster on a 24 KB payload); anything it refuses is
-    re-parsed by ``json.loads``, so the accepted documents are exactly the standard library's (orjson is
-    stricter: NaN/Infinity, integers past 64 bits, a UTF-8 BOM, UTF-16/32 bodies). Raises ``ValueError``,
-    ``UnicodeDecodeError`` or ``RecursionError`` when the body is not JSON."""
-    try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return json.loads(body)
 
 
 class WebhookIngress:
@@ -67,7 +55,7 @@ class WebhookIngress:
         self.dispatcher = dispatcher
         self.metrics = metrics
         self._clock = clock
-        self._log = get_logger("kodiai.webhook")
+        self._log = CachedLogger("kodiai.webhook")
         self._counters: dict[tuple[str, str], Any] = {}
 
     async def handle(self, headers: Mapping[str, str], body: bytes) -> IngressResult:

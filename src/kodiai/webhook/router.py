@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from kodiai.log import get_logger
+from kodiai.jobs.cached_log import CachedLogger
 from kodiai.webhook.bot_filter import BotFilter
 from kodiai.webhook.events import WebhookEvent, sender_login
 
@@ -45,7 +45,7 @@ class EventRouter:
     def __init__(self, bot_filter: BotFilter) -> None:
         self.bot_filter = bot_filter
         self._by_key: dict[str, list[Registration]] = {}
-        self._log = get_logger("kodiai.webhook.router")
+        self._log = CachedLogger("kodiai.webhook.router")
 
     def register(self, key: str, handler: Handler, *, name: str | None = None) -> None:
         """Add ``handler`` for ``key``; registration order is dispatch order."""
@@ -118,21 +118,36 @@ class EventRouter:
             if on_handler_done is not None:  # recorded as soon as it finishes, not when all settle
                 on_handler_done(reg.name)
 
-        results = await asyncio.gather(*(run(r) for r in to_run), return_exceptions=True)
-        outcome = DispatchOutcome(
-            status="dispatched", matched=len(matched), skipped=len(matched) - len(to_run)
-        )
+        results: list[BaseException | None]
+        if len(to_run) == 1:  # the common case: await it here rather than through a gathered task
+            try:
+                await run(to_run[0])
+                results = [None]
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                results = [exc]
+        else:
+            results = list(await asyncio.gather(*(run(r) for r in to_run), return_exceptions=True))
+        succeeded = failed = 0
+        failures: dict[str, str] = {}
         for reg, result in zip(to_run, results, strict=True):
             if isinstance(result, BaseException):
                 if isinstance(result, asyncio.CancelledError):
                     raise result
-                outcome.failed += 1
-                outcome.failures[reg.name] = f"{type(result).__name__}: {result}"
-                log.error(
-                    "Handler failed during dispatch", handler=reg.name, reason=outcome.failures[reg.name]
-                )
+                failed += 1
+                failures[reg.name] = f"{type(result).__name__}: {result}"
+                log.error("Handler failed during dispatch", handler=reg.name, reason=failures[reg.name])
             else:
-                outcome.succeeded += 1
+                succeeded += 1
+        outcome = DispatchOutcome.model_construct(  # every field computed here, already of its type
+            status="dispatched",
+            matched=len(matched),
+            succeeded=succeeded,
+            failed=failed,
+            skipped=len(matched) - len(to_run),
+            failures=failures,
+        )
         log.info(
             f"Dispatched to {len(to_run)} handler(s)", succeeded=outcome.succeeded, failed=outcome.failed
         )
