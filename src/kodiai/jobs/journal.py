@@ -185,7 +185,27 @@ class JobJournal:
         return self._inserts % EVICT_EVERY == 0
 
     def _apply_batch(self, ops: list[WriteOp]) -> None:
-        """Writer thread: every op in one transaction, each in a savepoint so one failure stays local."""
+        """Writer thread: every op in one transaction; one failure stays local to its op.
+
+        The batch is first applied without savepoints (two statements less per op, measured with
+        benchmarks/webhook.py). If any op raises, that transaction is rolled back whole and the batch is
+        applied again with one savepoint per op. Ops only run SQL (their rolled-back first attempt
+        leaves nothing behind), so a redo is safe.
+        """
+        try:
+            with self._db.transaction() as conn:
+                for op in ops:
+                    op.result = op.apply(conn)
+        except Exception:
+            for op in ops:
+                op.result, op.error = None, None
+            self._apply_isolated(ops)
+        if self._pending_evict:
+            self._pending_evict = False
+            self.evict(now=datetime.now(UTC))
+
+    def _apply_isolated(self, ops: list[WriteOp]) -> None:
+        """Every op in one transaction, each in a savepoint so one failure stays local."""
         with self._db.transaction() as conn:
             for op in ops:
                 conn.execute("SAVEPOINT op")
@@ -198,9 +218,6 @@ class JobJournal:
                     conn.execute("ROLLBACK TO op")
                     op.error = exc
                 conn.execute("RELEASE op")
-        if self._pending_evict:
-            self._pending_evict = False
-            self.evict(now=datetime.now(UTC))
 
     def _accept(
         self, entry: JournalEntry, *, now: datetime, journal: bool, raw: bytes | str | None, started: bool
