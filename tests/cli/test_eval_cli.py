@@ -86,7 +86,8 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def run(*args: str) -> Any:
-    return CliRunner().invoke(app, list(args), catch_exceptions=False)
+    """Invoke with the provider pinned (an EMBEDDING_PROVIDER in the environment must not change the test)."""
+    return CliRunner().invoke(app, [*args, "--provider", "local"], catch_exceptions=False)
 
 
 def test_eval_retrieval_json_is_keyed_by_strategy_with_default(data_dir: Path, cache_dir: Path) -> None:
@@ -95,8 +96,6 @@ def test_eval_retrieval_json_is_keyed_by_strategy_with_default(data_dir: Path, c
         "retrieval",
         "--data",
         str(data_dir),
-        "--provider",
-        "local",
         "--cache",
         str(cache_dir),
         "--json",
