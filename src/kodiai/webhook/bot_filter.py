@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 
 def normalize_login(login: str) -> str:
@@ -15,8 +15,17 @@ def normalize_login(login: str) -> str:
 
 
 class FilterDecision(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
     process: bool
     reason: str
+
+
+# The four possible answers, built once (the filter runs twice per delivery on the hot path).
+_SELF = FilterDecision(process=False, reason="Filtered: event from app itself")
+_USER = FilterDecision(process=True, reason="User sender")
+_ALLOWED = FilterDecision(process=True, reason="Bot on allow-list, passing through")
+_NOT_ALLOWED = FilterDecision(process=False, reason="Filtered: bot account not on allow-list")
 
 
 class BotFilter:
@@ -30,12 +39,12 @@ class BotFilter:
         login = sender.get("login")
         normalized = normalize_login(login) if isinstance(login, str) else ""
         if normalized == self.app_slug:
-            return FilterDecision(process=False, reason="Filtered: event from app itself")
+            return _SELF
         if sender.get("type") == "User":
-            return FilterDecision(process=True, reason="User sender")
+            return _USER
         if normalized in self.allow_list:
-            return FilterDecision(process=True, reason="Bot on allow-list, passing through")
-        return FilterDecision(process=False, reason="Filtered: bot account not on allow-list")
+            return _ALLOWED
+        return _NOT_ALLOWED
 
     def should_process(self, sender: dict[str, Any]) -> bool:
         return self.decide(sender).process
