@@ -105,7 +105,7 @@ def serve_kodiai(port: int, workdir: Path) -> None:
 
     config = ServerConfig(
         app_id=str(fake.app_id),
-        webhook_secret=SECRET,  # type: ignore[arg-type]
+        webhook_secret=SECRET,
         github_api_url=fake.url,
         jobs_db_path=str(workdir / "jobs.db"),
         workspace_root=str(workdir / "ws"),

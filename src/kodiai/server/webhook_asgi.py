@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.types import Message, Receive, Scope, Send
 
 from kodiai.jobs.cached_log import CachedLogger
-from kodiai.webhook.ingress import IngressResult
+from kodiai.webhook.ingress import RECEIVED, IngressResult
 
 if TYPE_CHECKING:
     from kodiai.server.runtime import Runtime
@@ -98,6 +98,9 @@ def render_json(body: dict[str, Any]) -> bytes:
     return json.dumps(body, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")).encode()
 
 
+RECEIVED_BODY = render_json(RECEIVED)
+
+
 async def send_response(
     send: Send, status: int, body: bytes, content_type: bytes, *, close: bool = False
 ) -> None:
@@ -112,6 +115,8 @@ async def send_result(send: Send, result: IngressResult) -> None:
     """Answer an ingress result: an empty ``text/plain`` body, or the JSON body."""
     if result.body is None:
         await send_response(send, result.status, b"", TEXT_TYPE)
+    elif result.body is RECEIVED:  # the acknowledgement: rendered once
+        await send_response(send, result.status, RECEIVED_BODY, JSON_TYPE)
     else:
         await send_response(send, result.status, render_json(result.body), JSON_TYPE)
 
