@@ -76,7 +76,7 @@ def serve_bare(port: int) -> None:
     uvicorn.run(_bare_app, port=port, **UVICORN)  # type: ignore[arg-type]
 
 
-def serve_kodiai(port: int, workdir: Path) -> None:
+def serve_kodiai(port: int, workdir: Path, log_level: str = "warn") -> None:
     import uvicorn
 
     sys.path.insert(0, str(ROOT / "tests"))
@@ -88,7 +88,8 @@ def serve_kodiai(port: int, workdir: Path) -> None:
     from kodiai.webhook.events import WebhookEvent
     from support.fake_github import FakeGitHub
 
-    configure_logging("warn", json=True)  # production-like: no per-request console rendering
+    # JSON lines as in production; the runbook lines are info, so `--log-level info` adds their rendering
+    configure_logging(log_level, json=True)
     fake = FakeGitHub().start()
     record = (workdir / "ran.txt").open("a", buffering=1)
 
@@ -138,9 +139,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start(mode: str, port: int, workdir: Path) -> subprocess.Popen[bytes]:
+def start(mode: str, port: int, workdir: Path, log_level: str = "warn") -> subprocess.Popen[bytes]:
     proc = subprocess.Popen(
-        [sys.executable, __file__, "--serve", mode, "--port", str(port), "--workdir", str(workdir)],
+        [sys.executable, __file__, "--serve", mode, "--port", str(port), "--workdir", str(workdir),
+         "--log-level", log_level],
         stdout=subprocess.DEVNULL,
         stderr=(workdir / f"{mode}.log").open("wb"),
     )
@@ -266,7 +268,7 @@ def run(args: argparse.Namespace) -> int:
         for mode in ("bare", "kodiai"):
             workdir = Path(tempfile.mkdtemp(prefix=f"bench-{mode}-"))
             port = free_port()
-            proc = start(mode, port, workdir)
+            proc = start(mode, port, workdir, args.log_level)
             try:
                 asyncio.run(load(port, bodies, min(200, args.requests), concurrency))  # warm-up
                 cpu_before = server_cpu_seconds(proc.pid)
@@ -309,6 +311,9 @@ def main() -> int:
     )
     parser.add_argument("--requests", type=int, default=3000)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[50, 200])
+    parser.add_argument(
+        "--log-level", default="warn", help="Kodiai's LOG_LEVEL (info renders every runbook line; stderr to a file)"
+    )
     parser.add_argument("--serve", choices=["bare", "kodiai"], help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--workdir", type=Path, help=argparse.SUPPRESS)
@@ -317,7 +322,7 @@ def main() -> int:
         serve_bare(args.port)
         return 0
     if args.serve == "kodiai":
-        serve_kodiai(args.port, args.workdir)
+        serve_kodiai(args.port, args.workdir, args.log_level)
         return 0
     return run(args)
 
