@@ -59,7 +59,8 @@ class WebhookIngress:
         self._counters: dict[tuple[str, str], Any] = {}
 
     async def handle(self, headers: Mapping[str, str], body: bytes) -> IngressResult:
-        """Process one delivery. ``headers`` must be case-insensitive (Starlette's are)."""
+        """Process one delivery. ``headers`` is read by lower-case name (a dict with lower-case keys, as the
+        raw endpoint builds, or Starlette's case-insensitive ``Headers``)."""
         delivery_id = headers.get("x-github-delivery") or "unknown"
         event_name = headers.get("x-github-event") or "unknown"
         received_at = self._clock()
