@@ -1,5 +1,9 @@
 """structlog set-up: JSON lines (console renderer on a TTY), level from ``LOG_LEVEL``, bound context.
 
+JSON lines carry pino's field names where the original's operators rely on them: ``msg`` for the message
+and ``time`` in epoch milliseconds. They go to stderr, so a command's ``--json`` output on stdout stays
+machine-readable. Rendering is on the webhook hot path, so it uses orjson and a plain epoch timestamp.
+
 Bind a delivery id for the length of a request or job with :func:`bind_delivery`; every log line written
 inside carries it. Secrets never belong in an event: :func:`redact` masks tokens in free text.
 """
@@ -10,10 +14,12 @@ import logging
 import os
 import re
 import sys
+import time
 from collections.abc import Iterator, MutableMapping
 from contextlib import contextmanager
 from typing import Any
 
+import orjson
 import structlog
 
 _LEVELS = {
@@ -34,16 +40,34 @@ _TOKEN_PATTERNS = re.compile(
 )
 
 
+#: Every token form above contains one of these; a value without any of them needs no regex pass.
+_TOKEN_HINTS = ("gh", "github_pat_", "sk-ant-", "x-access-token:", "Bearer", "pa-")
+
+
 def redact(text: str) -> str:
     """Mask anything that looks like a GitHub/Anthropic/Voyage token or a bearer credential."""
+    if not any(hint in text for hint in _TOKEN_HINTS):
+        return text
     return _TOKEN_PATTERNS.sub("[REDACTED]", text)
 
 
 def _redact_processor(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
-    for key, value in list(event.items()):
+    for key, value in event.items():
         if isinstance(value, str):
-            event[key] = redact(value)
+            masked = redact(value)
+            if masked is not value:
+                event[key] = masked
     return event
+
+
+def _epoch_ms(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    """pino's ``time`` field: milliseconds since the epoch."""
+    event["time"] = int(time.time() * 1000)
+    return event
+
+
+def _orjson_dumps(obj: Any, **_kw: Any) -> str:
+    return orjson.dumps(obj, default=repr).decode()
 
 
 def level_from_env(value: str | None = None) -> int:
@@ -58,16 +82,22 @@ def configure_logging(level: str | None = None, *, json: bool | None = None) -> 
     """Configure structlog once for the process (idempotent)."""
     lvl = level_from_env(level)
     use_json = (not sys.stderr.isatty()) if json is None else json
-    renderer: Any = structlog.processors.JSONRenderer() if use_json else structlog.dev.ConsoleRenderer()
+    processors: list[Any] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.add_log_level,
+        _epoch_ms if use_json else structlog.processors.TimeStamper(fmt="iso", utc=True),
+        structlog.processors.format_exc_info,
+        _redact_processor,
+    ]
+    if use_json:
+        processors += [
+            structlog.processors.EventRenamer("msg"),
+            structlog.processors.JSONRenderer(serializer=_orjson_dumps),
+        ]
+    else:
+        processors.append(structlog.dev.ConsoleRenderer())
     structlog.configure(
-        processors=[
-            structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.processors.format_exc_info,
-            _redact_processor,
-            renderer,
-        ],
+        processors=processors,
         wrapper_class=structlog.make_filtering_bound_logger(lvl),
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=False,
