@@ -109,5 +109,7 @@ def serve(
         log_level="warning",
         access_log=False,
         lifespan="on",
+        loop="uvloop",  # both installed with uvicorn[standard]; named so the benchmark's stack is the served one
+        http="httptools",
         timeout_graceful_shutdown=max(1, int(config.shutdown_grace_seconds)),
     )
