@@ -51,7 +51,7 @@ def retrieval_settings(config_path: Path | None) -> tuple[dict[str, Any], str | 
         raise _fail(f"{config_path}: {exc}") from exc
     retrieval = parsed.config.knowledge.retrieval
     chain = {"top_k": int(retrieval.top_k), "distance_threshold": retrieval.distance_threshold}
-    return chain, getattr(retrieval, "cut_strategy", None), getattr(retrieval, "calibration", None)
+    return chain, retrieval.cut_strategy, retrieval.calibration
 
 
 @app.command("retrieval")

@@ -6,7 +6,7 @@ default are `None`, so `model_dump(by_alias=True, exclude_none=True)` gives the 
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -108,6 +108,37 @@ class EmbeddingsConfig(ConfigModel):
     dimensions: Annotated[float, _num(256, 2048)] = Field(1024, description="Parsed but not used at runtime.")
 
 
+class RetrievalCalibrationConfig(ConfigModel):
+    """Cut constants for the embedding model in use (`kodiai memory calibrate` prints them); every key is
+    optional and unset keys come from the model's built-in profile."""
+
+    model: OptStr = Field(
+        None, description="Embedding model the keys were derived for (ignored under another)."
+    )
+    floor: Annotated[float | None, _num(0, 2)] = Field(None, description="maxgap: lowest threshold.")
+    ceiling: Annotated[float | None, _num(0, 2)] = Field(None, description="maxgap: highest threshold.")
+    min_gap: Annotated[float | None, _num(0, 2)] = Field(None, description="maxgap: smallest gap that cuts.")
+    fallback: Annotated[float | None, _num(0, 2)] = Field(
+        None, description="maxgap: threshold without a clear gap (unset = distanceThreshold)."
+    )
+    head: Annotated[float | None, _num(1, 20)] = Field(None, description="headgap: leading gaps searched.")
+    head_min_relative_gap: Annotated[float | None, _num(0, 10)] = Field(
+        None, description="headgap: smallest relative gap that cuts."
+    )
+    head_band: Annotated[float | None, _num(0, 10)] = Field(
+        None, description="headgap: without a gap, keep results within this share of the best."
+    )
+    head_ceiling: Annotated[float | None, _num(0, 2)] = Field(
+        None, description="headgap: abstain when the best result is farther."
+    )
+    head_floor: Annotated[float | None, _num(0, 2)] = Field(
+        None, description="headgap: results this close are always kept."
+    )
+    head_min_prominence: Annotated[float | None, _num(0, 0.99)] = Field(
+        None, description="headgap: abstain unless the best is this share below the pool's median."
+    )
+
+
 class RetrievalConfig(ConfigModel):
     """Learning-memory retrieval for reviews. New keys must be optional and default to `None`."""
 
@@ -125,6 +156,13 @@ class RetrievalConfig(ConfigModel):
     )
     ambiguity_signal: Annotated[bool | None, Js()] = Field(
         None, description="Record how many candidates cluster around the best match (unset = off)."
+    )
+    cut_strategy: Annotated[Literal["maxgap", "headgap"] | None, Js()] = Field(
+        None,
+        description="How the candidates are cut: maxgap (the original's) or headgap (unset = per model).",
+    )
+    calibration: RetrievalCalibrationConfig | None = Field(
+        None, description="Cut constants for the embedding model (unset = built-in profile)."
     )
 
     @model_validator(mode="after")

@@ -12,7 +12,18 @@ from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 MemoryOutcome = Literal["accepted", "suppressed", "thumbs_up", "thumbs_down"]
-ThresholdMethod = Literal["adaptive", "percentile", "configured"]
+ThresholdMethod = Literal[
+    # The original's max-gap strategy (kept exactly, parity):
+    "adaptive",
+    "percentile",
+    "configured",
+    # kodiai.learning.cut_strategy: the scale-free head-gap strategy and the evaluation's fixed cut.
+    "headgap:empty",
+    "headgap:abstain",
+    "headgap:gap",
+    "headgap:band",
+    "fixed",
+]
 
 
 class _Model(BaseModel):
