@@ -164,7 +164,32 @@ def test_search_prints_every_stage(runner: CliRunner, template: Path, tmp_path: 
     out = json.loads(as_json.stdout)
     assert {c["record"]["repo"] for c in out["candidates"]} == {"acme/api", "acme/web"}
     assert len(out["confidence"]) == len(out["results"])
-    assert out["threshold"]["method"] in ("percentile", "adaptive", "configured")
+    # MiniLM's calibration profile selects the scale-free cut (issue 7); maxgap is the original's.
+    assert out["threshold"]["method"].startswith("headgap:")
+    original = runner.invoke(
+        app,
+        [
+            "memory",
+            "search",
+            "--repo",
+            "acme/api",
+            "null dereference",
+            *base(uri),
+            "--json",
+            "--cut-strategy",
+            "maxgap",
+        ],
+    )
+    assert json.loads(original.stdout)["threshold"]["method"] in ("percentile", "adaptive", "configured")
+
+
+def test_search_rejects_an_unknown_cut_strategy(runner: CliRunner, template: Path, tmp_path: Path) -> None:
+    uri = tmp_path / "m.lance"
+    imported(template, uri)
+    result = runner.invoke(
+        app, ["memory", "search", "--repo", "acme/api", "x", *base(uri), "--cut-strategy", "nearest"]
+    )
+    assert result.exit_code == 1 and "unknown cut strategy 'nearest'" in result.output
 
 
 def test_search_rejects_bad_repo(runner: CliRunner, tmp_path: Path) -> None:

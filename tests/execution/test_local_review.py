@@ -86,9 +86,17 @@ def test_context_from_real_git_without_store(tmp_path: Path) -> None:
     assert 30 <= review.timeout_seconds <= 1800
 
 
-def test_retrieval_against_real_lancedb_store(tmp_path: Path) -> None:
-    """Memories of this repo in a LanceDB directory are retrieved and put into the prompt."""
-    repo = make_repo(tmp_path)
+@pytest.mark.parametrize(
+    ("extra_config", "method_family"),
+    [
+        ("", "headgap"),  # no cutStrategy: the embedder's profile (unknown model → scale-free headgap)
+        ("knowledge:\n  retrieval:\n    cutStrategy: maxgap\n", "maxgap"),
+    ],
+)
+def test_retrieval_against_real_lancedb_store(tmp_path: Path, extra_config: str, method_family: str) -> None:
+    """Memories of this repo in a LanceDB directory are retrieved, cut by the configured strategy and put
+    into the prompt."""
+    repo = make_repo(tmp_path, config=CONFIG + extra_config)
     uri = str(tmp_path / "memory.lance")
     embedder = HashEmbedder()
     store = open_memory_store(uri, embedder.dimensions)
@@ -117,6 +125,11 @@ def test_retrieval_against_real_lancedb_store(tmp_path: Path) -> None:
 
     review = build_local_review(repo, "main", "feature", embedder_factory=HashEmbedder, memory_uri=uri)
     assert review.retrieval.status == "used"
+    method = review.retrieval.threshold_method or ""
+    if method_family == "headgap":
+        assert method.startswith("headgap:")
+    else:
+        assert method in ("adaptive", "percentile", "configured")
     assert review.retrieval.query and "retry payments" in review.retrieval.query
     assert [m.finding_text for m in review.retrieval.results][:1] == [text]
     assert all(m.source_repo == "acme/widgets" for m in review.retrieval.results)

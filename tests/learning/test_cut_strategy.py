@@ -23,6 +23,7 @@ from kodiai.learning.cut_strategy import (
 from kodiai.learning.isolation import IsolationLayer
 from kodiai.learning.memory_store import open_memory_store
 from kodiai.learning.pipeline import CutContext, max_gap_cut, retrieve_context
+from kodiai.learning.recency import apply_recency_weighting
 from kodiai.learning.types import RerankedResult
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
@@ -236,3 +237,13 @@ def test_recency_off_in_the_chain_leaves_distances_alone(tmp_path: Path) -> None
     on = retrieve_context(IsolationLayer(store), query, **common)  # type: ignore[arg-type]
     assert [round(r.adjusted_distance, 6) for r in off.reranked] == [0.34, 0.425]  # ×0.85 rerank only
     assert on.reranked[-1].memory_id == 1 and on.reranked[-1].adjusted_distance > 0.34
+
+
+def test_headgap_with_adaptive_off_is_the_originals_non_adaptive_path() -> None:
+    """`adaptive: false` opts out of any adaptive cut: recency order, first top_k, method `configured`."""
+    pool = results([0.20, 0.21, 0.22, 0.60, 0.61, 0.62], ages_days=[400, 0, 10, 0, 0, 0])
+    off = CutContext(top_k=3, distance_threshold=0.3, adaptive=False, now=NOW, recency=True)
+    got = HeadGapCut()(pool, off)
+    expected = max_gap_cut(apply_recency_weighting(pool, NOW), off)
+    assert [r.memory_id for r in got.results] == [r.memory_id for r in expected.results] == [2, 3, 1]
+    assert got.threshold.method == "configured" and got.threshold.threshold == 0.3

@@ -18,6 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from kodiai.learning.adaptive_threshold import AdaptiveThresholdResult
+from kodiai.learning.calibration import resolve_cut
 from kodiai.learning.confidence import ConfidenceConfig
 from kodiai.learning.embeddings import EmbeddingProvider, build_embedding_provider
 from kodiai.learning.isolation import IsolationLayer
@@ -135,9 +136,19 @@ def import_memories(
         raise typer.Exit(1)
 
 
+_HEADGAP_REASONS = {
+    "headgap:gap": "a clear relative gap in the head of the list: keep what lies before it",
+    "headgap:band": "no clear gap: keep the results in the band around the best match",
+    "headgap:abstain": "the best match is beyond the model's abstain gate: nothing is relevant",
+    "headgap:empty": "no candidates",
+}
+
+
 def _threshold_reason(t: AdaptiveThresholdResult, adaptive: bool, configured: float) -> str:
     if not adaptive:
         return f"adaptive off: the configured threshold {configured} as is"
+    if t.method in _HEADGAP_REASONS:
+        return _HEADGAP_REASONS[t.method]
     if t.method == "configured" and t.candidate_count == 0:
         return "no candidates: the configured threshold, clamped"
     if t.method == "percentile":
@@ -215,6 +226,13 @@ def search(
         bool, typer.Option("--sharing/--no-sharing", help="Include the owner's repos.")
     ] = False,
     languages: Annotated[str, typer.Option("--languages", help="PR languages, comma-separated.")] = "",
+    cut_strategy: Annotated[
+        str | None,
+        typer.Option(
+            "--cut-strategy",
+            help="maxgap (the original's) or headgap; default: the embedding model's calibration profile.",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Run the whole retrieval chain and print every stage."""
@@ -223,6 +241,10 @@ def search(
     except InvalidNameError as exc:
         raise _fail(str(exc)) from exc
     provider = _provider(provider_name, voyage_api_key)
+    try:
+        cut = resolve_cut(provider.model, cut_strategy)
+    except ValueError as exc:
+        raise _fail(str(exc)) from exc
     store = _store(uri, provider)
     query = provider.generate(text, "query")
     if query is None:
@@ -238,6 +260,7 @@ def search(
         distance_threshold=threshold,
         adaptive=adaptive,
         confidence=ConfidenceConfig(),
+        cut=cut,
     )
     if as_json:
         typer.echo(json.dumps(out.model_dump(mode="json"), indent=2))

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from kodiai.config import RepoConfig, RepoConfigError, parse_repo_config
+from kodiai.learning.calibration import resolve_cut
 from kodiai.learning.confidence import confidence_labels
 from kodiai.learning.embeddings import EmbeddingProvider
 from kodiai.learning.isolation import IsolationLayer
@@ -186,6 +187,7 @@ def _retrieve(
                 distance_threshold=settings.distance_threshold,
                 adaptive=settings.adaptive,
                 now=now,
+                cut=resolve_cut(embedder.model, settings.cut_strategy, settings.calibration),
             )
         finally:
             store.close()

@@ -177,6 +177,10 @@ class HeadGapCut:
 
     def __call__(self, reranked: Sequence[RerankedResult], ctx: CutContext) -> CutDecision:
         weighted = apply_recency_weighting(reranked, ctx.now, ctx.recency_config) if ctx.recency else None
+        if not ctx.adaptive:
+            # `adaptive: false` opts out of any adaptive cut: recency order, then the first top_k under the
+            # configured threshold (isolation filtered by it), exactly as the original's non-adaptive path.
+            return max_gap_cut(weighted if weighted is not None else reranked, ctx)
         ids, decision = head_gap_select(
             [(r.memory_id, r.adjusted_distance) for r in reranked],
             [(w.memory_id, w.adjusted_distance) for w in weighted] if weighted is not None else None,
