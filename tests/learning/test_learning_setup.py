@@ -11,7 +11,7 @@ import numpy as np
 import structlog
 from learning_helpers import make_record, unit
 
-from kodiai.config import parse_repo_config
+from kodiai.config import log_config_warnings, parse_repo_config
 from kodiai.learning.embeddings import InputType, NoopEmbeddingProvider
 from kodiai.learning.setup import finding_memory_text, memory_table_name, open_store_for_provider
 
@@ -67,10 +67,12 @@ def test_new_retrieval_keys_optional_and_warn_with_small_top_k() -> None:
     assert default.knowledge.retrieval.ambiguity_signal is None
     dumped = default.model_dump(by_alias=True, exclude_none=True)["knowledge"]["retrieval"]
     assert "confidenceLabels" not in dumped and "ambiguitySignal" not in dumped
-    with structlog.testing.capture_logs() as logs:
-        parsed = parse_repo_config("knowledge:\n  retrieval:\n    topK: 3\n    ambiguitySignal: true\n")
+    parsed = parse_repo_config("knowledge:\n  retrieval:\n    topK: 3\n    ambiguitySignal: true\n")
     assert parsed.config.knowledge.retrieval.ambiguity_signal is True
-    assert any("ambiguitySignal" in e["event"] and e["log_level"] == "warning" for e in logs)
-    with structlog.testing.capture_logs() as quiet:
-        parse_repo_config("knowledge:\n  retrieval:\n    topK: 8\n    ambiguitySignal: true\n")
-    assert not any("ambiguitySignal" in e["event"] for e in quiet)
+    assert parsed.warnings == []  # valid: an advisory, not a section fallback
+    with structlog.testing.capture_logs() as logs:
+        log_config_warnings(parsed, structlog.get_logger())
+    assert [(e["event"], e["log_level"]) for e in logs] == [("Config advisory", "warning")]
+    assert "ambiguitySignal" in logs[0]["advice"] and "topK 3" in logs[0]["advice"]
+    quiet = parse_repo_config("knowledge:\n  retrieval:\n    topK: 8\n    ambiguitySignal: true\n")
+    assert quiet.advisories == []

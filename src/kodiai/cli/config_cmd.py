@@ -87,12 +87,15 @@ def validate(
             "found": exists,
             "config": config,
             "warnings": [w.model_dump() for w in result.warnings],
+            "advisories": result.advisories,
         }
         print(json.dumps(payload, indent=2, ensure_ascii=False))
         return
     status = f"# {file}" if exists else f"# no {CONFIG_FILENAME} in {path}: all defaults"
     print(status)
     print(_yaml_text(config), end="")
+    for advice in result.advisories:
+        out.print(f"[yellow]Advisory:[/yellow] {advice}")
     if result.warnings:
         out.print(_warnings_table(result))
         out.print(f"[yellow]{len(result.warnings)} section(s) invalid: defaults used for them.[/yellow]")

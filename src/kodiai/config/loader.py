@@ -50,6 +50,11 @@ class RepoConfigResult(BaseModel):
     config: RepoConfig
     warnings: list[ConfigWarning]
 
+    @property
+    def advisories(self) -> list[str]:
+        """Valid settings worth a warning (not section fallbacks; the original had none of these)."""
+        return self.config.knowledge.retrieval.advisories()
+
 
 class _WarningLogger(Protocol):
     def warning(self, event: str, /, **fields: Any) -> Any: ...
@@ -57,12 +62,17 @@ class _WarningLogger(Protocol):
 
 #: The log message the runbooks grep for (spec/platform.md §1.3).
 WARNING_LOG_MESSAGE = "Config section invalid, using defaults"
+#: The log message of a valid but questionable setting.
+ADVISORY_LOG_MESSAGE = "Config advisory"
 
 
 def log_config_warnings(result: RepoConfigResult, logger: _WarningLogger) -> None:
-    """Log each warning at warn level, as the original's callers do ("Config section invalid, ...")."""
+    """Log each warning at warn level, as the original's callers do ("Config section invalid, ..."), then
+    each advisory ("Config advisory")."""
     for warning in result.warnings:
         logger.warning(WARNING_LOG_MESSAGE, section=warning.section, issues=list(warning.issues))
+    for advice in result.advisories:
+        logger.warning(ADVISORY_LOG_MESSAGE, advice=advice)
 
 
 def _is_js_object(document: Any) -> bool:

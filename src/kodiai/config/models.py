@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from kodiai.config.base import Bool, ConfigModel, NonEmptyStr, OptStr, SeverityValue, Str, required
 from kodiai.config.js_types import Js
@@ -165,17 +165,14 @@ class RetrievalConfig(ConfigModel):
         None, description="Cut constants for the embedding model (unset = built-in profile)."
     )
 
-    @model_validator(mode="after")
-    def _warn_ambiguity_small_top_k(self) -> RetrievalConfig:
+    def advisories(self) -> list[str]:
+        """Valid but questionable settings, for the loader to log (nothing here is an error)."""
         if self.ambiguity_signal and self.top_k <= 3:
-            from kodiai.log import get_logger
-
-            get_logger("kodiai.config").warning(
-                "knowledge.retrieval.ambiguitySignal with topK <= 3: the signal is taken on the candidate "
-                "pool, but so few results make it a weak guide",
-                top_k=self.top_k,
-            )
-        return self
+            return [
+                f"knowledge.retrieval.ambiguitySignal with topK {self.top_k:g} (<= 3): the signal is taken "
+                "on the candidate pool, but so few results make it a weak guide"
+            ]
+        return []
 
 
 class KnowledgeConfig(ConfigModel):
