@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from support.vectors import assert_matches, cases, dump, ids, snake_keys
+from support.vectors import assert_matches, cases, dump, float_for_int, ids, snake_keys
 
 DIFF = "kodiai.review.diff_analysis"
 RISK = "kodiai.review.file_risk"
@@ -155,26 +155,11 @@ def test_review_vector(row: dict) -> None:
     expected = snake_keys(row["expected"], keep_expected)
     assert_matches(result, expected)
     if row["fn"] not in FLOAT_RESULTS:
-        assert _float_for_int(dump(result), expected) is None
+        assert float_for_int(dump(result), expected) is None
 
 
 #: README §1.6: the only float-valued results among these functions (compared with a tolerance).
 FLOAT_RESULTS = frozenset({"compute_language_complexity"})
-
-
-def _float_for_int(actual: Any, expected: Any, path: str = "$") -> str | None:
-    """README §1.6: every other number is an integer, so a JS integer must not come back as a float."""
-    if isinstance(expected, dict) and isinstance(actual, dict):
-        for key in expected:
-            if key in actual and (hit := _float_for_int(actual[key], expected[key], f"{path}.{key}")):
-                return hit
-    elif isinstance(expected, list) and isinstance(actual, list):
-        for i, (a, e) in enumerate(zip(actual, expected, strict=False)):
-            if hit := _float_for_int(a, e, f"{path}[{i}]"):
-                return hit
-    elif isinstance(expected, int) and not isinstance(expected, bool) and isinstance(actual, float):
-        return f"{path}: {actual!r} is a float where JS printed the integer {expected}"
-    return None
 
 
 #: Functions whose keywords README §1a builds as models; each must also accept the plain dicts.

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kodiai.review.findings import fingerprint_finding_title
-from support.vectors import assert_matches, cases, dump, ids, snake_keys
+from support.vectors import assert_matches, cases, dump, float_for_int, ids, snake_keys
 
 
 class VectorError(Exception):
@@ -213,7 +213,7 @@ def _check(row: dict) -> None:
         return
     result = func(**kwargs)
     assert_matches(result, snake_keys(expected))
-    assert _float_for_int(dump(result), snake_keys(expected)) is None
+    assert float_for_int(dump(result), snake_keys(expected)) is None
 
 
 @pytest.mark.parametrize("row", ROWS, ids=ids(ROWS))
@@ -230,18 +230,3 @@ def test_review_vector_with_plain_dicts(row: dict) -> None:
         _check(row)
     finally:
         _AS_MODELS.reset(token)
-
-
-def _float_for_int(actual: Any, expected: Any, path: str = "$") -> str | None:
-    """README §1.6: integers must match exactly, so a JS integer must not come back as a Python float."""
-    if isinstance(expected, dict) and isinstance(actual, dict):
-        for key in expected:
-            if key in actual and (hit := _float_for_int(actual[key], expected[key], f"{path}.{key}")):
-                return hit
-    elif isinstance(expected, list) and isinstance(actual, list):
-        for i, (a, e) in enumerate(zip(actual, expected, strict=False)):
-            if hit := _float_for_int(a, e, f"{path}[{i}]"):
-                return hit
-    elif isinstance(expected, int) and not isinstance(expected, bool) and isinstance(actual, float):
-        return f"{path}: {actual!r} is a float where JS printed the integer {expected}"
-    return None

@@ -41,7 +41,6 @@ import itertools
 import json
 import re
 import secrets
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -50,12 +49,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import jwt
-import uvicorn
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from fastapi import APIRouter, FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from support.loopback import LoopbackServer
 
 Call = tuple[str, str, Any]
 
@@ -187,8 +187,7 @@ class FakeGitHub:
         self._ids = itertools.count(1000)
         self.app = FastAPI(title="fake-github")
         self._install_core_routes()
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
+        self._server: LoopbackServer | None = None
         self.port = 0
 
     # ----------------------------------------------------------------- lifecycle
@@ -198,31 +197,16 @@ class FakeGitHub:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> FakeGitHub:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
-        self.port = sock.getsockname()[1]
-        config = uvicorn.Config(
-            _RecordAndFault(self.app, self), log_level="warning", lifespan="off", access_log=False
+        self._server = LoopbackServer(
+            _RecordAndFault(self.app, self), lifespan="off", name="fake GitHub server"
         )
-        self._server = uvicorn.Server(config)
-        server = self._server
-        self._thread = threading.Thread(target=lambda: server.run(sockets=[sock]), daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError("fake GitHub server did not start")
-            time.sleep(0.005)
+        self.port = self._server.start(timeout=10).port
         return self
 
     def stop(self) -> None:
         if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+            self._server.stop(timeout=10)
         self._server = None
-        self._thread = None
 
     def __enter__(self) -> FakeGitHub:
         return self.start()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import threading
 import time
 import uuid
@@ -18,9 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import uvicorn
 from pydantic import SecretStr
-from starlette.types import ASGIApp
 
 from kodiai.github.app_auth import GitHubApp
 from kodiai.github.retry import GitHubRetry
@@ -29,52 +26,14 @@ from kodiai.server.app import create_app
 from kodiai.server.runtime import Runtime, ServerConfig, build_runtime
 from kodiai.webhook.events import WebhookEvent
 from kodiai.webhook.signature import sign
+from support.loopback import LoopbackServer
 
 FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "webhooks"
 SECRET = "test-webhook-secret"
 
 
-class LiveServer:
-    """uvicorn serving ``app`` on a free loopback port, in a background thread."""
-
-    def __init__(self, app: ASGIApp, *, lifespan: str = "on") -> None:
-        self.app = app
-        self._lifespan = lifespan
-        self.port = 0
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> LiveServer:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
-        self.port = sock.getsockname()[1]
-        config = uvicorn.Config(self.app, log_level="warning", lifespan=self._lifespan, access_log=False)
-        server = self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=lambda: server.run(sockets=[sock]), daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 15
-        while not server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError("server did not start")
-            time.sleep(0.005)
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=30)
-
-    def __enter__(self) -> LiveServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+class LiveServer(LoopbackServer):
+    """The real Kodiai app on loopback (see :class:`support.loopback.LoopbackServer`)."""
 
 
 def signed_headers(

@@ -116,6 +116,21 @@ def mismatch(actual: Any, expected: Any, rel: float = 1e-9, path: str = "$") -> 
     return None if actual == expected else f"{path}: got {actual!r} expected {expected!r}"
 
 
+def float_for_int(actual: Any, expected: Any, path: str = "$") -> str | None:
+    """README §1.6: integers match exactly, so a JS integer must not come back as a Python float."""
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        for key in expected:
+            if key in actual and (hit := float_for_int(actual[key], expected[key], f"{path}.{key}")):
+                return hit
+    elif isinstance(expected, list) and isinstance(actual, list):
+        for i, (a, e) in enumerate(zip(actual, expected, strict=False)):
+            if hit := float_for_int(a, e, f"{path}[{i}]"):
+                return hit
+    elif isinstance(expected, int) and not isinstance(expected, bool) and isinstance(actual, float):
+        return f"{path}: {actual!r} is a float where JS printed the integer {expected}"
+    return None
+
+
 def assert_matches(actual: Any, expected: Any, rel: float = 1e-9, drop_none: bool = True) -> None:
     a, e = dump(actual), expected
     if drop_none:
