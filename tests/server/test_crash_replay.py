@@ -58,23 +58,7 @@ def test_sigkill_with_jobs_in_flight_then_restart_runs_each_delivery_exactly_onc
     tmp_path: Path, fake: FakeGitHub
 ) -> None:
     record = tmp_path / "record.txt"
-    env = {
-        **os.environ,
-        "GITHUB_APP_ID": str(fake.app_id),
-        "GITHUB_PRIVATE_KEY": fake.private_key_pem,
-        "GITHUB_WEBHOOK_SECRET": SECRET,
-        "GITHUB_API_URL": fake.url,
-        "JOBS_DB_PATH": str(tmp_path / "jobs.db"),
-        "TELEMETRY_DB_PATH": str(tmp_path / "telemetry.db"),
-        "KNOWLEDGE_DB_PATH": str(tmp_path / "knowledge.db"),
-        "WORKSPACE_ROOT": str(tmp_path / "ws"),
-        "EMBEDDING_PROVIDER": "none",
-        "LEARNING_MEMORY_URI": str(tmp_path / "memory.lance"),
-        "LOG_LEVEL": "info",
-        "KODIAI_TEST_RECORD_FILE": str(record),
-        "KODIAI_TEST_BLOCK": "1",
-        "PYTHONPATH": str(Path(__file__).parent),
-    }
+    env = {**base_env(tmp_path, fake, record), "LOG_LEVEL": "info", "KODIAI_TEST_BLOCK": "1"}
     port = free_port()
     proc = start(env, tmp_path, port)
     url = f"http://127.0.0.1:{port}/webhooks/github"

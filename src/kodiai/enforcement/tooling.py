@@ -16,29 +16,22 @@ from pydantic import BaseModel, Field
 from kodiai.enforcement.severity_floors import LanguageRulesConfig, ToolingOverride, matches_pattern
 from kodiai.review.diff_analysis import classify_file_language
 
+#: Prettier's config files (JavaScript and TypeScript share them).
+_PRETTIER_CONFIGS = (
+    ".prettierrc",
+    ".prettierrc.json",
+    ".prettierrc.yml",
+    ".prettierrc.yaml",
+    ".prettierrc.js",
+    ".prettierrc.cjs",
+    "prettier.config.js",
+    "prettier.config.cjs",
+    ".editorconfig",
+)
+
 FORMATTER_CONFIGS: dict[str, list[str]] = {
-    "JavaScript": [
-        ".prettierrc",
-        ".prettierrc.json",
-        ".prettierrc.yml",
-        ".prettierrc.yaml",
-        ".prettierrc.js",
-        ".prettierrc.cjs",
-        "prettier.config.js",
-        "prettier.config.cjs",
-        ".editorconfig",
-    ],
-    "TypeScript": [
-        ".prettierrc",
-        ".prettierrc.json",
-        ".prettierrc.yml",
-        ".prettierrc.yaml",
-        ".prettierrc.js",
-        ".prettierrc.cjs",
-        "prettier.config.js",
-        "prettier.config.cjs",
-        ".editorconfig",
-    ],
+    "JavaScript": list(_PRETTIER_CONFIGS),
+    "TypeScript": list(_PRETTIER_CONFIGS),
     "Python": [".black.toml", "pyproject.toml", ".editorconfig"],
     "C++": [".clang-format", ".editorconfig"],
     "C": [".clang-format", ".editorconfig"],
