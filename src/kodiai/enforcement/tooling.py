@@ -40,29 +40,22 @@ FORMATTER_CONFIGS: dict[str, list[str]] = {
     "Java": [".editorconfig", "google-java-format.xml"],
 }
 
+#: ESLint's config files (JavaScript and TypeScript share them).
+_ESLINT_CONFIGS = (
+    ".eslintrc",
+    ".eslintrc.json",
+    ".eslintrc.js",
+    ".eslintrc.yml",
+    ".eslintrc.yaml",
+    ".eslintrc.cjs",
+    "eslint.config.js",
+    "eslint.config.mjs",
+    "eslint.config.cjs",
+)
+
 LINTER_CONFIGS: dict[str, list[str]] = {
-    "JavaScript": [
-        ".eslintrc",
-        ".eslintrc.json",
-        ".eslintrc.js",
-        ".eslintrc.yml",
-        ".eslintrc.yaml",
-        ".eslintrc.cjs",
-        "eslint.config.js",
-        "eslint.config.mjs",
-        "eslint.config.cjs",
-    ],
-    "TypeScript": [
-        ".eslintrc",
-        ".eslintrc.json",
-        ".eslintrc.js",
-        ".eslintrc.yml",
-        ".eslintrc.yaml",
-        ".eslintrc.cjs",
-        "eslint.config.js",
-        "eslint.config.mjs",
-        "eslint.config.cjs",
-    ],
+    "JavaScript": list(_ESLINT_CONFIGS),
+    "TypeScript": list(_ESLINT_CONFIGS),
     "Python": ["setup.cfg", "tox.ini", ".flake8", ".pylintrc", "pyproject.toml"],
     "Go": [".golangci.yml", ".golangci.yaml", ".golangci.json"],
     "Rust": ["clippy.toml", ".clippy.toml"],
