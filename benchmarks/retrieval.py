@@ -2,14 +2,16 @@
 
 For each scenario (N memories of D dims in one repo, or spread over R repos) it prints:
 - write throughput of ``write_memories`` (batches) next to writing the same float32 matrix to a .npy file;
-- the ANN index build time (when the repo outgrows exact search);
+- the ANN index build time (when the repo outgrows exact search): the in-memory faiss IVF-Flat
+  (``--engine faiss``, the default) or LanceDB's own index (``--engine lance``);
 - p50/p99 latency of ``retrieve_memories(top_k)`` next to a numpy brute-force scan of the same rows;
 - recall@k of the store against the exact answer;
 - memory: process RSS growth while the store is open and queried, next to the numpy matrix size;
 and, with ``--embed``, local all-MiniLM-L6-v2 throughput on short texts.
 
     .venv/bin/python benchmarks/retrieval.py --sizes 10000,100000 --multi 100000:50 --embed
-    .venv/bin/python benchmarks/retrieval.py --sizes 1000000 --queries 100
+    .venv/bin/python benchmarks/retrieval.py --sizes 1000000 --multi "" --queries 100
+    .venv/bin/python benchmarks/retrieval.py --sizes 100000 --multi "" --engine lance
 
 Vectors are synthetic unit vectors in topic clusters (queries are near a cluster, like real PR queries),
 generated from a fixed seed.
@@ -91,6 +93,9 @@ def run_scenario(sc: Scenario, args: argparse.Namespace, workdir: Path) -> None:
     uri = workdir / f"lance-{sc.n}-{sc.repos}"
     options = MemoryStoreOptions(
         exact_search_max_rows=args.exact_max,
+        ann_engine=args.engine,
+        ann_nprobe=args.ann_nprobe,
+        vector_cache_bytes=int(args.cache_gib * 2**30),
         index_type=args.index_type,
         nprobes=args.nprobes,
         refine_factor=args.refine,
@@ -123,9 +128,12 @@ def run_scenario(sc: Scenario, args: argparse.Namespace, workdir: Path) -> None:
     )
 
     t0 = time.perf_counter()
-    built = store.ensure_index()
+    if args.engine == "lance":
+        built = [args.index_type] if store.ensure_index() else []
+    else:
+        built = [f"faiss IVF-Flat for {r}" for r in store.warm()]
     if built:
-        print(f"index: {args.index_type} built in {time.perf_counter() - t0:.1f} s", flush=True)
+        print(f"index: {', '.join(built)} built in {time.perf_counter() - t0:.1f} s", flush=True)
     else:
         print(f"index: none (each repo <= {args.exact_max:,} rows: exact search)", flush=True)
 
@@ -214,6 +222,14 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--clusters", type=int, default=64)
     parser.add_argument("--exact-max", type=int, default=MemoryStoreOptions().exact_search_max_rows)
+    parser.add_argument("--engine", choices=["faiss", "lance"], default=MemoryStoreOptions().ann_engine)
+    parser.add_argument("--ann-nprobe", type=int, default=MemoryStoreOptions().ann_nprobe)
+    parser.add_argument(
+        "--cache-gib",
+        type=float,
+        default=MemoryStoreOptions().vector_cache_bytes / 2**30,
+        help="in-memory vector cache budget (GiB)",
+    )
     parser.add_argument("--index-type", default=MemoryStoreOptions().index_type)
     parser.add_argument("--nprobes", type=int, default=MemoryStoreOptions().nprobes)
     parser.add_argument(
@@ -234,8 +250,9 @@ def main() -> None:
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="kodiai-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
     print(
-        f"kodiai retrieval benchmark: {os.cpu_count()} CPUs, index {args.index_type}, exact search up to "
-        f"{args.exact_max:,} rows/repo, nprobes {args.nprobes}, refine {args.refine or 'default'}"
+        f"kodiai retrieval benchmark: {os.cpu_count()} CPUs, engine {args.engine} "
+        f"(faiss nprobe {args.ann_nprobe}, cache {args.cache_gib:g} GiB; lance {args.index_type} nprobes "
+        f"{args.nprobes}, refine {args.refine or 'default'}), exact search up to {args.exact_max:,} rows/repo"
     )
     try:
         for sc in scenarios:

@@ -294,7 +294,7 @@ def test_in_memory_exact_scan_matches_lancedb_flat_search(tmp_path: Path) -> Non
     recs = [make_record("acme/api" if i % 3 else "acme/web", i, dim=DIM) for i in range(500)]
     cached = open_memory_store(str(tmp_path / "a"), dimensions=DIM)
     flat = open_memory_store(
-        str(tmp_path / "b"), dimensions=DIM, options=MemoryStoreOptions(exact_cache_bytes=0)
+        str(tmp_path / "b"), dimensions=DIM, options=MemoryStoreOptions(vector_cache_bytes=0)
     )
     cached.write_memories(recs, x)
     flat.write_memories(recs, x)
@@ -316,14 +316,17 @@ def test_exact_cache_sees_new_writes(uri: str, rng: np.random.Generator) -> None
 
 
 def test_vector_cache_evicts_least_recently_used() -> None:
-    from kodiai.learning.exact_search import VectorCache, exact_top_k
+    from kodiai.learning.exact_search import ExactIndex, exact_top_k
+    from kodiai.learning.vector_cache import VectorCache
 
-    one = (np.arange(4), np.ones((4, 8), dtype=np.float32))
-    cache = VectorCache(max_bytes=2 * (one[0].nbytes + one[1].nbytes + 4 * 4))
-    cache.put("o/a", *one)
-    cache.put("o/b", *one)
+    def entry() -> ExactIndex:
+        return ExactIndex(np.arange(4), np.ones((4, 8), dtype=np.float32))
+
+    cache = VectorCache(max_bytes=2 * entry().nbytes)
+    cache.put("o/a", entry())
+    cache.put("o/b", entry())
     assert cache.get("o/a") is not None  # a is now the most recent
-    cache.put("o/c", *one)
+    cache.put("o/c", entry())
     assert cache.get("o/b") is None and cache.get("o/a") is not None and cache.get("o/c") is not None
     hits = exact_top_k(
         np.array([9, 3, 5]), np.zeros((3, 8), dtype=np.float32), np.ones(8, dtype=np.float32), 2

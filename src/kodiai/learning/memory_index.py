@@ -1,15 +1,18 @@
-"""Search/index tuning of the memory store, and the LanceDB indexes it builds when a repo outgrows
-exact search (defaults measured with ``benchmarks/retrieval.py``)."""
+"""Search/index tuning of the memory store, the LanceDB indexes it builds when a repo outgrows exact
+search, and its LanceDB queries (defaults measured with ``benchmarks/retrieval.py``)."""
 
 from __future__ import annotations
 
 import math
 from typing import Any, Literal
 
+import numpy as np
 from lancedb.index import Bitmap, BTree, IvfHnswSq, IvfPq
 from pydantic import BaseModel, ConfigDict
 
+from kodiai.learning.exact_search import rank_exact
 from kodiai.learning.memory_schema import VECTOR_COLUMN
+from kodiai.learning.types import MemoryHit
 
 
 class MemoryStoreOptions(BaseModel):
@@ -19,15 +22,26 @@ class MemoryStoreOptions(BaseModel):
 
     exact_search_max_rows: int = 20_000
     """A repo with at most this many live memories is searched exactly."""
+    ann_engine: Literal["faiss", "lance"] = "faiss"
+    """Above the exact limit: an in-memory faiss IVF-Flat per repo (``faiss``, built from the table on
+    first use or by :meth:`~kodiai.learning.memory_store.LanceMemoryStore.warm`), or LanceDB's own
+    index only (``lance``). LanceDB's index also answers while a repo's faiss index is being built or
+    when it does not fit ``vector_cache_bytes``."""
+    ann_nprobe: int = 8
+    """Inverted lists probed per faiss query."""
+    ann_lists: int | None = None
+    """faiss inverted lists; None = about sqrt(rows)."""
     index_type: Literal["IVF_PQ", "IVF_HNSW_SQ"] = "IVF_HNSW_SQ"
+    """LanceDB's on-disk ANN index."""
     nprobes: int = 12
     refine_factor: int | None = None
     """Re-rank ``limit * refine_factor`` ANN candidates with exact distances; None = 2 for IVF_HNSW_SQ,
     10 for IVF_PQ (recall@20 ≥ 0.95 in ``benchmarks/retrieval.py``)."""
     index_check_every: int = 1_000
     """Single writes between index/compaction checks."""
-    exact_cache_bytes: int = 512 * 2**20
-    """Vectors of small repos kept in memory for the exact scan (LRU, bytes); 0 scans LanceDB instead."""
+    vector_cache_bytes: int = 4 * 2**30
+    """In-memory vectors (exact scans and faiss indexes, LRU by repo, bytes); 0 leaves every search to
+    LanceDB."""
     reindex_unindexed_share: float = 0.1
 
     def effective_refine_factor(self) -> int:
@@ -65,3 +79,50 @@ def unindexed_rows(table: Any) -> int:
             stats = table.index_stats(idx.name)
             return int(stats.num_unindexed_rows) if stats is not None else 0
     return 0
+
+
+def load_vectors(table: Any, where: str, dimensions: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(ids, float32 matrix)`` of the rows matching ``where``."""
+    rows = table.search().where(where).select(["id", VECTOR_COLUMN]).to_arrow()
+    ids = rows.column("id").to_numpy().astype(np.int64)
+    if rows.num_rows == 0:
+        return ids, np.empty((0, dimensions), dtype=np.float32)
+    matrix = rows.column(VECTOR_COLUMN).combine_chunks().flatten().to_numpy().reshape(-1, dimensions)
+    return ids, np.ascontiguousarray(matrix, dtype=np.float32)
+
+
+def load_ids(table: Any, where: str) -> np.ndarray:
+    return table.search().where(where).select(["id"]).to_arrow().column("id").to_numpy().astype(np.int64)
+
+
+def lance_search(
+    table: Any,
+    query: np.ndarray,
+    where: str,
+    k: int,
+    options: MemoryStoreOptions,
+    *,
+    use_index: bool,
+) -> list[MemoryHit]:
+    """LanceDB's own k-NN, pre-filtered on ``where``: flat, or through its ANN index with a refine step;
+    distances recomputed exactly from the returned vectors."""
+    builder = (
+        table.search(query, vector_column_name=VECTOR_COLUMN)
+        .distance_type("l2")
+        .where(where, prefilter=True)
+        .select(["id", VECTOR_COLUMN, "_distance"])
+        .limit(k)
+    )
+    if not use_index:
+        builder = builder.bypass_vector_index()
+    else:
+        builder = builder.nprobes(options.nprobes)
+        refine = options.effective_refine_factor()
+        if refine:
+            builder = builder.refine_factor(refine)
+    result = builder.to_arrow()
+    if result.num_rows == 0:
+        return []
+    ids = result.column("id").to_numpy()
+    stored = result.column(VECTOR_COLUMN).combine_chunks().flatten().to_numpy().reshape(-1, len(query))
+    return rank_exact(ids, stored, query, k)

@@ -4,10 +4,11 @@ Any LanceDB URI works (a local directory by default, object storage unchanged). 
 pre-filtered on the repo and on ``stale = false``; distances are Euclidean L2 between the stored unit
 vectors (LanceDB's ``l2`` is the *squared* distance, so the store recomputes the true distance in
 float64 from the returned vectors), which keeps the original's 0.3 / 0.15 / 0.65 thresholds meaningful.
-A repo with at most ``exact_search_max_rows`` live memories is searched exactly (flat); above that an
-ANN index (IVF_HNSW_SQ by default, see :mod:`kodiai.learning.memory_index`) with an exact refine
-step answers, once :meth:`LanceMemoryStore.ensure_index`
-has built it (writes call it as the table grows).
+A repo with at most ``exact_search_max_rows`` live memories is searched exactly over its vectors held
+in memory; above that an in-memory faiss IVF-Flat index (:mod:`kodiai.learning.ann_index`) answers, with
+LanceDB's own ANN index (IVF_HNSW_SQ by default, built by :meth:`LanceMemoryStore.ensure_index` as the
+table grows) standing in while a repo's faiss index is being built or when it does not fit the cache.
+Writes and retirements update the cached indexes in place.
 """
 
 from __future__ import annotations
@@ -24,11 +25,19 @@ import lancedb
 import numpy as np
 from pydantic import BaseModel
 
-from kodiai.learning.exact_search import VectorCache, exact_top_k
-from kodiai.learning.memory_index import MemoryStoreOptions, build_indexes, has_vector_index, unindexed_rows
+from kodiai.learning.ann_index import AnnIndex
+from kodiai.learning.exact_search import ExactIndex
+from kodiai.learning.memory_index import (
+    MemoryStoreOptions,
+    build_indexes,
+    has_vector_index,
+    lance_search,
+    load_ids,
+    load_vectors,
+    unindexed_rows,
+)
 from kodiai.learning.memory_schema import (
     TABLE_NAME,
-    VECTOR_COLUMN,
     as_vector,
     memory_schema,
     record_from_row,
@@ -40,6 +49,7 @@ from kodiai.learning.memory_schema import (
     vector_dimensions,
 )
 from kodiai.learning.types import LearningMemoryRecord, MemoryHit
+from kodiai.learning.vector_cache import RepoIndex, VectorCache
 from kodiai.log import get_logger
 
 OWNER_POOL_REPOS = 5
@@ -95,7 +105,8 @@ class LanceMemoryStore:
         self._writes_since_check = 0
         self._has_index: bool | None = None
         self._keys: set[tuple[str, int | None, str]] | None = None
-        self._exact = VectorCache(options.exact_cache_bytes)
+        self._vectors = VectorCache(options.vector_cache_bytes)
+        self._building: set[str] = set()
         # Handlers may call from several threads; the caches and id counter are guarded by one lock.
         self._lock = threading.RLock()
 
@@ -162,7 +173,7 @@ class LanceMemoryStore:
                 self._next_id -= len(new_records)
                 raise
             existing |= pending
-            self._invalidate()
+            self._cache_added(new_records, vectors[keep_rows])
             self._writes_since_check += len(new_records)
             if self._writes_since_check >= self._options.index_check_every and not self.ensure_index():
                 # Single writes leave one small fragment each; compact them (and fold rows into indexes).
@@ -196,12 +207,17 @@ class LanceMemoryStore:
         if top_k <= 0:
             return []
         query = as_vector(query_embedding, self._dimensions)
-        where = f"repo = {sql_string(repo)} AND stale = false"
-        if self._repo_count(repo) <= self._options.exact_search_max_rows:
-            if self._options.exact_cache_bytes > 0:
-                return self._exact_scan(query, repo, where, top_k)
-            return self._search(query, where, top_k, exact=True)
-        return self._search(query, where, top_k, exact=False)
+        where = _live_where(repo)
+        count = self._repo_count(repo)
+        if count == 0:
+            return []
+        entry = self._repo_index(repo, count)
+        if entry is not None:
+            return entry.search(query, top_k)
+        exact = count <= self._options.exact_search_max_rows
+        return lance_search(
+            self._table, query, where, top_k, self._options, use_index=not exact and self._indexed()
+        )
 
     @_locked
     def retrieve_memories_for_owner(
@@ -231,45 +247,77 @@ class LanceMemoryStore:
                 merged.setdefault(hit.memory_id, hit)
         return sorted(merged.values(), key=lambda h: (h.distance, h.memory_id))[:top_k]
 
-    def _search(self, query: np.ndarray, where: str, k: int, *, exact: bool) -> list[MemoryHit]:
-        builder = (
-            self._table.search(query, vector_column_name=VECTOR_COLUMN)
-            .distance_type("l2")
-            .where(where, prefilter=True)
-            .select(["id", VECTOR_COLUMN, "_distance"])
-            .limit(k)
-        )
-        if exact or not self._indexed():
-            builder = builder.bypass_vector_index()
-        else:
-            builder = builder.nprobes(self._options.nprobes)
-            refine = self._options.effective_refine_factor()
-            if refine:
-                builder = builder.refine_factor(refine)
-        table = builder.to_arrow()
-        if table.num_rows == 0:
-            return []
-        ids = table.column("id").to_numpy()
-        stored = (
-            table.column(VECTOR_COLUMN).combine_chunks().flatten().to_numpy().reshape(-1, self._dimensions)
-        )
-        distances = np.linalg.norm(stored.astype(np.float64) - query.astype(np.float64), axis=1)
-        order = np.lexsort((ids, distances))
-        return [MemoryHit(memory_id=int(ids[i]), distance=float(distances[i])) for i in order]
+    def _repo_index(self, repo: str, count: int) -> RepoIndex | None:
+        """The repo's in-memory index, loaded (and, above the exact limit, built) on first use; None
+        when LanceDB must answer (cache off, too big, the ``lance`` engine, or a build in progress)."""
+        entry = self._vectors.get(repo)
+        if entry is not None:
+            return entry
+        exact = count <= self._options.exact_search_max_rows
+        if repo in self._building or (not exact and self._options.ann_engine != "faiss"):
+            return None
+        if not self._vectors.fits(count * (self._dimensions * 4 + 24)):
+            return None
+        ids, matrix = load_vectors(self._table, _live_where(repo), self._dimensions)
+        if len(ids) == 0:
+            return None
+        entry = self._new_index(ids, matrix)
+        self._vectors.put(repo, entry)
+        return entry
 
-    def _exact_scan(self, query: np.ndarray, repo: str, where: str, k: int) -> list[MemoryHit]:
-        """Exact top-k over the repo's live vectors, loaded once into the in-memory cache."""
-        cached = self._exact.get(repo)
-        if cached is None:
-            rows = self._table.search().where(where).select(["id", VECTOR_COLUMN]).to_arrow()
-            ids = rows.column("id").to_numpy()
-            matrix = (
-                rows.column(VECTOR_COLUMN).combine_chunks().flatten().to_numpy().reshape(-1, self._dimensions)
-            )
-            self._exact.put(repo, ids, matrix)
-            cached = self._exact.get(repo)
-            assert cached is not None
-        return exact_top_k(cached[0], cached[1], query, k, cached[2])
+    def _new_index(self, ids: np.ndarray, matrix: np.ndarray) -> RepoIndex:
+        if len(ids) <= self._options.exact_search_max_rows or self._options.ann_engine != "faiss":
+            return ExactIndex(ids, matrix)
+        return AnnIndex(ids, matrix, nprobe=self._options.ann_nprobe, lists=self._options.ann_lists)
+
+    def warm(self, repos: Sequence[str] | None = None) -> list[str]:
+        """Build the in-memory faiss index of each repo above the exact limit (all such repos by
+        default) without holding up queries: they are answered by LanceDB meanwhile, and writes or
+        retirements made during the build are reconciled before the index is used. Returns the repos
+        built. Meant for a background thread at start-up and after large imports."""
+        if self._options.ann_engine != "faiss" or self._options.vector_cache_bytes <= 0:
+            return []
+        with self._lock:
+            if repos is None:
+                live = self._table.search().where("stale = false").select(["repo"]).to_arrow()
+                counts = Counter(live.column("repo").to_pylist())
+                repos = sorted(r for r, c in counts.items() if c > self._options.exact_search_max_rows)
+            todo = [r for r in repos if r not in self._building and self._vectors.peek(r) is None]
+            todo = [
+                validate_repo(r) for r in todo if self._repo_count(r) > self._options.exact_search_max_rows
+            ]
+            self._building.update(todo)
+        built: list[str] = []
+        try:
+            for repo in todo:
+                if self._warm_one(repo):
+                    built.append(repo)
+        finally:
+            with self._lock:
+                self._building.difference_update(todo)
+        return built
+
+    def _warm_one(self, repo: str) -> bool:
+        where = _live_where(repo)
+        ids, matrix = load_vectors(self._table, where, self._dimensions)
+        if not self._vectors.fits(matrix.nbytes) or len(ids) == 0:
+            self._log.info("Repo memories not cached (too big or empty)", repo=repo, rows=len(ids))
+            return False
+        entry = self._new_index(ids, matrix)
+        del matrix
+        with self._lock:
+            live = load_ids(self._table, where)
+            gone = np.setdiff1d(ids, live, assume_unique=True)
+            new = np.setdiff1d(live, ids, assume_unique=True)
+            if len(gone):
+                entry.remove(gone)
+            if len(new):
+                new_ids, new_matrix = load_vectors(
+                    self._table, f"{where} AND id IN ({sql_int_list(new.tolist())})", self._dimensions
+                )
+                entry.add(new_ids, new_matrix)
+            self._vectors.put(repo, entry)
+        return True
 
     def get_memory_record(self, memory_id: int) -> LearningMemoryRecord | None:
         return self.get_memory_records([memory_id]).get(int(memory_id))
@@ -305,7 +353,7 @@ class LanceMemoryStore:
         count = int(self._table.count_rows("stale = true"))
         if count:
             self._table.delete("stale = true")
-            self._invalidate(keys=True)
+            self._keys = None  # stale rows are in no cached index or live count
         return count
 
     @_locked
@@ -315,11 +363,16 @@ class LanceMemoryStore:
         where = f"repo = {sql_string(repo)} AND finding_id = {int(finding_id)}"
         if outcome is not None:
             where += f" AND outcome = {sql_string(outcome)}"
-        count = int(self._table.count_rows(where))
-        if count:
+        ids = load_ids(self._table, where)
+        if len(ids):
             self._table.delete(where)
-            self._invalidate(keys=True)
-        return count
+            self._keys = None
+            self._repo_counts.pop(repo, None)
+            self._owner_repos.clear()
+            entry = self._vectors.peek(repo)
+            if entry is not None:
+                entry.remove(ids)
+        return len(ids)
 
     def count(self, repo: str | None = None) -> int:
         if repo is None:
@@ -383,9 +436,7 @@ class LanceMemoryStore:
 
     def _repo_count(self, repo: str) -> int:
         if repo not in self._repo_counts:
-            self._repo_counts[repo] = int(
-                self._table.count_rows(f"repo = {sql_string(repo)} AND stale = false")
-            )
+            self._repo_counts[repo] = int(self._table.count_rows(_live_where(repo)))
         return self._repo_counts[repo]
 
     def _owner_repo_counts(self, owner: str) -> Counter[str]:
@@ -399,12 +450,35 @@ class LanceMemoryStore:
             self._owner_repos[owner] = Counter(rows.column("repo").to_pylist())
         return self._owner_repos[owner]
 
-    def _invalidate(self, *, keys: bool = False) -> None:
-        if keys:
-            self._keys = None
+    def _cache_added(self, records: Sequence[LearningMemoryRecord], vectors: np.ndarray) -> None:
+        """Fold newly written rows into the live counts and the cached repo indexes."""
+        rows_by_repo: dict[str, list[int]] = {}
+        for i, record in enumerate(records):
+            rows_by_repo.setdefault(record.repo, []).append(i)
+        for repo, rows in rows_by_repo.items():
+            if repo in self._repo_counts:
+                self._repo_counts[repo] += len(rows)
+            owner = records[rows[0]].owner
+            if owner in self._owner_repos:
+                self._owner_repos[owner][repo] += len(rows)
+            entry = self._vectors.peek(repo)
+            if entry is None:
+                continue
+            if entry.kind == "exact" and len(entry) + len(rows) > self._options.exact_search_max_rows:
+                self._vectors.pop(repo)  # outgrew exact search: the next query builds its ANN index
+                continue
+            entry.add(np.array([records[i].id for i in rows], dtype=np.int64), vectors[rows])
+        self._vectors.shrink()
+
+    def _invalidate(self) -> None:
+        self._keys = None
         self._repo_counts.clear()
         self._owner_repos.clear()
-        self._exact.clear()
+        self._vectors.clear()
+
+
+def _live_where(repo: str) -> str:
+    return f"repo = {sql_string(repo)} AND stale = false"
 
 
 def open_memory_store(

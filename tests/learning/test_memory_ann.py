@@ -1,0 +1,205 @@
+"""Repos above the exact-search limit: the in-memory faiss IVF-Flat index, kept in step with writes,
+retirements and staleness, warmed in the background, and LanceDB answering when it cannot be used.
+All on real LanceDB directories."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from learning_helpers import make_record
+
+from kodiai.learning.ann_index import AnnIndex
+from kodiai.learning.exact_search import ExactIndex
+from kodiai.learning.memory_store import LanceMemoryStore, MemoryStoreOptions, open_memory_store
+
+DIM = 32
+LIMIT = 500
+
+
+def clustered(rng: np.random.Generator, n: int, centers: np.ndarray) -> np.ndarray:
+    x = centers[rng.integers(0, len(centers), n)] + rng.standard_normal((n, DIM)) * 0.5
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+@pytest.fixture
+def data() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(17)
+    centers = rng.standard_normal((12, DIM))
+    return clustered(rng, 4000, centers), centers
+
+
+def open_store(tmp_path: Path, **options: object) -> LanceMemoryStore:
+    opts = MemoryStoreOptions.model_validate({"exact_search_max_rows": LIMIT, **options})
+    return open_memory_store(str(tmp_path / "memory.lance"), dimensions=DIM, options=opts)
+
+
+def exact_ids(x: np.ndarray, q: np.ndarray, k: int, first_id: int = 1) -> list[int]:
+    d = np.linalg.norm(x.astype(np.float64) - q.astype(np.float64), axis=1)
+    return [int(i) + first_id for i in np.lexsort((np.arange(len(x)), d))[:k]]
+
+
+def write_all(store: LanceMemoryStore, x: np.ndarray, repo: str = "acme/big", start: int = 0) -> None:
+    store.write_memories([make_record(repo, start + i, dim=DIM) for i in range(len(x))], x)
+
+
+def test_large_repo_is_answered_by_the_faiss_index_with_exact_distances(
+    tmp_path: Path, data: tuple[np.ndarray, np.ndarray]
+) -> None:
+    x, _ = data
+    store = open_store(tmp_path)
+    write_all(store, x)
+    recalls = []
+    for i in range(30):
+        q = x[i * 97]
+        hits = store.retrieve_memories(q, "acme/big", 20)
+        truth = exact_ids(x, q, 20)
+        recalls.append(len(set(truth) & {h.memory_id for h in hits}) / 20)
+        for h in hits:  # distances are the float64 Euclidean ones, not faiss's float32 squared values
+            assert h.distance == pytest.approx(
+                float(np.linalg.norm(x[h.memory_id - 1].astype(np.float64) - q)), abs=1e-12
+            )
+        assert [h.distance for h in hits] == sorted(h.distance for h in hits)
+    assert isinstance(store._vectors.peek("acme/big"), AnnIndex)
+    assert np.mean(recalls) >= 0.95
+
+
+def test_small_repo_next_to_a_large_one_stays_exact(
+    tmp_path: Path, data: tuple[np.ndarray, np.ndarray]
+) -> None:
+    x, _ = data
+    store = open_store(tmp_path)
+    write_all(store, x)
+    write_all(store, x[:100], repo="acme/small", start=10_000)
+    q = x[5]
+    hits = store.retrieve_memories(q, "acme/small", 10)
+    assert [h.memory_id for h in hits] == exact_ids(x[:100], q, 10, first_id=len(x) + 1)
+    assert isinstance(store._vectors.peek("acme/small"), ExactIndex)
+
+
+def test_writes_after_the_index_is_built_are_found_without_a_rebuild(
+    tmp_path: Path, data: tuple[np.ndarray, np.ndarray]
+) -> None:
+    x, _ = data
+    store = open_store(tmp_path)
+    write_all(store, x)
+    q = x[0]
+    store.retrieve_memories(q, "acme/big", 5)
+    index = store._vectors.peek("acme/big")
+    near = (q + 1e-3 * np.ones(DIM, dtype=np.float32)) / np.linalg.norm(q + 1e-3)
+    new_id = store.write_memory(make_record("acme/big", 99_999, dim=DIM), near.astype(np.float32))
+    hits = store.retrieve_memories(q, "acme/big", 3)
+    assert new_id in [h.memory_id for h in hits[:2]]
+    assert store._vectors.peek("acme/big") is index  # updated in place
+    assert len(index) == len(x) + 1  # type: ignore[arg-type]
+
+
+def test_retired_memory_is_never_returned_by_the_index(
+    tmp_path: Path, data: tuple[np.ndarray, np.ndarray]
+) -> None:
+    x, _ = data
+    store = open_store(tmp_path)
+    write_all(store, x)
+    q = x[42]
+    assert store.retrieve_memories(q, "acme/big", 1)[0].memory_id == 43
+    assert store.retire("acme/big", 42) == 1
+    hits = store.retrieve_memories(q, "acme/big", 20)
+    assert 43 not in [h.memory_id for h in hits]
+    assert [h.memory_id for h in hits] == [i for i in exact_ids(x, q, 21) if i != 43][:20]
+
+
+def test_mark_stale_drops_the_cached_index(tmp_path: Path, data: tuple[np.ndarray, np.ndarray]) -> None:
+    x, _ = data
+    store = open_store(tmp_path)
+    write_all(store, x)
+    store.retrieve_memories(x[0], "acme/big", 5)
+    assert store.mark_stale("another-model") == len(x)
+    assert store.retrieve_memories(x[0], "acme/big", 5) == []
+
+
+def test_lance_engine_and_a_too_small_cache_fall_back_to_lancedb(
+    tmp_path: Path, data: tuple[np.ndarray, np.ndarray]
+) -> None:
+    x, _ = data
+    for name, options in (
+        ("lance", {"ann_engine": "lance", "nprobes": 20}),
+        ("tiny", {"vector_cache_bytes": 1024, "nprobes": 20}),
+    ):
+        store = open_store(tmp_path / name, **options)
+        write_all(store, x)
+        store.ensure_index()
+        recalls = []
+        for i in range(10):
+            q = x[i * 31]
+            got = {h.memory_id for h in store.retrieve_memories(q, "acme/big", 10)}
+            recalls.append(len(got & set(exact_ids(x, q, 10))) / 10)
+        assert store._vectors.peek("acme/big") is None
+        assert np.mean(recalls) >= 0.9, name
+
+
+def test_warm_builds_large_repos_only(tmp_path: Path, data: tuple[np.ndarray, np.ndarray]) -> None:
+    x, _ = data
+    store = open_store(tmp_path)
+    write_all(store, x)
+    write_all(store, x[:50], repo="acme/small", start=10_000)
+    assert store.warm() == ["acme/big"]
+    assert isinstance(store._vectors.peek("acme/big"), AnnIndex)
+    assert store._vectors.peek("acme/small") is None
+    assert store.warm() == []  # already built
+
+
+def test_writes_and_retirements_during_a_background_warm_are_reconciled(tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    centers = rng.standard_normal((12, DIM))
+    x = clustered(rng, 30_000, centers)
+    store = open_store(tmp_path)
+    write_all(store, x)
+    extra = clustered(rng, 40, centers)
+    worker = threading.Thread(target=store.warm)
+    worker.start()
+    overlapped = 0
+    for j in range(0, 40, 4):
+        overlapped += "acme/big" in store._building
+        write_all(store, extra[j : j + 4], start=50_000 + j)
+        # queries during the build are answered (by LanceDB) and see the new rows
+        q = extra[j]
+        assert store.retrieve_memories(q, "acme/big", 1)[0].distance == pytest.approx(0.0, abs=1e-6)
+    overlapped += "acme/big" in store._building
+    store.retire("acme/big", 7)
+    worker.join()
+    assert overlapped > 0, "the writes did not overlap the build; make the repo bigger"
+    index = store._vectors.peek("acme/big")
+    assert isinstance(index, AnnIndex) and len(index) == len(x) + 40 - 1
+    for j in range(40):
+        hit = store.retrieve_memories(extra[j], "acme/big", 1)[0]
+        assert hit.memory_id == len(x) + j + 1
+    assert 8 not in [h.memory_id for h in store.retrieve_memories(x[7], "acme/big", 10)]
+
+
+def test_exact_repo_growing_past_the_limit_switches_to_the_ann_index(tmp_path: Path) -> None:
+    rng = np.random.default_rng(8)
+    centers = rng.standard_normal((6, DIM))
+    x = clustered(rng, LIMIT + 200, centers)
+    store = open_store(tmp_path)
+    write_all(store, x[:LIMIT])
+    store.retrieve_memories(x[0], "acme/big", 5)
+    assert isinstance(store._vectors.peek("acme/big"), ExactIndex)
+    write_all(store, x[LIMIT:], start=LIMIT)
+    hits = store.retrieve_memories(x[-1], "acme/big", 5)
+    assert hits[0].memory_id == len(x)
+    assert isinstance(store._vectors.peek("acme/big"), AnnIndex)
+
+
+def test_ann_index_unit_behaviour() -> None:
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((300, 8)).astype(np.float32)
+    index = AnnIndex(np.arange(300) + 1000, x, nprobe=64)
+    assert index.lists == 17 and len(index) == 300 and index.nbytes > x.nbytes
+    assert [h.memory_id for h in index.search(x[3], 1)] == [1003]
+    assert index.search(x[3], 0) == []
+    index.remove(np.array([1003]))
+    assert 1003 not in [h.memory_id for h in index.search(x[3], 5)]
+    with pytest.raises(ValueError):
+        AnnIndex(np.arange(0), np.empty((0, 8), dtype=np.float32), nprobe=4)
