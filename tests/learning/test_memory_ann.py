@@ -203,3 +203,17 @@ def test_ann_index_unit_behaviour() -> None:
     assert 1003 not in [h.memory_id for h in index.search(x[3], 5)]
     with pytest.raises(ValueError):
         AnnIndex(np.arange(0), np.empty((0, 8), dtype=np.float32), nprobe=4)
+
+
+def test_warm_in_background_builds_on_a_daemon_thread(
+    tmp_path: Path, data: tuple[np.ndarray, np.ndarray]
+) -> None:
+    from kodiai.learning.setup import warm_in_background
+
+    x, _ = data
+    store = open_store(tmp_path)
+    write_all(store, x)
+    thread = warm_in_background(store)
+    assert thread.daemon
+    thread.join(timeout=60)
+    assert isinstance(store._vectors.peek("acme/big"), AnnIndex)

@@ -8,6 +8,8 @@ never compared with a query embedded by a different model.
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 from kodiai.learning.embeddings import EmbeddingProvider
@@ -50,6 +52,32 @@ def open_store_for_provider(
                 count=flagged,
             )
     return store
+
+
+def warm_in_background(store: LanceMemoryStore) -> threading.Thread:
+    """Build the in-memory ANN index of every repo above the exact-search limit on a daemon thread
+    (queries are answered by LanceDB until it is ready); failures are logged, never raised."""
+    log = get_logger("kodiai.learning")
+
+    def run() -> None:
+        started = time.monotonic()
+        try:
+            repos = store.warm()
+        except Exception as exc:
+            log.warning(
+                "Learning memory warm-up failed (LanceDB answers instead)", err=f"{type(exc).__name__}"
+            )
+            return
+        if repos:
+            log.info(
+                "Learning memory ANN indexes built",
+                repos=len(repos),
+                seconds=round(time.monotonic() - started, 1),
+            )
+
+    thread = threading.Thread(target=run, name="kodiai-memory-warm", daemon=True)
+    thread.start()
+    return thread
 
 
 def finding_memory_text(severity: str, category: str, title: str, file_path: str) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 from kodiai.learning.embeddings import EmbeddingProvider, build_embedding_provider
 from kodiai.learning.isolation import IsolationLayer
 from kodiai.learning.memory_store import LanceMemoryStore
-from kodiai.learning.setup import open_store_for_provider
+from kodiai.learning.setup import open_store_for_provider, warm_in_background
 from kodiai.log import get_logger, redact
 from kodiai.storage.knowledge import KnowledgeStore
 from kodiai.storage.startup import open_knowledge_store, open_telemetry_store, purge_run_state
@@ -66,6 +66,8 @@ def open_stores(settings: Any) -> Stores:
         )
     if embeddings.dimensions > 0:
         log.info("Embedding provider initialized", model=embeddings.model, dimensions=embeddings.dimensions)
+    if memory is not None:
+        warm_in_background(memory)
     isolation = IsolationLayer(memory) if memory is not None else None
     purge_run_state(knowledge, log)
     return Stores(
