@@ -20,6 +20,7 @@ import os
 import tempfile
 import warnings
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -238,7 +239,10 @@ class OnnxSentenceEncoder:
     """A sentence-transformers mean-pooling model run by onnxruntime; loads (exporting if needed) at init.
 
     ``exported`` tells whether this instance exported the model (False: the cached file was used).
-    ``encode`` is thread-safe.
+    ``encode`` is thread-safe. It runs one single-threaded session per CPU (``threads``) side by side
+    on separate batches: on small hosts that beats one session whose threads split each small matrix
+    product (measured 2 x 1 thread ~8 % over 1 x 2 threads on 2 cores); every row's vector is the same
+    whichever batch it lands in, since padding is masked out.
     """
 
     def __init__(
@@ -262,9 +266,10 @@ class OnnxSentenceEncoder:
         self.exported = False
 
         session = None
+        source: str | bytes = str(self.onnx_path)
         if self.onnx_path.is_file():
             try:
-                session = self._session(str(self.onnx_path))
+                session = self._session(source)
             except Exception as exc:
                 _log.warning(
                     "Cached ONNX model unreadable; exporting it again",
@@ -283,12 +288,16 @@ class OnnxSentenceEncoder:
                     error=f"{type(exc).__name__}: {exc}",
                 )
             session = self._session(data)
-        self._session_obj = session
+            source = data
+        self._sessions = [session] + [self._session(source) for _ in range(self._threads - 1)]
         self._feeds = [i.name for i in session.get_inputs()]
+        self._pool = (
+            ThreadPoolExecutor(self._threads, thread_name_prefix="kodiai-onnx") if self._threads > 1 else None
+        )
 
     def _session(self, source: str | bytes) -> Any:
         options = self._ort.SessionOptions()
-        options.intra_op_num_threads = self._threads
+        options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
         session = self._ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
@@ -306,16 +315,28 @@ class OnnxSentenceEncoder:
         if not texts:
             return out
         encodings = self._tokenizer.encode_batch(list(texts))
-        # Longest first (as sentence-transformers does), so each batch pads to similar lengths.
+        # Longest first (as sentence-transformers does), so each batch pads to similar lengths; a
+        # call smaller than one batch per session is split so every session has a share.
         order = np.argsort([-len(e.ids) for e in encodings], kind="stable")
-        for start in range(0, len(order), self._batch_size):
-            rows = order[start : start + self._batch_size]
+        size = max(1, min(self._batch_size, -(-len(order) // len(self._sessions))))
+        batches = [order[start : start + size] for start in range(0, len(order), size)]
+
+        def run(job: tuple[int, np.ndarray]) -> None:
+            slot, rows = job
             ids, mask, types = _pad([encodings[i] for i in rows], self._pad_id)
             arrays = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-            hidden = self._session_obj.run([OUTPUT_NAME], {name: arrays[name] for name in self._feeds})[0]
+            session = self._sessions[slot % len(self._sessions)]
+            hidden = session.run([OUTPUT_NAME], {name: arrays[name] for name in self._feeds})[0]
             weights = mask.astype(np.float32)[:, :, None]
             summed = (hidden * weights).sum(axis=1)
             out[rows] = summed / np.clip(weights.sum(axis=1), 1e-9, None)
+
+        jobs = list(enumerate(batches))
+        if self._pool is None or len(jobs) == 1:
+            for job in jobs:
+                run(job)
+        else:
+            list(self._pool.map(run, jobs))
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
         return (out / norms).astype(np.float32)
