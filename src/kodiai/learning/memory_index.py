@@ -7,6 +7,7 @@ import math
 from typing import Any, Literal
 
 import numpy as np
+import pyarrow as pa
 from lancedb.index import Bitmap, BTree, IvfHnswSq, IvfPq
 from pydantic import BaseModel, ConfigDict
 
@@ -87,8 +88,14 @@ def load_vectors(table: Any, where: str, dimensions: int) -> tuple[np.ndarray, n
     ids = rows.column("id").to_numpy().astype(np.int64)
     if rows.num_rows == 0:
         return ids, np.empty((0, dimensions), dtype=np.float32)
-    matrix = rows.column(VECTOR_COLUMN).combine_chunks().flatten().to_numpy().reshape(-1, dimensions)
-    return ids, np.ascontiguousarray(matrix, dtype=np.float32)
+    matrix = np.empty((rows.num_rows, dimensions), dtype=np.float32)
+    start = 0
+    for chunk in rows.column(VECTOR_COLUMN).chunks:  # copied chunk by chunk: no second full-size buffer
+        matrix[start : start + len(chunk)] = chunk.flatten().to_numpy().reshape(-1, dimensions)
+        start += len(chunk)
+    del rows
+    pa.default_memory_pool().release_unused()  # hand the Arrow buffers back instead of keeping them pooled
+    return ids, matrix
 
 
 def load_ids(table: Any, where: str) -> np.ndarray:
