@@ -14,6 +14,7 @@ it bounds both servers' throughput); the last line per run is the closed loop's 
 
     .venv/bin/python benchmarks/webhook.py                 # 50 and 200 clients, 3000 requests each
     .venv/bin/python benchmarks/webhook.py --requests 6000 --concurrency 50 200
+    .venv/bin/python benchmarks/webhook.py --rate 200 400 --open-seconds 10   # open loop at fixed rates
 """
 
 from __future__ import annotations
@@ -67,7 +68,13 @@ async def _bare_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
 
 # The same uvicorn configuration for both servers; uvloop + httptools are what `kodiai serve` gets too
 # (uvicorn[standard] installs them and uvicorn's "auto" picks them), named here so a missing one fails.
-UVICORN = {"host": "127.0.0.1", "log_level": "error", "access_log": False, "loop": "uvloop", "http": "httptools"}
+UVICORN = {
+    "host": "127.0.0.1",
+    "log_level": "error",
+    "access_log": False,
+    "loop": "uvloop",
+    "http": "httptools",
+}
 
 
 def serve_bare(port: int) -> None:
@@ -141,8 +148,18 @@ def free_port() -> int:
 
 def start(mode: str, port: int, workdir: Path, log_level: str = "warn") -> subprocess.Popen[bytes]:
     proc = subprocess.Popen(
-        [sys.executable, __file__, "--serve", mode, "--port", str(port), "--workdir", str(workdir),
-         "--log-level", log_level],
+        [
+            sys.executable,
+            __file__,
+            "--serve",
+            mode,
+            "--port",
+            str(port),
+            "--workdir",
+            str(workdir),
+            "--log-level",
+            log_level,
+        ],
         stdout=subprocess.DEVNULL,
         stderr=(workdir / f"{mode}.log").open("wb"),
     )
@@ -175,9 +192,15 @@ async def _post(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, head
     return int(status_line.split()[1])
 
 
-async def load(port: int, bodies: list[bytes], requests: int, concurrency: int) -> dict[str, Any]:
+async def load(
+    port: int, bodies: list[bytes], requests: int, concurrency: int, rate: float | None = None
+) -> dict[str, Any]:
     """``concurrency`` keep-alive connections posting back to back (a lean asyncio client: httpx's own
-    overhead would dominate the measurement on a small machine)."""
+    overhead would dominate the measurement on a small machine).
+
+    With ``rate`` (deliveries/s) the load is open-loop instead: request ``i`` is due at ``i / rate``
+    seconds, on connection ``i % concurrency``, and its latency is counted from when it was due (so a
+    server that falls behind is charged for the queueing, not only for the service time)."""
     import hashlib
     import hmac
 
@@ -188,13 +211,17 @@ async def load(port: int, bodies: list[bytes], requests: int, concurrency: int) 
     errors = 0
     next_index = 0
 
-    async def worker() -> None:
+    async def worker(slot: int) -> None:
         nonlocal next_index, errors
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         try:
-            while next_index < requests:
-                i = next_index
-                next_index += 1
+            while next_index < requests if rate is None else slot < requests:
+                if rate is None:
+                    i = next_index
+                    next_index += 1
+                else:
+                    i, slot = slot, slot + concurrency
+                    await asyncio.sleep(max(0.0, started + i / rate - time.perf_counter()))
                 body = bodies[i % len(bodies)]
                 head = (
                     "POST /webhooks/github HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
@@ -202,7 +229,7 @@ async def load(port: int, bodies: list[bytes], requests: int, concurrency: int) 
                     f"X-Hub-Signature-256: {signatures[i % len(bodies)]}\r\nUser-Agent: GitHub-Hookshot/bench\r\n"
                     f"Content-Length: {len(body)}\r\n\r\n"
                 ).encode()
-                t0 = time.perf_counter()
+                t0 = time.perf_counter() if rate is None else max(started + i / rate, 0.0)
                 try:
                     status = await _post(reader, writer, head, body)
                 except (OSError, asyncio.IncompleteReadError, ValueError, IndexError):
@@ -220,7 +247,7 @@ async def load(port: int, bodies: list[bytes], requests: int, concurrency: int) 
 
     started = time.perf_counter()
     client_cpu = time.process_time()
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    await asyncio.gather(*(worker(slot) for slot in range(concurrency)))
     elapsed = time.perf_counter() - started
     client_cpu = time.process_time() - client_cpu
     latencies.sort()
@@ -263,6 +290,7 @@ def run(args: argparse.Namespace) -> int:
         f"{'server':<8} {'clients':>7} {'deliv/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'errors':>6} {'cpu ms/req':>10} {'client cpu':>10}  jobs check"
     )
     failures = 0
+    open_loop: list[tuple[str, int, float, dict[str, Any]]] = []
     for concurrency in args.concurrency:
         results = {}
         for mode in ("bare", "kodiai"):
@@ -279,6 +307,11 @@ def run(args: argparse.Namespace) -> int:
                     if cpu_before is not None and cpu_after is not None
                     else float("nan")
                 )
+                for rate in args.rate:
+                    count = max(1, int(rate * args.open_seconds))
+                    opened = asyncio.run(load(port, bodies, count, concurrency, rate=rate))
+                    result["acked"] += opened["acked"]
+                    open_loop.append((mode, concurrency, rate, opened))
             finally:
                 proc.send_signal(signal.SIGTERM)
                 proc.wait(timeout=120)
@@ -302,6 +335,17 @@ def run(args: argparse.Namespace) -> int:
         # (Little's law): a p99 target below that floor needs more throughput, not a shorter path.
         floors = ", ".join(f"{m} {concurrency / results[m]['rps'] * 1000:.1f} ms" for m in ("bare", "kodiai"))
         print(f"{'':<8} {concurrency:>7} mean-latency floor (clients / deliv/s): {floors}")
+    if open_loop:
+        print(
+            f"\nopen loop: deliveries due at a fixed rate over {args.open_seconds:g} s, latency counted from when each was due"
+        )
+        print(
+            f"{'server':<8} {'clients':>7} {'offered/s':>9} {'done/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>6}"
+        )
+        for mode, concurrency, rate, r in open_loop:
+            print(
+                f"{mode:<8} {concurrency:>7} {rate:>9.0f} {r['rps']:>8.0f} {r['p50_ms']:>8.1f} {r['p99_ms']:>8.1f} {r['errors']:>6}"
+            )
     return 1 if failures else 0
 
 
@@ -312,7 +356,17 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=3000)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[50, 200])
     parser.add_argument(
-        "--log-level", default="warn", help="Kodiai's LOG_LEVEL (info renders every runbook line; stderr to a file)"
+        "--rate",
+        type=float,
+        nargs="*",
+        default=[200.0],
+        help="also run open-loop at these offered deliveries/s on the same connections (none: skip)",
+    )
+    parser.add_argument("--open-seconds", type=float, default=10.0)
+    parser.add_argument(
+        "--log-level",
+        default="warn",
+        help="Kodiai's LOG_LEVEL (info renders every runbook line; stderr to a file)",
     )
     parser.add_argument("--serve", choices=["bare", "kodiai"], help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
