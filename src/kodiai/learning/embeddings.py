@@ -15,6 +15,7 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
+from kodiai.learning.onnx_minilm import DEFAULT_BATCH_SIZE as ONNX_BATCH_SIZE
 from kodiai.learning.onnx_minilm import OnnxSentenceEncoder, quiet_offline_hub
 from kodiai.log import get_logger, redact
 
@@ -180,7 +181,7 @@ class LocalEmbeddingProvider:
     def __init__(
         self,
         *,
-        batch_size: int = LOCAL_BATCH_SIZE,
+        batch_size: int | None = None,
         model_path: str | None = None,
         engine: LocalEngine = "auto",
         cache_dir: str | os.PathLike[str] | None = None,
@@ -216,14 +217,16 @@ class LocalEmbeddingProvider:
                 if self._encoder is None and self.engine == "onnx":
                     raise RuntimeError(f"ONNX engine unavailable: {self._onnx_error}") from self._onnx_error
             if self._encoder is None:
-                self._encoder = _TorchEncoder(path, self._batch_size)
+                self._encoder = _TorchEncoder(path, self._batch_size or LOCAL_BATCH_SIZE)
                 self._active_engine = "torch"
             return self._encoder
 
     def _load_onnx(self, path: str) -> _Encoder | None:
         """The ONNX engine, or None (error remembered; warned when falling back to torch)."""
         try:
-            encoder = OnnxSentenceEncoder(path, cache_dir=self._cache_dir, batch_size=self._batch_size)
+            encoder = OnnxSentenceEncoder(
+                path, cache_dir=self._cache_dir, batch_size=self._batch_size or ONNX_BATCH_SIZE
+            )
         except Exception as exc:
             self._onnx_error = exc
             if self.engine == "auto":
