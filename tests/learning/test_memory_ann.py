@@ -45,12 +45,19 @@ def write_all(store: LanceMemoryStore, x: np.ndarray, repo: str = "acme/big", st
     store.write_memories([make_record(repo, start + i, dim=DIM) for i in range(len(x))], x)
 
 
-def test_large_repo_is_answered_by_the_faiss_index_with_exact_distances(
-    tmp_path: Path, data: tuple[np.ndarray, np.ndarray]
-) -> None:
+@pytest.fixture
+def big(tmp_path: Path, data: tuple[np.ndarray, np.ndarray]) -> tuple[LanceMemoryStore, np.ndarray]:
+    """A store (default options) holding the 4,000 clustered vectors in ``acme/big``."""
     x, _ = data
     store = open_store(tmp_path)
     write_all(store, x)
+    return store, x
+
+
+def test_large_repo_is_answered_by_the_faiss_index_with_exact_distances(
+    big: tuple[LanceMemoryStore, np.ndarray],
+) -> None:
+    store, x = big
     recalls = []
     for i in range(30):
         q = x[i * 97]
@@ -66,12 +73,8 @@ def test_large_repo_is_answered_by_the_faiss_index_with_exact_distances(
     assert np.mean(recalls) >= 0.95
 
 
-def test_small_repo_next_to_a_large_one_stays_exact(
-    tmp_path: Path, data: tuple[np.ndarray, np.ndarray]
-) -> None:
-    x, _ = data
-    store = open_store(tmp_path)
-    write_all(store, x)
+def test_small_repo_next_to_a_large_one_stays_exact(big: tuple[LanceMemoryStore, np.ndarray]) -> None:
+    store, x = big
     write_all(store, x[:100], repo="acme/small", start=10_000)
     q = x[5]
     hits = store.retrieve_memories(q, "acme/small", 10)
@@ -80,11 +83,9 @@ def test_small_repo_next_to_a_large_one_stays_exact(
 
 
 def test_writes_after_the_index_is_built_are_found_without_a_rebuild(
-    tmp_path: Path, data: tuple[np.ndarray, np.ndarray]
+    big: tuple[LanceMemoryStore, np.ndarray],
 ) -> None:
-    x, _ = data
-    store = open_store(tmp_path)
-    write_all(store, x)
+    store, x = big
     q = x[0]
     store.retrieve_memories(q, "acme/big", 5)
     index = store._vectors.peek("acme/big")
@@ -96,12 +97,8 @@ def test_writes_after_the_index_is_built_are_found_without_a_rebuild(
     assert len(index) == len(x) + 1  # type: ignore[arg-type]
 
 
-def test_retired_memory_is_never_returned_by_the_index(
-    tmp_path: Path, data: tuple[np.ndarray, np.ndarray]
-) -> None:
-    x, _ = data
-    store = open_store(tmp_path)
-    write_all(store, x)
+def test_retired_memory_is_never_returned_by_the_index(big: tuple[LanceMemoryStore, np.ndarray]) -> None:
+    store, x = big
     q = x[42]
     assert store.retrieve_memories(q, "acme/big", 1)[0].memory_id == 43
     assert store.retire("acme/big", 42) == 1
@@ -110,10 +107,8 @@ def test_retired_memory_is_never_returned_by_the_index(
     assert [h.memory_id for h in hits] == [i for i in exact_ids(x, q, 21) if i != 43][:20]
 
 
-def test_mark_stale_drops_the_cached_index(tmp_path: Path, data: tuple[np.ndarray, np.ndarray]) -> None:
-    x, _ = data
-    store = open_store(tmp_path)
-    write_all(store, x)
+def test_mark_stale_drops_the_cached_index(big: tuple[LanceMemoryStore, np.ndarray]) -> None:
+    store, x = big
     store.retrieve_memories(x[0], "acme/big", 5)
     assert store.mark_stale("another-model") == len(x)
     assert store.retrieve_memories(x[0], "acme/big", 5) == []
@@ -139,10 +134,8 @@ def test_lance_engine_and_a_too_small_cache_fall_back_to_lancedb(
         assert np.mean(recalls) >= 0.9, name
 
 
-def test_warm_builds_large_repos_only(tmp_path: Path, data: tuple[np.ndarray, np.ndarray]) -> None:
-    x, _ = data
-    store = open_store(tmp_path)
-    write_all(store, x)
+def test_warm_builds_large_repos_only(big: tuple[LanceMemoryStore, np.ndarray]) -> None:
+    store, x = big
     write_all(store, x[:50], repo="acme/small", start=10_000)
     assert store.warm() == ["acme/big"]
     assert isinstance(store._vectors.peek("acme/big"), AnnIndex)
