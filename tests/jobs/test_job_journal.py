@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -43,19 +44,23 @@ def test_dedup_survives_a_restart(tmp_path: Path) -> None:
 
 
 def test_dedup_window_is_at_least_24h(tmp_path: Path) -> None:
-    """§3.2: remembered ≥ 24 h; eviction forgets finished ids older than the window only."""
+    """§3.2: remembered ≥ 24 h. Ids without work go after the window; finished jobs are kept (and stay
+    duplicates) for their 7-day retention; a pending job is never forgotten."""
     journal = JobJournal.open(tmp_path / "j.db")
     journal.accept(entry("old"), now=T0)
     journal.finish("old", now=T0)
     journal.accept(entry("pending"), now=T0)
-    journal.accept(entry("fresh", 2), now=T0 + timedelta(hours=23))
+    journal.accept(entry("no-work"), now=T0, journal=False)
+    journal.accept(entry("fresh", 2), now=T0 + timedelta(hours=23), journal=False)
     assert journal.evict(now=T0 + timedelta(hours=23, minutes=59)) == 0
     assert journal.evict(now=T0 + timedelta(hours=24, minutes=1)) == 1
-    assert not journal.seen("old")
-    assert journal.seen("pending")  # still pending in the journal: never forgotten
-    assert journal.seen("fresh")
-    # the finished journal row is kept for its own retention, so a late redelivery is still a duplicate
+    assert not journal.seen("no-work")
+    assert journal.seen("fresh") and journal.seen("pending")
+    # the finished row is kept for its own retention, so a late redelivery is still a duplicate
     assert not journal.accept(entry("old"), now=T0 + timedelta(hours=25))
+    assert journal.evict(now=T0 + timedelta(days=7, minutes=1)) == 2  # "old" and "fresh"
+    assert not journal.seen("old") and journal.seen("pending")
+    assert [e.delivery_id for e in journal.unfinished()] == ["pending"]
     journal.close()
 
 
@@ -160,30 +165,54 @@ def test_finish_unknown_delivery_is_harmless(tmp_path: Path, bad: str) -> None:
     journal.close()
 
 
-def test_payload_stored_compressed_and_replayed_exactly(tmp_path: Path) -> None:
+def test_payload_stored_compressed_replayed_exactly_and_dropped_when_done(tmp_path: Path) -> None:
     """Issue 5: the body is kept as received, zstd-compressed (a 24 KB payload fits one page); replay
-    parses the exact bytes."""
+    parses the exact bytes; the stored body goes when the job finishes."""
     journal = JobJournal.open(tmp_path / "j.db")
     raw = json.dumps({"action": "opened", "n": "z", "body": "lorem ipsum " * 2000}).encode()
     assert journal.accept(entry("z"), now=T0, raw_payload=raw)
-    [(stored,)] = journal._db.raw.execute("SELECT payload FROM job_payloads").fetchall()
+    [(stored,)] = journal._db.raw.execute("SELECT payload FROM delivery_payloads").fetchall()
     assert isinstance(stored, bytes) and len(stored) < len(raw) // 4
     assert zstandard.ZstdDecompressor().decompress(stored) == raw
     [row] = journal.unfinished()
     assert row.payload == json.loads(raw)
+    journal.finish("z", now=T0)
+    assert journal._db.raw.execute("SELECT COUNT(*) FROM delivery_payloads").fetchone() == (0,)
+    assert journal.get("z")["status"] == "done"  # type: ignore[index]
     journal.close()
 
 
-def test_legacy_text_payload_rows_still_replay(tmp_path: Path) -> None:
-    """Rows written as JSON text by earlier versions (before compression) are replayed after an upgrade."""
+def test_rows_of_the_first_schema_are_adopted_on_open(tmp_path: Path) -> None:
+    """An upgrade from the three-table schema (0001): a pending job (its body stored as JSON text, as the
+    earliest versions did) is replayed, a finished one and a bare dedup id stay duplicates."""
     db = tmp_path / "j.db"
-    journal = JobJournal.open(db)
-    assert journal.accept(entry("legacy"), now=T0)
-    journal._db.raw.execute(
-        "UPDATE job_payloads SET payload = ? WHERE delivery_id = 'legacy'", ('{"action":"opened","n":"old"}',)
+    JobJournal.open(db).close()
+    raw = sqlite3.connect(db)
+    raw.executescript(
+        """
+        INSERT INTO webhook_deliveries VALUES ('legacy', 'issues', '2026-01-01T00:00:00+00:00');
+        INSERT INTO webhook_deliveries VALUES ('done-before', 'issues', '2026-01-01T00:00:01+00:00');
+        INSERT INTO webhook_deliveries VALUES ('no-work', 'push', '2026-01-01T00:00:02+00:00');
+        INSERT INTO job_journal (delivery_id, event_name, action, installation_id, status, attempts, received_at)
+          VALUES ('legacy', 'issues', 'opened', 4, 'pending', 1, '2026-01-01T00:00:00+00:00');
+        INSERT INTO job_journal (delivery_id, event_name, action, installation_id, status, attempts, received_at)
+          VALUES ('done-before', 'issues', 'opened', 4, 'done', 1, '2026-01-01T00:00:01+00:00');
+        INSERT INTO job_payloads VALUES ('legacy', '{"action":"opened","n":"old"}');
+        INSERT INTO job_payloads VALUES ('done-before', '{"action":"opened"}');
+        """
     )
-    journal.close()
+    raw.close()
     reopened = JobJournal.open(db)
     [row] = reopened.unfinished()
-    assert row.delivery_id == "legacy" and row.payload == {"action": "opened", "n": "old"}
+    assert (row.delivery_id, row.installation_id, row.attempts) == ("legacy", 4, 1)
+    assert row.payload == {"action": "opened", "n": "old"}
+    assert reopened.get("done-before")["status"] == "done"  # type: ignore[index]
+    assert reopened.get("no-work") is None and reopened.seen("no-work")
+    for delivery in ("legacy", "done-before", "no-work"):
+        assert not reopened.accept(entry(delivery), now=T0 + timedelta(hours=1))
+    left = reopened._db.raw.execute(
+        "SELECT (SELECT COUNT(*) FROM webhook_deliveries) + (SELECT COUNT(*) FROM job_journal)"
+        " + (SELECT COUNT(*) FROM job_payloads)"
+    ).fetchone()
+    assert left == (0,)
     reopened.close()

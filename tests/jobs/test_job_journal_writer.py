@@ -7,13 +7,13 @@ import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 
-from kodiai.jobs.journal import JobJournal, JournalEntry
+from kodiai.jobs.journal import Intake, JobJournal
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def entry(delivery: str) -> JournalEntry:
-    return JournalEntry(delivery_id=delivery, event_name="issues", action="opened", payload={"d": delivery})
+def entry(delivery: str, body: bytes | None = None) -> Intake:
+    return Intake(delivery, "issues", "opened", 0, body or b'{"d":"%s"}' % delivery.encode())
 
 
 async def test_concurrent_accepts_dedup_within_and_across_batches(tmp_path: Path) -> None:
@@ -22,7 +22,7 @@ async def test_concurrent_accepts_dedup_within_and_across_batches(tmp_path: Path
     try:
         ids = [f"d{i % 50}" for i in range(200)]  # every id four times, in one burst
         results = await asyncio.gather(
-            *(journal.accept_async(entry(d), now=T0, raw_payload=b'{"x":1}') for d in ids)
+            *(journal.accept_async(entry(d, b'{"x":1}'), now=T0) for d in ids)
         )
         assert sum(results) == 50
         assert {d for d, ok in zip(ids, results, strict=True) if ok} == {f"d{i}" for i in range(50)}
@@ -40,7 +40,7 @@ async def test_results_are_durable_when_the_future_resolves(tmp_path: Path) -> N
     try:
         assert await journal.accept_async(entry("seen"), now=T0)
         other = sqlite3.connect(db)
-        assert other.execute("SELECT COUNT(*) FROM job_journal WHERE delivery_id='seen'").fetchone() == (1,)
+        assert other.execute("SELECT COUNT(*) FROM delivery_journal WHERE delivery_id='seen'").fetchone() == (1,)
         other.close()
     finally:
         journal.close()
@@ -56,7 +56,7 @@ async def test_one_failing_op_does_not_sink_the_batch(tmp_path: Path) -> None:
 
         def boom(conn: sqlite3.Connection) -> None:
             conn.execute(
-                "INSERT INTO webhook_deliveries (delivery_id, event_name, received_at) VALUES ('b','e','t')"
+                "INSERT INTO delivery_journal (delivery_id, event_name, received_at) VALUES ('b','e','t')"
             )
             raise RuntimeError("bad op")
 

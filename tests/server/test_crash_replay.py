@@ -155,7 +155,7 @@ def test_sigterm_drains_in_flight_jobs_within_the_grace_period(tmp_path: Path, f
     proc.wait(timeout=60)
     assert recorded(record) == ["g-1"]
     db = sqlite3.connect(tmp_path / "jobs.db")
-    assert db.execute("SELECT status FROM job_journal WHERE delivery_id='g-1'").fetchone() == ("done",)
+    assert db.execute("SELECT status FROM delivery_journal WHERE delivery_id='g-1'").fetchone() == ("done",)
     db.close()
 
 

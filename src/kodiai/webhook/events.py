@@ -4,25 +4,65 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from kodiai.webhook.body import parse_json
 
 
-class WebhookEvent(BaseModel):
-    """One delivery: id (``X-GitHub-Delivery``), name (``X-GitHub-Event``), payload, installation id."""
+class WebhookEvent:
+    """One delivery: id (``X-GitHub-Delivery``), name (``X-GitHub-Event``), payload, installation id.
 
-    id: str
-    name: str
-    payload: dict[str, Any] = Field(default_factory=dict)
-    installation_id: int = 0
+    The payload may be given parsed, or as the raw body plus its :func:`~kodiai.webhook.routing.routing_view`:
+    then routing reads the view and the body is parsed on the first read of :attr:`payload` (the ingress
+    acknowledges without building the whole payload).
+    """
+
+    __slots__ = ("_payload", "_raw", "_routing", "id", "installation_id", "name")
+
+    def __init__(
+        self,
+        id: str,
+        name: str,
+        payload: dict[str, Any] | None = None,
+        installation_id: int = 0,
+        *,
+        raw: bytes | None = None,
+        routing: dict[str, Any] | None = None,
+    ) -> None:
+        if payload is None and (raw is None or routing is None):
+            payload = {}
+        self.id = id
+        self.name = name
+        self.installation_id = installation_id
+        self._payload = payload
+        self._raw = raw
+        self._routing = routing
+
+    @property
+    def payload(self) -> dict[str, Any]:
+        """The parsed payload (parsed from the raw body on first use)."""
+        if self._payload is None:
+            parsed = parse_json(self._raw or b"")
+            if not isinstance(parsed, dict):  # the routing view vouched for an object; never expected
+                raise ValueError(f"delivery {self.id}: payload is not a JSON object")
+            self._payload = parsed
+        return self._payload
+
+    @property
+    def routing(self) -> dict[str, Any]:
+        """What routing and logs read (``action``, ``installation``, ``sender``, ``repository``): the
+        payload itself once parsed, else the routing view."""
+        return self._payload if self._payload is not None else self._routing or {}
 
     @property
     def action(self) -> str | None:
-        return payload_action(self.payload)
+        return payload_action(self.routing)
 
     @property
     def specific_key(self) -> str | None:
-        action = self.payload.get("action")
+        action = self.routing.get("action")
         return f"{self.name}.{action}" if action else None
+
+    def __repr__(self) -> str:
+        return f"WebhookEvent(id={self.id!r}, name={self.name!r}, installation_id={self.installation_id!r})"
 
 
 def payload_action(payload: dict[str, Any]) -> str | None:
@@ -62,8 +102,10 @@ def installation_id(payload: dict[str, Any]) -> int:
 
 
 def build_event(delivery_id: str, event_name: str, payload: dict[str, Any]) -> WebhookEvent:
-    """The event for a parsed delivery. Built without re-validation (every field already has its type):
-    validating ``payload`` would copy a dict of a few hundred keys on the ack path for nothing."""
-    return WebhookEvent.model_construct(
-        id=delivery_id, name=event_name, payload=payload, installation_id=installation_id(payload)
-    )
+    """The event for a parsed delivery."""
+    return WebhookEvent(delivery_id, event_name, payload, installation_id(payload))
+
+
+def build_lazy_event(delivery_id: str, event_name: str, raw: bytes, routing: dict[str, Any]) -> WebhookEvent:
+    """The event for a body read through its routing view; the payload is parsed on first use."""
+    return WebhookEvent(delivery_id, event_name, None, installation_id(routing), raw=raw, routing=routing)

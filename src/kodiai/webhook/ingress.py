@@ -1,6 +1,7 @@
 """``POST /webhooks/github`` without the HTTP framework (spec/platform.md §3.1, plus the port's fixes).
 
-Order: signature over the exact bytes → JSON parse (invalid → 400, *not* marked seen: PARITY fix) →
+Order: signature over the exact bytes → JSON check and routing fields (invalid → 400, *not* marked seen:
+PARITY fix; the full payload is parsed when a handler reads it, see :mod:`kodiai.webhook.routing`) →
 dedup + journal in one SQLite transaction (before the 200) → background dispatch → 200 at once.
 """
 
@@ -15,11 +16,12 @@ from pydantic import BaseModel, ConfigDict
 
 from kodiai.jobs.cached_log import CachedLogger
 from kodiai.jobs.dispatcher import DeliveryDispatcher
-from kodiai.jobs.journal import JobJournal, JournalEntry
+from kodiai.jobs.journal import Intake, JobJournal
 from kodiai.server.metrics import Metrics
 from kodiai.webhook.body import parse_json
-from kodiai.webhook.events import build_event, repository_name, sender_login
+from kodiai.webhook.events import build_event, build_lazy_event, repository_name, sender_login
 from kodiai.webhook.router import EventRouter
+from kodiai.webhook.routing import routing_view
 from kodiai.webhook.signature import verify_signature
 
 RECEIVED = {"received": True}
@@ -71,30 +73,29 @@ class WebhookIngress:
             )
             return self._result(401, None, "bad_signature", "unverified")
 
-        try:
-            payload = parse_json(body)
-        except (ValueError, UnicodeDecodeError, RecursionError):
-            self._log.warning("Webhook body is not valid JSON", deliveryId=delivery_id, eventName=event_name)
-            return self._result(400, {"error": "Invalid JSON payload"}, "invalid_json", event_name)
-        if not isinstance(payload, dict):
-            self._log.warning(
-                "Webhook payload is not a JSON object", deliveryId=delivery_id, eventName=event_name
-            )
-            return self._result(400, {"error": "Payload must be a JSON object"}, "invalid_json", event_name)
+        routing = routing_view(body)
+        if routing is not None:
+            event = build_lazy_event(delivery_id, event_name, body, routing)
+        else:  # anything the routing view cannot vouch for gets the full parse (and its 400s)
+            try:
+                payload = parse_json(body)
+            except (ValueError, UnicodeDecodeError, RecursionError):
+                self._log.warning(
+                    "Webhook body is not valid JSON", deliveryId=delivery_id, eventName=event_name
+                )
+                return self._result(400, {"error": "Invalid JSON payload"}, "invalid_json", event_name)
+            if not isinstance(payload, dict):
+                self._log.warning(
+                    "Webhook payload is not a JSON object", deliveryId=delivery_id, eventName=event_name
+                )
+                return self._result(
+                    400, {"error": "Payload must be a JSON object"}, "invalid_json", event_name
+                )
+            event = build_event(delivery_id, event_name, payload)
 
-        event = build_event(delivery_id, event_name, payload)
         has_work = not self.router.filtered(event) and bool(self.router.handlers_for(event))
-        entry = JournalEntry.model_construct(  # every field is already of its declared type
-            delivery_id=delivery_id,
-            event_name=event_name,
-            action=event.action,
-            installation_id=event.installation_id,
-            payload=payload,
-            status="pending",
-            attempts=0,
-            handlers_done=[],
-        )
-        if not await self.journal.accept_async(entry, now=received_at, journal=has_work, raw_payload=body):
+        intake = Intake(delivery_id, event_name, event.action, event.installation_id, body)
+        if not await self.journal.accept_async(intake, now=received_at, journal=has_work):
             self._log.info("Duplicate delivery skipped", deliveryId=delivery_id, eventName=event_name)
             return self._result(200, RECEIVED, "duplicate", event_name)
 
@@ -104,8 +105,8 @@ class WebhookIngress:
             eventName=event_name,
             action=event.action,
             installationId=event.installation_id,
-            repository=repository_name(payload),
-            sender=sender_login(payload),
+            repository=repository_name(event.routing),
+            sender=sender_login(event.routing),
             receivedAt=received_at.isoformat(),
             userAgent=headers.get("user-agent") or "unknown",
         )
@@ -118,6 +119,8 @@ class WebhookIngress:
         label = event_name if _EVENT_LABEL.fullmatch(event_name) else "other"
         counter = self._counters.get((label, outcome))
         if counter is None:  # prometheus' labels() takes a lock and builds a key on every call
-            counter = self._counters[(label, outcome)] = self.metrics.webhook_deliveries.labels(label, outcome)
+            counter = self._counters[(label, outcome)] = self.metrics.webhook_deliveries.labels(
+                label, outcome
+            )
         counter.inc()
         return IngressResult.model_construct(status=status, body=body, outcome=outcome)

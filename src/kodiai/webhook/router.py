@@ -64,12 +64,12 @@ class EventRouter:
 
     def filtered(self, event: WebhookEvent) -> bool:
         """True when the bot filter drops this event (events without a sender object skip the filter)."""
-        sender = event.payload.get("sender")
+        sender = event.routing.get("sender")
         if not isinstance(sender, dict):
             return False
         decision = self.bot_filter.decide(sender)
         if not decision.process:
-            self._log.debug(decision.reason, deliveryId=event.id, sender=sender_login(event.payload))
+            self._log.debug(decision.reason, deliveryId=event.id, sender=sender_login(event.routing))
         return not decision.process
 
     async def dispatch(
@@ -89,7 +89,7 @@ class EventRouter:
             log.info(
                 "Event filtered before dispatch",  # the original's `event` field is `eventName` (bound above)
                 action=event.action,
-                sender=sender_login(event.payload),
+                sender=sender_login(event.routing),
                 filtered=True,
                 filterReason="bot-filter",
             )
