@@ -146,3 +146,27 @@ def test_framework_route_serves_the_same_endpoint(tmp_path: Path, fake: FakeGitH
         )
         assert bad.status_code == 401 and bad.content == b""
         assert runtime.journal is not None and runtime.journal.seen("rp-1")
+
+
+def test_invalid_utf8_in_a_skipped_field_is_a_400_and_not_marked_seen(
+    live: tuple[LiveServer, Runtime, Seen],
+) -> None:
+    """The routing view skips most of the body: a byte sequence that is not UTF-8 anywhere in it still gets
+    the 400 the full parse gives, and the delivery is not remembered (a fixed redelivery is accepted)."""
+    server, runtime, seen = live
+    url = f"{server.url}/webhooks/github"
+    bad = b'{"action":"opened","pull_request":{"body":"caf\xe9"}}'
+    headers = {
+        "X-GitHub-Event": "issues",
+        "X-GitHub-Delivery": "utf8-1",
+        "X-Hub-Signature-256": sign(SECRET, bad),
+    }
+    r = httpx.post(url, content=bad, headers=headers)
+    assert r.status_code == 400 and r.json() == {"error": "Invalid JSON payload"}
+    assert runtime.journal is not None and not runtime.journal.seen("utf8-1")
+    fixed = bad.replace(b"\xe9", "é".encode())
+    headers["X-Hub-Signature-256"] = sign(SECRET, fixed)
+    assert httpx.post(url, content=fixed, headers=headers).status_code == 200
+    assert eventually(
+        lambda: seen.payloads.get("utf8-1") == {"action": "opened", "pull_request": {"body": "café"}}
+    )
