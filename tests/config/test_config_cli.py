@@ -193,7 +193,9 @@ def test_docs_key_table_lists_every_key_path() -> None:
 
 def test_validate_shows_advisories_for_valid_but_weak_settings(tmp_path: Path) -> None:
     """ambiguitySignal with topK <= 3 is valid (no section warning) but is flagged at load (issue 3)."""
-    (tmp_path / ".kodiai.yml").write_text("knowledge:\n  retrieval:\n    topK: 2\n    ambiguitySignal: true\n")
+    (tmp_path / ".kodiai.yml").write_text(
+        "knowledge:\n  retrieval:\n    topK: 2\n    ambiguitySignal: true\n"
+    )
     result = runner.invoke(app, ["config", "validate", str(tmp_path)])
     assert result.exit_code == 0
     assert "Advisory:" in result.output and "ambiguitySignal" in result.output

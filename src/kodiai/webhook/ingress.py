@@ -59,6 +59,7 @@ class WebhookIngress:
         self._clock = clock
         self._log = CachedLogger("kodiai.webhook")
         self._counters: dict[tuple[str, str], Any] = {}
+        self._fixed: dict[tuple[int, str], IngressResult] = {}
 
     async def handle(self, headers: Mapping[str, str], body: bytes) -> IngressResult:
         """Process one delivery. ``headers`` is read by lower-case name (a dict with lower-case keys, as the
@@ -123,4 +124,11 @@ class WebhookIngress:
                 label, outcome
             )
         counter.inc()
-        return IngressResult.model_construct(status=status, body=body, outcome=outcome)
+        if body is not RECEIVED and body is not None:
+            return IngressResult.model_construct(status=status, body=body, outcome=outcome)
+        result = self._fixed.get((status, outcome))  # the frozen acknowledgements, built once each
+        if result is None:
+            result = self._fixed[(status, outcome)] = IngressResult.model_construct(
+                status=status, body=body, outcome=outcome
+            )
+        return result

@@ -84,10 +84,12 @@ class EventRouter:
         ``skip`` names handlers that already finished for this delivery (journal replay);
         ``on_handler_done`` is told the name of each handler that completes without raising.
         """
-        log = self._log.bind(deliveryId=event.id, eventName=event.name)
+        log = self._log
+        ids = {"deliveryId": event.id, "eventName": event.name}  # what bind() gave, without its cost
         if self.filtered(event):
             log.info(
-                "Event filtered before dispatch",  # the original's `event` field is `eventName` (bound above)
+                "Event filtered before dispatch",  # the original's `event` field is `eventName`
+                **ids,
                 action=event.action,
                 sender=sender_login(event.routing),
                 filtered=True,
@@ -100,6 +102,7 @@ class EventRouter:
         matched = [*specific, *general]
         log.info(
             "Router evaluated dispatch keys",
+            **ids,
             specificKey=event.specific_key,
             generalKey=event.name,
             specificHandlerCount=len(specific),
@@ -107,7 +110,7 @@ class EventRouter:
             matchedHandlerCount=len(matched),
         )
         if not matched:
-            log.info("Event skipped because no handlers matched", filtered=False)
+            log.info("Event skipped because no handlers matched", **ids, filtered=False)
             return DispatchOutcome(status="unrouted")
 
         done_before = set(skip)
@@ -137,7 +140,9 @@ class EventRouter:
                     raise result
                 failed += 1
                 failures[reg.name] = f"{type(result).__name__}: {result}"
-                log.error("Handler failed during dispatch", handler=reg.name, reason=failures[reg.name])
+                log.error(
+                    "Handler failed during dispatch", **ids, handler=reg.name, reason=failures[reg.name]
+                )
             else:
                 succeeded += 1
         outcome = DispatchOutcome.model_construct(  # every field computed here, already of its type
@@ -149,6 +154,9 @@ class EventRouter:
             failures=failures,
         )
         log.info(
-            f"Dispatched to {len(to_run)} handler(s)", succeeded=outcome.succeeded, failed=outcome.failed
+            f"Dispatched to {len(to_run)} handler(s)",
+            **ids,
+            succeeded=outcome.succeeded,
+            failed=outcome.failed,
         )
         return outcome
