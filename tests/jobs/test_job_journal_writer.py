@@ -87,29 +87,30 @@ async def test_finish_later_is_ordered_and_applied_before_close(tmp_path: Path) 
     reopened.close()
 
 
-def test_queued_writes_without_a_running_loop_apply_at_once(tmp_path: Path) -> None:
-    """Shutdown paths and sync callers have no loop: their writes are applied on the spot, not lost."""
-    journal = JobJournal.open(tmp_path / "j.db")
+def test_later_writes_from_a_sync_caller_are_applied_by_close(tmp_path: Path) -> None:
+    """Shutdown paths and sync callers have no loop: their queued writes still land (close drains)."""
+    db = tmp_path / "j.db"
+    journal = JobJournal.open(db)
     journal.start_writer()
-    try:
-        assert journal.accept(JournalEntry(delivery_id="s", event_name="issues", payload={}), now=T0)
-        journal.mark_handler_done_later("s", "a")
-        journal.finish_later("s", now=T0, status="done")
-        row = journal.get("s")
-        assert row is not None and row["status"] == "done" and row["handlers_done"] == '["a"]'
-    finally:
-        journal.close()
+    assert journal.accept(JournalEntry(delivery_id="s", event_name="issues", payload={}), now=T0)
+    journal.mark_handler_done_later("s", "a")
+    journal.finish_later("s", now=T0, status="done")
+    journal.close()
+    reopened = JobJournal.open(db)
+    row = reopened.get("s")
+    assert row is not None and row["status"] == "done" and row["handlers_done"] == '["a"]'
+    reopened.close()
 
 
-async def test_one_flush_per_loop_iteration_commits_the_whole_burst(tmp_path: Path) -> None:
-    """100 concurrent accepts share one transaction: the journal's connection commits once for them."""
+async def test_a_burst_shares_a_few_commits(tmp_path: Path) -> None:
+    """100 concurrent accepts are committed in a handful of transactions, not one each."""
     journal = JobJournal.open(tmp_path / "j.db")
     journal.start_writer()
     commits: list[str] = []
     journal._db.raw.set_trace_callback(lambda sql: commits.append(sql) if sql == "COMMIT" else None)
     try:
         results = await asyncio.gather(*(journal.accept_async(entry(f"b{i}"), now=T0) for i in range(100)))
-        assert all(results) and len(commits) == 1
+        assert all(results) and 1 <= len(commits) <= 10
     finally:
         journal._db.raw.set_trace_callback(None)
         journal.close()
