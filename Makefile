@@ -30,6 +30,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python benchmarks/retrieval.py
 	$(BIN)/python benchmarks/webhook.py
+	$(BIN)/python benchmarks/journal.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
