@@ -9,7 +9,8 @@ off the event loop (it releases the GIL while it works).
 
 Applying the batch on the event loop itself costs less CPU (no hand-off), but measured with
 benchmarks/webhook.py it starved new connections: with 200 clients, the first request of the last
-connections to open waited 2.3-2.7 s (p99 2.6 s, against 0.23 s with this thread).
+connections to open waited 2.3-2.9 s (p99 2.6 s, against 0.23-0.33 s with this thread), because libuv
+accepts one connection per loop iteration and those iterations had grown long.
 
 The journal's connection never checkpoints the WAL itself (a checkpoint copies pages back and syncs): a
 daemon thread checkpoints every second through its own connection, and writers carry on meanwhile.
