@@ -15,6 +15,7 @@ it bounds both servers' throughput); the last line per run is the closed loop's 
     .venv/bin/python benchmarks/webhook.py                 # 50 and 200 clients, 3000 requests each
     .venv/bin/python benchmarks/webhook.py --requests 6000 --concurrency 50 200
     .venv/bin/python benchmarks/webhook.py --rate 200 400 --open-seconds 10   # open loop at fixed rates
+    .venv/bin/python benchmarks/webhook.py --fresh-connections   # a new connection per delivery
 """
 
 from __future__ import annotations
@@ -194,10 +195,17 @@ async def _post(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, head
 
 
 async def load(
-    port: int, bodies: list[bytes], requests: int, concurrency: int, rate: float | None = None
+    port: int,
+    bodies: list[bytes],
+    requests: int,
+    concurrency: int,
+    rate: float | None = None,
+    fresh: bool = False,
 ) -> dict[str, Any]:
     """``concurrency`` keep-alive connections posting back to back (a lean asyncio client: httpx's own
-    overhead would dominate the measurement on a small machine).
+    overhead would dominate the measurement on a small machine). With ``fresh``, every request opens its
+    own connection instead (``Connection: close``; the latency includes the connect), as a sender that
+    does not keep connections alive would.
 
     With ``rate`` (deliveries/s) the load is open-loop instead: request ``i`` is due at ``i / rate``
     seconds, on connection ``i % concurrency``, and its latency is counted from when it was due (so a
@@ -211,10 +219,11 @@ async def load(
     acked: list[str] = []
     errors = 0
     next_index = 0
+    close_header = "Connection: close\r\n" if fresh else ""
 
     async def worker(slot: int) -> None:
         nonlocal next_index, errors
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        reader, writer = (None, None) if fresh else await asyncio.open_connection("127.0.0.1", port)
         try:
             while next_index < requests if rate is None else slot < requests:
                 if rate is None:
@@ -228,15 +237,23 @@ async def load(
                     "POST /webhooks/github HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                     f"X-GitHub-Event: pull_request\r\nX-GitHub-Delivery: {ids[i]}\r\n"
                     f"X-Hub-Signature-256: {signatures[i % len(bodies)]}\r\nUser-Agent: GitHub-Hookshot/bench\r\n"
-                    f"Content-Length: {len(body)}\r\n\r\n"
+                    f"Content-Length: {len(body)}\r\n{close_header}\r\n"
                 ).encode()
                 t0 = time.perf_counter() if rate is None else max(started + i / rate, 0.0)
                 try:
+                    if fresh:
+                        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+                    assert reader is not None and writer is not None
                     status = await _post(reader, writer, head, body)
+                    if fresh:
+                        writer.close()
                 except (OSError, asyncio.IncompleteReadError, ValueError, IndexError):
                     errors += 1
-                    writer.close()
-                    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+                    if writer is not None:
+                        writer.close()
+                    reader, writer = (
+                        (None, None) if fresh else await asyncio.open_connection("127.0.0.1", port)
+                    )
                     continue
                 latencies.append(time.perf_counter() - t0)
                 if status == 200:
@@ -244,7 +261,8 @@ async def load(
                 else:
                     errors += 1
         finally:
-            writer.close()
+            if writer is not None:
+                writer.close()
 
     started = time.perf_counter()
     client_cpu = time.process_time()
@@ -299,9 +317,11 @@ def run(args: argparse.Namespace) -> int:
             port = free_port()
             proc = start(mode, port, workdir, args.log_level)
             try:
-                asyncio.run(load(port, bodies, min(200, args.requests), concurrency))  # warm-up
+                asyncio.run(
+                    load(port, bodies, min(200, args.requests), concurrency, fresh=args.fresh)
+                )  # warm-up
                 cpu_before = server_cpu_seconds(proc.pid)
-                result = asyncio.run(load(port, bodies, args.requests, concurrency))
+                result = asyncio.run(load(port, bodies, args.requests, concurrency, fresh=args.fresh))
                 cpu_after = server_cpu_seconds(proc.pid)
                 result["cpu_ms"] = (
                     (cpu_after - cpu_before) / args.requests * 1000
@@ -310,7 +330,7 @@ def run(args: argparse.Namespace) -> int:
                 )
                 for rate in args.rate:
                     count = max(1, int(rate * args.open_seconds))
-                    opened = asyncio.run(load(port, bodies, count, concurrency, rate=rate))
+                    opened = asyncio.run(load(port, bodies, count, concurrency, rate=rate, fresh=args.fresh))
                     result["acked"] += opened["acked"]
                     open_loop.append((mode, concurrency, rate, opened))
             finally:
@@ -364,6 +384,12 @@ def main() -> int:
         help="also run open-loop at these offered deliveries/s on the same connections (none: skip)",
     )
     parser.add_argument("--open-seconds", type=float, default=10.0)
+    parser.add_argument(
+        "--fresh-connections",
+        dest="fresh",
+        action="store_true",
+        help="a new connection per request (Connection: close) instead of keep-alive connections",
+    )
     parser.add_argument(
         "--log-level",
         default="warn",
