@@ -156,6 +156,10 @@ class JobJournal:
             entry.installation_id,
             _payload_bytes(entry, raw_payload),
         )
+        return self._accept_now(intake, now=now, journal=journal, started=started)
+
+    def _accept_now(self, intake: Intake, *, now: datetime, journal: bool, started: bool) -> bool:
+        """Intake in its own transaction (no writer), evicting every ``EVICT_EVERY`` acceptances."""
         with self._db.transaction() as conn:
             accepted = _accept_in(conn, intake, now=now, journal=journal, started=started, codec=self._codec)
         if accepted and self._bump():
@@ -164,8 +168,8 @@ class JobJournal:
 
     # ------------------------------------------------------------------ group commit (server use)
     def start_writer(self) -> None:
-        """Route the ``*_async``/``*_later`` methods through the loop's group commit, and move WAL
-        checkpoints off this connection onto a thread (see :mod:`kodiai.jobs.journal_writer`)."""
+        """Route the ``*_async``/``*_later`` methods through the group-commit writer thread, and move WAL
+        checkpoints off this connection onto a thread of their own (see :mod:`kodiai.jobs.journal_writer`)."""
         if self._writer is None:
             self._writer = JournalWriter(self._apply_batch)
         if self._checkpointer is None and self._path is not None and str(self._path) != MEMORY:
@@ -175,11 +179,7 @@ class JobJournal:
     async def accept_async(self, intake: Intake, *, now: datetime, journal: bool = True) -> bool:
         """Accept with the first attempt recorded, through the writer; resolves after the COMMIT."""
         if self._writer is None:
-            with self._db.transaction() as conn:
-                accepted = _accept_in(conn, intake, now=now, journal=journal, started=True, codec=self._codec)
-            if accepted and self._bump():
-                self.evict(now=now)
-            return accepted
+            return self._accept_now(intake, now=now, journal=journal, started=True)
 
         def apply(conn: sqlite3.Connection) -> bool:
             accepted = _accept_in(conn, intake, now=now, journal=journal, started=True, codec=self._codec)
