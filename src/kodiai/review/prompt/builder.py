@@ -81,7 +81,7 @@ def build_review_prompt(context: ReviewPromptContext | dict[str, Any]) -> str:
         build_incremental_review_section(ctx.incremental_context),
         build_retrieval_context_section(ctx.retrieval_context),
         build_language_guidance_section(ctx.files_by_language),
-        build_reading_code_section(ctx.base_branch),
+        build_reading_code_section(ctx.base_branch, ctx.diff_range),
         WHAT_TO_LOOK_FOR,
         HOW_TO_REPORT,
         RULES,

@@ -235,3 +235,6 @@ class ReviewPromptContext(PromptView):
     large_pr_context: LargePRContext | None = None
     author_tier: str | None = None
     dep_bump_context: DepBumpPromptContext | None = None
+    diff_range: str | None = None
+    """The git range the handler diffed (``origin/main...HEAD``, ``origin/main..HEAD`` without a merge base,
+    ``<base_sha>...<head_sha>`` locally); the "Reading the code" section names it. None: ``origin/<base>...HEAD``."""

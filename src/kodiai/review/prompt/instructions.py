@@ -5,15 +5,44 @@ from __future__ import annotations
 from .context import ReviewMode
 
 
-def build_reading_code_section(base_branch: str) -> str:
-    """``## Reading the code``: the two git commands the model should run."""
+def two_dot_range(diff_range: str) -> str:
+    """The ``git log`` form of a diff range: ``A...B`` becomes ``A..B``.
+
+    ``git diff A...B`` diffs from the merge base, but ``git log A...B`` would list the base branch's own
+    commits too (symmetric difference); ``A..B`` lists only the commits the PR adds. A range that is already
+    two-dot is returned as is, and a single revision ``A`` becomes ``A..HEAD`` (``git log A`` alone would
+    list the whole history).
+    """
+    left, sep, right = diff_range.partition("...")
+    if sep:
+        return f"{left}..{right}"
+    if ".." in diff_range:
+        return diff_range
+    return f"{diff_range}..HEAD"
+
+
+def build_reading_code_section(base_branch: str, diff_range: str | None = None) -> str:
+    """``## Reading the code``: the two git commands the model should run.
+
+    ``diff_range`` is the range the handler actually diffed (``origin/main..HEAD`` when there was no merge
+    base, ``<base_sha>...<head_sha>`` for a local review). It is named as is, so the model is never told to
+    run a range that does not exist in its workspace. Unset (or blank), the section names
+    ``origin/<base>...HEAD`` exactly as the original does.
+    """
+    named = (diff_range or "").strip()
+    if named:
+        diff_command = f"git diff {named}"
+        log_command = f"git log {two_dot_range(named)} --stat"
+    else:
+        diff_command = f"git diff origin/{base_branch}...HEAD"
+        log_command = f"git log origin/{base_branch}..HEAD --stat"
     return "\n".join(
         [
             "## Reading the code",
             "",
             "Start by reading the changes with these commands:",
-            f"- `git diff origin/{base_branch}...HEAD`",
-            f"- `git log origin/{base_branch}..HEAD --stat`",
+            f"- `{diff_command}`",
+            f"- `{log_command}`",
             "Read surrounding code with Read, Grep and Glob whenever a change depends on context outside the diff.",
         ]
     )

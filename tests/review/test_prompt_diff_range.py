@@ -1,0 +1,110 @@
+"""``## Reading the code`` names the git range the handler actually diffed (``ReviewPromptContext.diff_range``)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kodiai.review.prompt import ReviewPromptContext, build_review_prompt
+from kodiai.review.prompt.instructions import build_reading_code_section, two_dot_range
+
+#: The section as the original renders it for base ``main``; parity vectors never set ``diff_range``.
+DEFAULT_SECTION = "\n".join(
+    [
+        "## Reading the code",
+        "",
+        "Start by reading the changes with these commands:",
+        "- `git diff origin/main...HEAD`",
+        "- `git log origin/main..HEAD --stat`",
+        "Read surrounding code with Read, Grep and Glob whenever a change depends on context outside the diff.",
+    ]
+)
+
+
+def make(**overrides: Any) -> str:
+    base: dict[str, Any] = {
+        "owner": "acme",
+        "repo": "repo",
+        "pr_number": 3,
+        "pr_title": "Tweak",
+        "pr_author": "alice",
+        "base_branch": "main",
+        "head_branch": "feature",
+        "changed_files": ["src/a.ts"],
+    }
+    base.update(overrides)
+    return build_review_prompt(base)
+
+
+def _commands(section: str) -> list[str]:
+    return [line[3:-1] for line in section.split("\n") if line.startswith("- `git ")]
+
+
+def test_without_diff_range_the_section_is_unchanged() -> None:
+    assert build_reading_code_section("main") == DEFAULT_SECTION
+    assert build_reading_code_section("main", None) == DEFAULT_SECTION
+    assert build_reading_code_section("main", "  ") == DEFAULT_SECTION, "a blank range counts as unset"
+    assert make() == make(diff_range=None)
+    assert DEFAULT_SECTION in make()
+    assert ReviewPromptContext.model_fields["diff_range"].default is None
+
+
+@pytest.mark.parametrize(
+    ("diff_range", "diff_cmd", "log_cmd"),
+    [
+        ("origin/main...HEAD", "git diff origin/main...HEAD", "git log origin/main..HEAD --stat"),
+        ("origin/main..HEAD", "git diff origin/main..HEAD", "git log origin/main..HEAD --stat"),
+        ("1a2b3c...4d5e6f", "git diff 1a2b3c...4d5e6f", "git log 1a2b3c..4d5e6f --stat"),
+    ],
+    ids=["merge-base", "no-merge-base", "local-shas"],
+)
+def test_diff_range_is_named_in_the_section(diff_range: str, diff_cmd: str, log_cmd: str) -> None:
+    section = build_reading_code_section("develop", diff_range)
+    assert _commands(section) == [diff_cmd, log_cmd]
+    assert "origin/develop" not in section
+    prompt = make(base_branch="develop", diff_range=diff_range)
+    assert f"- `{diff_cmd}`\n- `{log_cmd}`" in prompt
+    assert "origin/develop" not in prompt
+
+
+def test_two_dot_range() -> None:
+    assert two_dot_range("origin/main...HEAD") == "origin/main..HEAD"
+    assert two_dot_range("a1...b2") == "a1..b2"
+    assert two_dot_range("origin/main..HEAD") == "origin/main..HEAD"
+    assert two_dot_range("origin/main...") == "origin/main..", "git reads an empty side as HEAD"
+    assert two_dot_range("a1b2c3") == "a1b2c3..HEAD", "a bare revision would make git log list all history"
+
+
+def _git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, f"git {' '.join(args)}: {done.stderr}"
+    return done.stdout
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_named_commands_run_in_a_local_review_workspace(tmp_path: Path) -> None:
+    """A local review has no ``origin/<base>``: the default commands fail there, the named range works."""
+    _git(tmp_path, "init", "-q", "-b", "main")
+    _git(tmp_path, "config", "user.email", "t@example.com")
+    _git(tmp_path, "config", "user.name", "t")
+    (tmp_path / "a.txt").write_text("one\n")
+    _git(tmp_path, "add", "a.txt")
+    _git(tmp_path, "commit", "-q", "-m", "base")
+    base = _git(tmp_path, "rev-parse", "HEAD").strip()
+    _git(tmp_path, "checkout", "-q", "-b", "feature")
+    (tmp_path / "a.txt").write_text("two\n")
+    _git(tmp_path, "commit", "-q", "-am", "change a")
+    head = _git(tmp_path, "rev-parse", "HEAD").strip()
+
+    default = _commands(build_reading_code_section("main"))
+    assert subprocess.run(default[0].split(), cwd=tmp_path, capture_output=True, check=False).returncode != 0
+
+    diff_cmd, log_cmd = _commands(build_reading_code_section("main", f"{base}...{head}"))
+    assert "+two" in _git(tmp_path, *diff_cmd.split()[1:])
+    log = _git(tmp_path, *log_cmd.split()[1:])
+    assert "change a" in log
+    assert "    base" not in log, "only the PR's own commits are listed"
