@@ -77,9 +77,22 @@ class RetrievedFinding(PromptView):
         return value
 
 
+class AmbiguityView(PromptView):
+    """What the prompt reads from ``kodiai.learning.ambiguity.AmbiguitySignal``.
+
+    ``ambiguous`` means more stored findings sit in the best match's cluster than retrieval returns, so the
+    ones shown are close to an arbitrary pick; the prompt says so instead of presenting them as precedent.
+    """
+
+    cluster_size: int
+    pool_size: int
+    ambiguous: bool
+
+
 class RetrievalContext(PromptView):
     findings: list[RetrievedFinding] = Field(default_factory=list)
     max_context_chars: int | float = Field(default=2000, ge=0)
+    ambiguity: AmbiguityView | None = None
 
 
 class DeltaPriorFinding(PromptView):

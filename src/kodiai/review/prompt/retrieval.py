@@ -5,6 +5,10 @@ learning pipeline supplied one, its confidence label. The section is capped at
 ``knowledge.retrieval.maxContextChars`` (the original always used 2000, ignoring the setting).
 A cap of 0 turns the section off. Entries are added in order while the whole section stays within the
 cap; when not even the first entry fits, the section is left out rather than shown empty.
+
+When the learning pipeline's ambiguity signal says the best match sits in a cluster larger than ``top_k``,
+one note line follows the header: the entries shown are near-arbitrary picks from that cluster. The note is
+part of the header, so it counts against the cap (and can leave room for one entry fewer).
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from collections.abc import Sequence
 
 from kodiai.text.js import to_fixed, utf16_len
 
-from .context import RetrievalContext, RetrievedFinding
+from .context import AmbiguityView, RetrievalContext, RetrievedFinding
 
 DEFAULT_MAX_CONTEXT_CHARS = 2000
 
@@ -33,11 +37,14 @@ def build_retrieval_context(
     results: Sequence[object],
     labels: Sequence[str] | None = None,
     max_context_chars: int | float = DEFAULT_MAX_CONTEXT_CHARS,
+    ambiguity: object | None = None,
 ) -> RetrievalContext | None:
     """Turn the learning pipeline's final results (``RerankedResult``: ``.record``, ``.adjusted_distance``)
     and its optional per-result confidence labels into the prompt's retrieval input (§1 step 32.8).
 
-    The distance shown is the adjusted (post-rerank, post-recency) distance. No results → None.
+    The distance shown is the adjusted (post-rerank, post-recency) distance. ``ambiguity`` is the pipeline's
+    ``AmbiguitySignal`` (or anything with ``cluster_size``, ``pool_size``, ``ambiguous``), None when
+    ``knowledge.retrieval.ambiguitySignal`` is off. No results → None.
     """
     if not results:
         return None
@@ -62,7 +69,21 @@ def build_retrieval_context(
                 }
             )
         )
-    return RetrievalContext(findings=findings, max_context_chars=max_context_chars)
+    return RetrievalContext(
+        findings=findings,
+        max_context_chars=max_context_chars,
+        ambiguity=AmbiguityView.model_validate(ambiguity) if ambiguity is not None else None,
+    )
+
+
+def ambiguity_note(ambiguity: AmbiguityView | None) -> str | None:
+    """The header's note line when the shown findings are an arbitrary pick from a larger cluster, else None."""
+    if ambiguity is None or not ambiguity.ambiguous:
+        return None
+    return (
+        f"Note: {ambiguity.cluster_size} stored findings are about equally close to this PR, more than are "
+        "shown; treat these as weak, interchangeable examples rather than a precise precedent."
+    )
 
 
 def format_retrieved_finding(finding: RetrievedFinding) -> str:
@@ -82,7 +103,9 @@ def build_retrieval_context_section(retrieval: RetrievalContext | None) -> str:
     if retrieval is None or not retrieval.findings or retrieval.max_context_chars <= 0:
         return ""
     budget = retrieval.max_context_chars
-    text = "\n".join(_HEADER)
+    note = ambiguity_note(retrieval.ambiguity)
+    header = _HEADER if note is None else [*_HEADER[:-1], note, _HEADER[-1]]
+    text = "\n".join(header)
     entries = 0
     for finding in retrieval.findings:
         candidate = text + format_retrieved_finding(finding) + "\n"
