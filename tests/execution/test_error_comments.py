@@ -7,7 +7,7 @@ import structlog
 from conftest import OWNER, PR, REPO, make_client
 from kodiai.execution.error_comments import mention_error_body, post_or_update_error_comment
 from kodiai.execution.errors import classify_error, format_error_comment
-from kodiai.execution.github_rest import GitHubRest
+from kodiai.github.rest import GitHubRest
 from support.fake_github import FakeGitHub
 from support.fake_github_pr import PrState
 

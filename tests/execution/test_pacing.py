@@ -8,7 +8,7 @@ import pytest
 from exec_tool_calls import call, payload, text
 
 from conftest import KEY, OWNER, PR, REPO, make_client
-from kodiai.execution.github_rest import GitHubApiError
+from kodiai.github.rest import GitHubApiError
 from kodiai.execution.pacing import PacingPolicy, WritePacer, advised_wait
 from kodiai.execution.review_output import build_review_output_marker
 from kodiai.execution.tools import PublishFlag, ToolEnv

@@ -9,7 +9,7 @@ import pytest
 import structlog
 
 from kodiai.jobs.lanes import JobContext, JobQueue, JobTimeoutError, LaneFullError
-from kodiai.server.metrics import Metrics
+from kodiai.metrics import Metrics
 
 
 async def until(predicate: Callable[[], bool], steps: int = 1000) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from kodiai.execution.github_rest import RestApi
+from kodiai.github.rest import RestApi
 from kodiai.log import get_logger, redact
 from kodiai.text.formatting import wrap_in_details
 from kodiai.text.sanitizer import sanitize_outgoing_mentions

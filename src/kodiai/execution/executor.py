@@ -31,12 +31,12 @@ from claude_agent_sdk import (
 from github import Github
 from kodiai.execution.config_view import ExecutorConfig, load_executor_config
 from kodiai.execution.generic_prompt import build_generic_prompt
-from kodiai.execution.github_rest import RestApi
 from kodiai.execution.options import ModelCredentials, build_agent_options
 from kodiai.execution.pacing import PacingPolicy, WritePacer
 from kodiai.execution.result_mapping import NO_RESULT_MESSAGE, error_result, map_result, timeout_result
 from kodiai.execution.tools import PublishFlag, ToolEnv, build_mcp_servers
 from kodiai.execution.types import ExecutionContext, ExecutionResult
+from kodiai.github.rest import RestApi
 from kodiai.log import get_logger, redact
 
 #: Installation id → a fresh authenticated PyGithub client.

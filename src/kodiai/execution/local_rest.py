@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from kodiai.execution.github_rest import GitHubApiError
+from kodiai.github.rest import GitHubApiError
 
 
 class RecordingGitHub:
@@ -38,7 +38,7 @@ def _not_found(suffix: str) -> GitHubApiError:
 
 
 class RecordingRest:
-    """:class:`~kodiai.execution.github_rest.RestApi` over a :class:`RecordingGitHub`."""
+    """:class:`~kodiai.github.rest.RestApi` over a :class:`RecordingGitHub`."""
 
     def __init__(self, state: RecordingGitHub) -> None:
         self.state = state

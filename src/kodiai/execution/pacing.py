@@ -16,7 +16,7 @@ from typing import TypeVar
 
 import anyio
 
-from kodiai.execution.github_rest import GitHubApiError
+from kodiai.github.rest import GitHubApiError
 from kodiai.log import get_logger
 
 T = TypeVar("T")

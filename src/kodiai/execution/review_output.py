@@ -7,7 +7,7 @@ façade before the first inline comment of a run.
 
 from __future__ import annotations
 
-from kodiai.execution.github_rest import RestApi
+from kodiai.github.rest import RestApi
 from kodiai.review.output_key import (
     OUTPUT_MARKER_PREFIX,
     SCAN_ITEM_CAP,

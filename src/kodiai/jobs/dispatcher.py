@@ -14,9 +14,9 @@ from datetime import UTC, datetime
 
 from structlog.contextvars import bind_contextvars, reset_contextvars
 
-from kodiai.jobs.cached_log import CachedLogger
 from kodiai.jobs.journal import JobJournal
-from kodiai.server.metrics import Metrics
+from kodiai.log import CachedLogger
+from kodiai.metrics import Metrics
 from kodiai.webhook.events import WebhookEvent
 from kodiai.webhook.router import EventRouter
 

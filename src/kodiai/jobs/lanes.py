@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from kodiai.jobs.cached_log import CachedLogger
-from kodiai.server.metrics import Metrics
+from kodiai.log import CachedLogger
+from kodiai.metrics import Metrics
 
 T = TypeVar("T")
 

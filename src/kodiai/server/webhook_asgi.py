@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.types import Message, Receive, Scope, Send
 
-from kodiai.jobs.cached_log import CachedLogger
+from kodiai.log import CachedLogger
 from kodiai.webhook.ingress import RECEIVED, IngressResult
 
 if TYPE_CHECKING:

@@ -14,10 +14,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from kodiai.jobs.cached_log import CachedLogger
 from kodiai.jobs.dispatcher import DeliveryDispatcher
 from kodiai.jobs.journal import Intake, JobJournal
-from kodiai.server.metrics import Metrics
+from kodiai.log import CachedLogger
+from kodiai.metrics import Metrics
 from kodiai.webhook.body import parse_json
 from kodiai.webhook.events import build_event, build_lazy_event, repository_name, sender_login
 from kodiai.webhook.router import EventRouter

@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from kodiai.jobs.cached_log import CachedLogger
+from kodiai.log import CachedLogger
 from kodiai.webhook.bot_filter import BotFilter
 from kodiai.webhook.events import WebhookEvent, sender_login
 

@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from kodiai.execution.github_rest import GitHubClientFactory, GitHubRest, RestApi
 from kodiai.execution.pacing import WritePacer
+from kodiai.github.rest import GitHubClientFactory, GitHubRest, RestApi
 from kodiai.log import get_logger
 
 M = TypeVar("M", bound=BaseModel)

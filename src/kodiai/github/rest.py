@@ -1,4 +1,4 @@
-"""A thin async façade over PyGithub's requester for the endpoints the MCP tools use.
+"""A thin façade over PyGithub's requester for the endpoints the MCP tools and the handlers use.
 
 PyGithub is synchronous; every request runs in a worker thread so the agent's event loop keeps
 serving the CLI while GitHub answers. Failures are re-raised as :class:`GitHubApiError`, whose
@@ -84,6 +84,31 @@ class GitHubRest:
     def repo_path(self, suffix: str) -> str:
         return f"/repos/{self.owner}/{self.repo}{suffix}"
 
+    def call(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        body: dict[str, Any] | None = None,
+        on_success: Callable[[], None] | None = None,
+    ) -> Any:
+        """Send one request (blocking); return the decoded JSON or raise :class:`GitHubApiError`.
+
+        ``on_success`` runs as soon as GitHub accepted the request, so a write that completes while the
+        run is being cancelled (a timeout) is still reported as published.
+        """
+        requester = self._client.requester if method == "GET" else self._write_requester()
+        try:
+            _headers, data = requester.requestJsonAndCheck(method, path, parameters=params, input=body)
+        except GithubException as exc:
+            raise GitHubApiError(
+                octokit_message(exc.status, exc.data), exc.status, exc.headers or {}
+            ) from None
+        if on_success is not None:
+            on_success()
+        return data
+
     async def request(
         self,
         method: str,
@@ -93,25 +118,13 @@ class GitHubRest:
         body: dict[str, Any] | None = None,
         on_success: Callable[[], None] | None = None,
     ) -> Any:
-        """Send one request; return the decoded JSON or raise :class:`GitHubApiError`.
+        """:meth:`call` in a worker thread, so the event loop keeps serving while GitHub answers."""
+        return await anyio.to_thread.run_sync(
+            lambda: self.call(method, path, params=params, body=body, on_success=on_success)
+        )
 
-        ``on_success`` runs in the worker thread as soon as GitHub accepted the request, so a write that
-        completes while the run is being cancelled (a timeout) is still reported as published.
-        """
-
-        def call() -> Any:
-            requester = self._client.requester if method == "GET" else self._write_requester()
-            try:
-                _headers, data = requester.requestJsonAndCheck(method, path, parameters=params, input=body)
-            except GithubException as exc:
-                raise GitHubApiError(
-                    octokit_message(exc.status, exc.data), exc.status, exc.headers or {}
-                ) from None
-            if on_success is not None:
-                on_success()
-            return data
-
-        return await anyio.to_thread.run_sync(call)
+    async def delete(self, suffix: str) -> Any:
+        return await self.request("DELETE", self.repo_path(suffix))
 
     async def get(self, suffix: str, **params: Any) -> Any:
         return await self.request("GET", self.repo_path(suffix), params=params or None)

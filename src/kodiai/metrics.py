@@ -60,6 +60,20 @@ class Metrics:
             "Unfinished deliveries replayed from the job journal at start-up.",
             registry=r,
         )
+        self.reviews_waiting = Gauge(
+            "kodiai_reviews_waiting",
+            "Reviews dequeued from their lane and waiting for a slot under the global review cap.",
+            registry=r,
+        )
+        self.reviews_running = Gauge(
+            "kodiai_reviews_running", "Reviews running now (at most the global review cap).", registry=r
+        )
+        self.reviews = Counter(
+            "kodiai_reviews",
+            "Review jobs by how they ended (published, approved, skipped reason, error category, ...).",
+            ["outcome"],
+            registry=r,
+        )
         self.retrieval_threshold_method = Counter(
             "kodiai_retrieval_threshold_method",
             "Learning-memory retrievals by adaptive threshold method (gap, percentile, configured, …).",
