@@ -159,10 +159,21 @@ class Settings(BaseSettings):
     embedding_provider: EmbeddingProvider = Field("auto", description="auto, voyage, local or none.")
     claude_code_oauth_token: SecretStr | None = Field(None, description="Claude Code OAuth token.")
     anthropic_api_key: SecretStr | None = Field(None, description="Anthropic API key.")
+    # Model endpoint of the Claude Code CLI (a gateway, Bedrock or Vertex); passed to the CLI only
+    anthropic_base_url: str | None = Field(None, description="Messages API base URL (e.g. a LiteLLM proxy).")
+    anthropic_auth_token: SecretStr | None = Field(None, description="Bearer token for a gateway.")
+    claude_code_use_bedrock: str | None = Field(None, description="`1`: the CLI calls Amazon Bedrock.")
+    claude_code_use_vertex: str | None = Field(None, description="`1`: the CLI calls Google Vertex AI.")
+    aws_region: str | None = Field(None, description="Bedrock region.")
+    cloud_ml_region: str | None = Field(None, description="Vertex region.")
+    anthropic_vertex_project_id: str | None = Field(None, description="Vertex project id.")
     # Jobs
     job_timeout_seconds: float = Field(3600, gt=0, description="Hard limit of one job.")
     max_lane_length: int = Field(100, ge=1, description="Queued jobs per installation before rejecting.")
     shutdown_grace_seconds: float = Field(30, ge=0, description="Drain time on SIGTERM.")
+    review_concurrency: int | None = Field(
+        None, ge=1, description="Reviews running at once across installations (default: 2 per CPU, 2–16)."
+    )
 
     _private_key_pem: str | None = PrivateAttr(None)
 
@@ -237,6 +248,25 @@ class Settings(BaseSettings):
             raw = self.github_private_key_base64.get_secret_value()
             return resolve_private_key(raw, "GITHUB_PRIVATE_KEY_BASE64", cwd)
         return None
+
+    def model_endpoint_env(self) -> dict[str, str]:
+        """The CLI's endpoint variables that are set (``ANTHROPIC_BASE_URL``, Bedrock, Vertex), by name."""
+        names = (
+            "anthropic_base_url",
+            "anthropic_auth_token",
+            "claude_code_use_bedrock",
+            "claude_code_use_vertex",
+            "aws_region",
+            "cloud_ml_region",
+            "anthropic_vertex_project_id",
+        )
+        env: dict[str, str] = {}
+        for name in names:
+            value = getattr(self, name)
+            text = value.get_secret_value() if isinstance(value, SecretStr) else value
+            if text:
+                env[name.upper()] = text
+        return env
 
     def missing_github_app_settings(self) -> list[str]:
         """Names of the unset GitHub App variables (empty when the webhook server can run)."""

@@ -61,10 +61,15 @@ def test_dry_run_json(repo: Path) -> None:
 
 
 def test_unknown_ref_is_a_clear_error(repo: Path) -> None:
-    """A ref that does not exist exits 1 with git's message, nothing else printed to stdout."""
+    """A ref that does not exist exits 1 naming which ref (base or head) was wrong; nothing on stdout."""
     result = runner.invoke(app, ["review", "--repo", str(repo), "--base", "nope", "--dry-run"])
     assert result.exit_code == 1
-    assert "kodiai review: git rev-parse" in result.output
+    assert "kodiai review: base ref 'nope' is not a commit" in result.output
+    result = runner.invoke(
+        app, ["review", "--repo", str(repo), "--base", "main", "--head", "nope2", "--dry-run"]
+    )
+    assert result.exit_code == 1
+    assert "kodiai review: head ref 'nope2' is not a commit" in result.output
     assert PROMPT_RULE not in result.stdout
 
 
@@ -120,7 +125,7 @@ def test_dry_run_retrieves_from_local_store_with_local_embeddings(
     """--dry-run --embeddings local against a real LanceDB store written with the real local model:
     this repository's memory is retrieved, shown in the retrieval context and put into the prompt."""
     from kodiai.learning.embeddings import LocalEmbeddingProvider
-    from kodiai.learning.memory_store import open_memory_store
+    from kodiai.learning.setup import open_store_for_provider
     from kodiai.learning.types import LearningMemoryRecord
 
     monkeypatch.chdir(tmp_path)
@@ -137,7 +142,8 @@ def test_dry_run_retrieves_from_local_store_with_local_embeddings(
 
     embedder = LocalEmbeddingProvider()
     uri = str(tmp_path / "memory.lance")
-    store = open_memory_store(uri, embedder.dimensions)
+    store = open_store_for_provider(uri, embedder)  # the 384-d table `kodiai memory import` writes
+    assert store is not None
     texts = ["Card charge retried forever without backoff in billing/charge.py", "Typo in README heading"]
     for i, text in enumerate(texts):
         vector = embedder.generate(text, "document")

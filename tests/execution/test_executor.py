@@ -259,12 +259,13 @@ async def test_1_4_write_mode_and_mention_tools(tmp_path: Path, fake_gh: FakeGit
     [
         (Result(subtype="error_max_turns", is_error=True), "failure"),
         (Result(subtype="error_during_execution", is_error=True), "failure"),
-        (Result(subtype="success", is_error=True), "success"),
+        (Result(subtype="success", is_error=True, result="API Error: 500 upstream"), "error"),
     ],
     ids=["max-turns", "during-execution", "success-is-error"],
 )
 async def test_1_5_conclusion(tmp_path: Path, fake_gh: FakeGitHub, result: Result, expected: str) -> None:
-    """§1.5: success iff the subtype is success (is_error ignored)."""
+    """§1.5: a non-success subtype is a failure; a success subtype with ``is_error`` (a failed model call)
+    is an ``error`` (issue #12: the original recorded it as success)."""
     h = Harness(fake_gh, [result])
     mapped = await h.executor.execute(review_context(tmp_path))
     assert mapped.conclusion == expected and mapped.published is False

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import typer
 from rich.console import Console
 
-from kodiai.execution.local_review import LocalReview, LocalReviewError, RetrievalReport, build_local_review
-from kodiai.execution.options import ModelCredentials
+from kodiai.handlers.review.local import LocalReview, LocalReviewError, RetrievalReport, build_local_review
 from kodiai.learning.embeddings import EmbeddingProvider, build_embedding_provider
+from kodiai.log import configure_logging
 from kodiai.settings import Settings, SettingsError
 
 PROMPT_RULE = "===== PROMPT ====="
@@ -104,19 +105,22 @@ def review(
 ) -> None:
     """Review a local branch: build the review context for BASE...HEAD and run (or show) it."""
     console = Console(stderr=True)
+    configure_logging(os.environ.get("LOG_LEVEL") or "warn")  # stderr; the review's info lines are noise here
     try:
         settings = Settings.load(require_github_app=False)
     except SettingsError as exc:
         console.print(f"Invalid settings: {exc}", style="red", markup=False)
         raise typer.Exit(code=2) from None
     try:
-        local = build_local_review(
-            Path(repo),
-            base,
-            head,
-            embedder_factory=lambda: _embedder(settings, embeddings),
-            memory_uri=memory or settings.learning_memory_uri,
-            repo_name=repo_name,
+        local = asyncio.run(
+            build_local_review(
+                Path(repo),
+                base,
+                head,
+                embedder_factory=lambda: _embedder(settings, embeddings),
+                memory_uri=memory or settings.learning_memory_uri,
+                repo_name=repo_name,
+            )
         )
     except LocalReviewError as exc:
         console.print(f"kodiai review: {exc}", style="red", markup=False)
@@ -124,14 +128,19 @@ def review(
     if dry_run:
         _print_dry_run(local, as_json)
         return
-    if settings.claude_code_oauth_token is None and settings.anthropic_api_key is None:
+    if (
+        settings.claude_code_oauth_token is None
+        and settings.anthropic_api_key is None
+        and not settings.model_endpoint_env()
+    ):
         console.print(
-            "Set CLAUDE_CODE_OAUTH_TOKEN or ANTHROPIC_API_KEY to run the model (or use --dry-run).",
+            "Set CLAUDE_CODE_OAUTH_TOKEN or ANTHROPIC_API_KEY (or a gateway/Bedrock/Vertex endpoint) to run "
+            "the model, or use --dry-run.",
             style="red",
         )
         raise typer.Exit(code=2)
-    from kodiai.execution.local_review import git
-    from kodiai.execution.local_run import run_local_review
+    from kodiai.handlers.review.local import git, run_local_review
+    from kodiai.server.composition import model_credentials
 
     if git(Path(repo), "rev-parse", "HEAD").strip() != local.head_sha:
         console.print(
@@ -140,12 +149,12 @@ def review(
             markup=False,
         )
 
-    credentials = ModelCredentials(
-        claude_code_oauth_token=settings.claude_code_oauth_token, anthropic_api_key=settings.anthropic_api_key
-    )
+    credentials = model_credentials(settings)
     result, recorder = asyncio.run(
         run_local_review(local, Path(repo).resolve(), credentials=credentials, cli_path=cli_path)
     )
     _print_run(result, recorder, console)
-    if result.conclusion == "error":
+    if result.conclusion != "success":
+        reason = result.error_message or f"the run ended with conclusion {result.conclusion}"
+        console.print(f"kodiai review: the review did not complete: {reason}", style="red", markup=False)
         raise typer.Exit(code=1)

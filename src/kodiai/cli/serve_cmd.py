@@ -46,14 +46,14 @@ def serve(
         typer.Option(
             "--handlers",
             envvar="KODIAI_HANDLERS",
-            help="Extra handler registrars as module:function(runtime); may be repeated.",
+            help="Extra handler registrars as module:function(runtime), after the built-in ones; may be repeated.",
         ),
     ] = None,
 ) -> None:
     """Start the webhook server."""
     from kodiai.github.app_auth import GitHubAppError
     from kodiai.server.app import create_app
-    from kodiai.server.runtime import Runtime, ServerConfig, build_runtime
+    from kodiai.server.runtime import ServerConfig, build_runtime
     from kodiai.server.stores import open_stores
     from kodiai.settings import Settings, SettingsError
     from kodiai.storage.migrations import apply_migrations
@@ -81,11 +81,9 @@ def serve(
             raise _fatal(redact(f"Database migration failed: {exc}")) from None
         log.info("Databases migrated (setup mode)")
 
-    registrars = [_load_registrar(spec) for spec in handlers or []]
+    from kodiai.server.composition import builtin_registrar
 
-    def register(runtime: Runtime) -> None:
-        for registrar in registrars:
-            registrar(runtime)
+    register = builtin_registrar(settings, [_load_registrar(spec) for spec in handlers or []])
 
     stores = None
     try:

@@ -49,6 +49,8 @@ class ModelCredentials(BaseModel):
 
     claude_code_oauth_token: SecretStr | None = None
     anthropic_api_key: SecretStr | None = None
+    endpoint: dict[str, SecretStr] = {}
+    """Where the CLI sends model calls: ``ANTHROPIC_BASE_URL``, Bedrock or Vertex variables, by name."""
 
     def __repr__(self) -> str:  # never print even the masked container with values
         return "ModelCredentials(***)"
@@ -75,6 +77,7 @@ def cli_env(credentials: ModelCredentials, environ: Mapping[str, str] | None = N
         env["CLAUDE_CODE_OAUTH_TOKEN"] = credentials.claude_code_oauth_token.get_secret_value()
     if credentials.anthropic_api_key is not None:
         env["ANTHROPIC_API_KEY"] = credentials.anthropic_api_key.get_secret_value()
+    env.update({name: value.get_secret_value() for name, value in credentials.endpoint.items()})
     return env
 
 

@@ -11,21 +11,39 @@ from kodiai.execution.types import ExecutionResult
 from kodiai.text.js import js_number_to_string
 
 NO_RESULT_MESSAGE = "No result message received from Claude Code CLI"
+EMPTY_RESULT_MESSAGE = "The model returned an empty result (no output tokens, nothing published)"
 
 
 def _usage_total(model_usage: Mapping[str, Mapping[str, Any]], key: str) -> int:
     return sum(int(usage.get(key) or 0) for usage in model_usage.values())
 
 
-def map_result(result: ResultMessage, *, published: bool, wall_clock_ms: int) -> ExecutionResult:
-    """Conclusion from the subtype (``is_error`` is ignored), tokens summed over every model.
+def _failed_call(result: ResultMessage, output_tokens: int, published: bool) -> str | None:
+    """Why a ``success``-subtype result is not a review: the CLI reports a failed model call (an API
+    error, an unreachable endpoint) as ``is_error`` with the error text, and a call that produced nothing
+    at all has no output tokens. The original recorded both as ``success`` (issue #12 fixes that)."""
+    if result.is_error:
+        return (result.result or "").strip() or "Claude Code reported an error without a message"
+    if not published and output_tokens == 0 and not (result.result or "").strip():
+        return EMPTY_RESULT_MESSAGE
+    return None
 
-    ``model`` is the first key of the per-model usage map (insertion order), ``unknown`` when empty;
-    ``duration_ms`` falls back to the wall clock only when the result has none (JS ``??``: 0 is kept).
+
+def map_result(result: ResultMessage, *, published: bool, wall_clock_ms: int) -> ExecutionResult:
+    """Conclusion from the subtype, tokens summed over every model.
+
+    ``success`` needs the ``success`` subtype *and* a model call that worked: ``is_error`` or an empty
+    run is ``error`` with the CLI's message (so the handler posts the classified error comment);
+    any other subtype is ``failure``. ``model`` is the first key of the per-model usage map (insertion
+    order), ``unknown`` when empty; ``duration_ms`` falls back to the wall clock only when the result has
+    none (JS ``??``: 0 is kept).
     """
     model_usage: Mapping[str, Mapping[str, Any]] = result.model_usage or {}
+    output_tokens = _usage_total(model_usage, "outputTokens")
+    failure = _failed_call(result, output_tokens, published) if result.subtype == "success" else None
     return ExecutionResult(
-        conclusion="success" if result.subtype == "success" else "failure",
+        conclusion=("error" if failure else "success") if result.subtype == "success" else "failure",
+        error_message=failure,
         published=published,
         cost_usd=result.total_cost_usd,
         num_turns=result.num_turns,
@@ -34,7 +52,7 @@ def map_result(result: ResultMessage, *, published: bool, wall_clock_ms: int) ->
         stop_reason=result.stop_reason,
         model=next(iter(model_usage), "unknown"),
         input_tokens=_usage_total(model_usage, "inputTokens"),
-        output_tokens=_usage_total(model_usage, "outputTokens"),
+        output_tokens=output_tokens,
         cache_read_tokens=_usage_total(model_usage, "cacheReadInputTokens"),
         cache_creation_tokens=_usage_total(model_usage, "cacheCreationInputTokens"),
     )

@@ -12,6 +12,7 @@ import asyncio
 import base64
 import os
 import shutil
+import subprocess
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -111,6 +112,24 @@ class Workspace:
             )
         except OSError as exc:
             raise GitCommandError(scrub(f"git could not start: {exc}", [self._token])) from None
+
+    def git_blocking(self, *args: str, timeout: float = 300) -> tuple[int, str]:
+        """Run ``git <args>`` synchronously with the workspace's auth; ``(exit code, stdout)``, never raises
+        on a non-zero exit (for synchronous callers running in a worker thread)."""
+        env = {**os.environ, **auth_env(self._base_url, self._token)}
+        try:
+            done = subprocess.run(
+                [self._git_binary, *args],
+                cwd=self.dir,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=timeout,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return 1, ""
+        return done.returncode, done.stdout.decode("utf-8", "replace")
 
     async def fetch_pull_request_head(self, pr_number: int, local_branch: str = "pr-review") -> None:
         """Fetch ``pull/<n>/head`` into ``local_branch`` and check it out (fork-safe PR checkout)."""

@@ -1,1 +1,18 @@
-"""kodiai.handlers"""
+"""The handlers layer: where a webhook becomes work on GitHub. One module per behaviour, each with a
+``register(router, deps)`` naming its event keys; :func:`register_builtin_handlers` composes them."""
+
+from __future__ import annotations
+
+from kodiai.handlers import review
+from kodiai.handlers.deps import HandlerDeps, LearnedMemory
+from kodiai.webhook.router import EventRouter
+
+BUILTIN = (review.register,)
+
+
+def register_builtin_handlers(router: EventRouter, deps: HandlerDeps) -> None:
+    for register in BUILTIN:
+        register(router, deps)
+
+
+__all__ = ["HandlerDeps", "LearnedMemory", "register_builtin_handlers"]

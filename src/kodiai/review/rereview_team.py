@@ -33,10 +33,20 @@ class RequestedTeam(BaseModel):
     name: str | None = None
 
 
+class TeamLike(Protocol):
+    """A requested team as any client reports it."""
+
+    @property
+    def slug(self) -> str | None: ...
+
+    @property
+    def name(self) -> str | None: ...
+
+
 class ReviewerRequestClient(Protocol):
     """The three GitHub calls the helper needs; errors carry an optional ``status`` attribute."""
 
-    def list_requested_teams(self) -> Sequence[RequestedTeam]: ...
+    def list_requested_teams(self) -> Sequence[TeamLike]: ...
 
     def request_team(self, team_slug: str) -> None: ...
 

@@ -13,7 +13,7 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, SecretStr
 
@@ -23,10 +23,13 @@ from kodiai.jobs.dispatcher import DeliveryDispatcher
 from kodiai.jobs.journal import JobJournal
 from kodiai.jobs.lanes import JobQueue
 from kodiai.log import get_logger
-from kodiai.server.metrics import Metrics
+from kodiai.metrics import Metrics
 from kodiai.webhook.bot_filter import BotFilter
 from kodiai.webhook.ingress import WebhookIngress
 from kodiai.webhook.router import EventRouter
+
+if TYPE_CHECKING:
+    from kodiai.server.stores import Stores
 
 MAX_BODY_BYTES = 25 * 1024 * 1024  # GitHub caps webhook payloads at 25 MiB
 
@@ -110,7 +113,7 @@ class Runtime:
     dispatcher: DeliveryDispatcher | None = None
     ingress: WebhookIngress | None = None
     workspaces: WorkspaceManager | None = None
-    stores: Any = None  # kodiai.server.stores.Stores when built by `kodiai serve`; None in tests/setup mode
+    stores: Stores | None = None  # built by `kodiai serve`; None in setup mode and in bare tests
     setup_state: set[str] = field(default_factory=set)
     setup_token: str = ""  # one-time token (printed in the log) that guards the setup flow
 
@@ -131,7 +134,7 @@ def build_runtime(
     github: GitHubApp | None = None,
     register_handlers: HandlerRegistrar | None = None,
     metrics: Metrics | None = None,
-    stores: Any = None,
+    stores: Stores | None = None,
 ) -> Runtime:
     """Run the start-up sequence and return the runtime. Raises ``GitHubAppError`` on a bad app set-up."""
     log = get_logger("kodiai.server")

@@ -100,9 +100,12 @@ class KnowledgeStore:
         )
         return FindingByComment(**dict(rows[0])) if rows else None
 
-    def get_prior_review_findings(self, repo: str, pr_number: int, limit: int = 100) -> list[PriorFinding]:
-        """Unsuppressed findings of the PR's reviews at the newest completed run's head SHA, in id order."""
-        head = self.get_last_reviewed_head_sha(repo, pr_number)
+    def get_prior_review_findings(
+        self, repo: str, pr_number: int, limit: int = 100, *, head_sha: str | None = None
+    ) -> list[PriorFinding]:
+        """Unsuppressed findings of the PR's reviews at ``head_sha`` (default: the newest completed run's
+        head SHA), in id order. A handler passes the SHA it read before claiming its own run (Q2)."""
+        head = head_sha or self.get_last_reviewed_head_sha(repo, pr_number)
         if head is None:
             return []
         rows = self._db.query(
@@ -236,6 +239,10 @@ class KnowledgeStore:
             delivery_id=delivery_id,
             action=action,
         )
+
+    def run_delivery(self, run_key: str) -> tuple[str | None, str] | None:
+        """``(delivery_id, status)`` of a claimed run (tells a replay of the same delivery from a duplicate)."""
+        return runs.run_delivery(self._db, run_key)
 
     def complete_run(self, run_key: str) -> None:
         runs.complete_run(self._db, run_key)

@@ -57,6 +57,12 @@ def check_and_claim_run(
     )
 
 
+def run_delivery(db: LockedConnection, key: str) -> tuple[str | None, str] | None:
+    """``(delivery_id, status)`` of the run with ``key``, or None when there is no such run."""
+    row = db.fetch_one("SELECT delivery_id, status FROM run_state WHERE run_key = ?", (key,))
+    return (row[0], str(row[1])) if row else None
+
+
 def complete_run(db: LockedConnection, key: str) -> None:
     db.execute(
         "UPDATE run_state SET status = 'completed', completed_at = datetime('now') WHERE run_key = ?", (key,)
@@ -127,6 +133,7 @@ __all__ = [
     "last_reviewed_head_sha",
     "purge_old_runs",
     "purge_stale_author_cache",
+    "run_delivery",
     "run_key",
     "upsert_author_cache",
 ]

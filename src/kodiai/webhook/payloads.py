@@ -64,6 +64,10 @@ class PullRequest(_Model):
     labels: list[Label] = []
     html_url: str | None = None
     updated_at: str | None = None
+    author_association: str | None = None
+    additions: int | float = 0
+    deletions: int | float = 0
+    commits: int | None = None
 
 
 class IssuePullRequestLink(_Model):

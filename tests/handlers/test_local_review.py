@@ -5,18 +5,23 @@ GitHub replaced by the recorder."""
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from kodiai.execution.local_review import LocalReviewError, build_local_review
-from kodiai.execution.local_run import local_output_key, run_local_review
 from kodiai.execution.options import ModelCredentials
 from kodiai.execution.review_output import build_review_output_marker
+from kodiai.handlers.review.local import (
+    LocalReviewError,
+    build_local_review,
+    local_output_key,
+    run_local_review,
+)
 from kodiai.learning.embeddings import NoopEmbeddingProvider, normalise
-from kodiai.learning.memory_store import open_memory_store
+from kodiai.learning.setup import open_store_for_provider
 from kodiai.learning.types import LearningMemoryRecord
 from support.gitrepo import commit_files, git
 from support.scripted_transport import Result, ScriptedTransport, ToolCall
@@ -63,10 +68,10 @@ def make_repo(tmp_path: Path, *, config: str = CONFIG) -> Path:
     return repo
 
 
-def test_context_from_real_git_without_store(tmp_path: Path) -> None:
+async def test_context_from_real_git_without_store(tmp_path: Path) -> None:
     """Diff base...head, head's config, analysis and prompt; a missing store skips retrieval."""
     repo = make_repo(tmp_path)
-    review = build_local_review(
+    review = await build_local_review(
         repo,
         "main",
         "feature",
@@ -86,6 +91,19 @@ def test_context_from_real_git_without_store(tmp_path: Path) -> None:
     assert 30 <= review.timeout_seconds <= 1800
 
 
+async def test_prompt_git_commands_run_in_the_local_checkout(tmp_path: Path) -> None:
+    """The "Reading the code" commands name a range that exists where the model runs (no origin/main
+    here): both succeed in the checkout and show the reviewed change."""
+    repo = make_repo(tmp_path)
+    review = await build_local_review(repo, "main", "feature", embedder_factory=NoopEmbeddingProvider)
+    commands = re.findall(r"^- `git (diff|log) ([^`]+)`$", review.prompt, flags=re.MULTILINE)
+    assert [c[0] for c in commands] == ["diff", "log"]
+    assert commands[0][1] == f"{review.base_sha}...{review.head_sha}"
+    diff = git("diff", *commands[0][1].split(), cwd=repo)
+    assert "retry()" in diff
+    assert "src/payments.py" in git("log", *commands[1][1].split(), cwd=repo)
+
+
 @pytest.mark.parametrize(
     ("extra_config", "method_family"),
     [
@@ -93,13 +111,16 @@ def test_context_from_real_git_without_store(tmp_path: Path) -> None:
         ("knowledge:\n  retrieval:\n    cutStrategy: maxgap\n", "maxgap"),
     ],
 )
-def test_retrieval_against_real_lancedb_store(tmp_path: Path, extra_config: str, method_family: str) -> None:
+async def test_retrieval_against_real_lancedb_store(
+    tmp_path: Path, extra_config: str, method_family: str
+) -> None:
     """Memories of this repo in a LanceDB directory are retrieved, cut by the configured strategy and put
     into the prompt."""
     repo = make_repo(tmp_path, config=CONFIG + extra_config)
     uri = str(tmp_path / "memory.lance")
     embedder = HashEmbedder()
-    store = open_memory_store(uri, embedder.dimensions)
+    store = open_store_for_provider(uri, embedder)  # the table `kodiai memory import` writes
+    assert store is not None
     text = "retry payments payment call retries python src/payments.py tests/test_payments.py feat"
     for i, (finding, repo_name) in enumerate(
         [(text, "acme/widgets"), ("unrelated css colour tweak in docs", "acme/widgets"), (text, "other/repo")]
@@ -123,7 +144,7 @@ def test_retrieval_against_real_lancedb_store(tmp_path: Path, extra_config: str,
         store.write_memory(record, vector)
     store.close()
 
-    review = build_local_review(repo, "main", "feature", embedder_factory=HashEmbedder, memory_uri=uri)
+    review = await build_local_review(repo, "main", "feature", embedder_factory=HashEmbedder, memory_uri=uri)
     assert review.retrieval.status == "used"
     method = review.retrieval.threshold_method or ""
     if method_family == "headgap":
@@ -137,25 +158,25 @@ def test_retrieval_against_real_lancedb_store(tmp_path: Path, extra_config: str,
     assert text in review.prompt
 
 
-def test_errors_are_clear(tmp_path: Path) -> None:
+async def test_errors_are_clear(tmp_path: Path) -> None:
     """Unknown refs, a non-repository and an invalid head .kodiai.yml raise LocalReviewError."""
     repo = make_repo(tmp_path)
-    with pytest.raises(LocalReviewError, match="rev-parse"):
-        build_local_review(repo, "nope", "feature", embedder_factory=NoopEmbeddingProvider)
+    with pytest.raises(LocalReviewError, match="base ref 'nope'"):
+        await build_local_review(repo, "nope", "feature", embedder_factory=NoopEmbeddingProvider)
     plain = tmp_path / "plain"
     plain.mkdir()
     with pytest.raises(LocalReviewError):
-        build_local_review(plain, "main", embedder_factory=NoopEmbeddingProvider)
+        await build_local_review(plain, "main", embedder_factory=NoopEmbeddingProvider)
     commit_files(repo, {".kodiai.yml": "review: [unclosed\n"}, "break config")
     with pytest.raises(LocalReviewError, match=r"Invalid \.kodiai\.yml"):
-        build_local_review(repo, "main", "feature", embedder_factory=NoopEmbeddingProvider)
+        await build_local_review(repo, "main", "feature", embedder_factory=NoopEmbeddingProvider)
 
 
 async def test_run_records_instead_of_posting(tmp_path: Path) -> None:
     """Without --dry-run the executor runs (scripted transport here) and the tools' output is recorded
     with the review marker, validated and sanitised exactly as on GitHub."""
     repo = make_repo(tmp_path)
-    review = build_local_review(repo, "main", "feature", embedder_factory=NoopEmbeddingProvider)
+    review = await build_local_review(repo, "main", "feature", embedder_factory=NoopEmbeddingProvider)
     transport = ScriptedTransport(
         [
             ToolCall(

@@ -1,0 +1,60 @@
+"""What handlers are given: one typed object built once by the composition root (``kodiai serve``).
+
+Handlers never see the whole runtime. Optional parts are ``None`` when the deployment lacks them (no
+learned memory when LanceDB failed to open, no embedder when ``EMBEDDING_PROVIDER=none``); each stage
+that uses one checks for it, as the original checks for its injected stores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from github import Github
+from kodiai.execution.executor import Executor
+from kodiai.github.workspace import WorkspaceManager
+from kodiai.jobs.lanes import JobQueue
+from kodiai.jobs.limit import ConcurrencyLimit
+from kodiai.learning.embeddings import EmbeddingProvider
+from kodiai.learning.isolation import IsolationLayer
+from kodiai.learning.memory_store import LanceMemoryStore
+from kodiai.metrics import Metrics
+from kodiai.storage.knowledge import KnowledgeStore
+from kodiai.storage.telemetry import TelemetryStore
+
+#: Installation id → an authenticated PyGithub client acting as that installation.
+InstallationClients = Callable[[int], Github]
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class LearnedMemory:
+    """The learned-memory store, the isolation layer over it, and the embedder its table was opened for."""
+
+    store: LanceMemoryStore
+    isolation: IsolationLayer
+    embeddings: EmbeddingProvider
+
+
+@dataclass(frozen=True)
+class HandlerDeps:
+    app_slug: str
+    installation_client: InstallationClients
+    workspaces: WorkspaceManager
+    executor: Executor
+    queue: JobQueue
+    metrics: Metrics
+    review_limit: ConcurrencyLimit
+    knowledge: KnowledgeStore | None = None
+    telemetry: TelemetryStore | None = None
+    memory: LearnedMemory | None = None
+    clock: Callable[[], datetime] = utcnow
+
+    @property
+    def bot_handles(self) -> list[str]:
+        """Handles the outgoing-mention sanitiser neutralises (spec/review.md §0.3)."""
+        return [self.app_slug, "claude"]

@@ -1,0 +1,475 @@
+"""Phase B of the review: the queued job (spec/review.md §1 steps 8–54), as a list of named stages.
+
+    claim run → workspace + config → gates → gather → plan → execute → post-process → publish + record
+
+Gather, publish and record do I/O; plan and post-process are pure (``kodiai.review.plan``,
+``kodiai.review.postprocess``). A fail-open step goes through :func:`fail_open`; anything else that
+raises reaches the outer catch, which posts the classified error comment (step 54). The workspace is
+removed whatever happens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from kodiai.config import RepoConfig, load_repo_config
+from kodiai.enforcement.apply import apply_enforcement
+from kodiai.execution.error_comments import post_or_update_error_comment
+from kodiai.execution.errors import classify_error, format_error_comment
+from kodiai.execution.types import ExecutionContext, ExecutionResult
+from kodiai.feedback.adjuster import FeedbackSuppressionResult, evaluate_feedback_suppressions
+from kodiai.github.pulls import PullRequestApi, bodies
+from kodiai.github.rest import GitHubRest
+from kodiai.github.workspace import Workspace
+from kodiai.handlers.deps import HandlerDeps
+from kodiai.handlers.fail_open import fail_open
+from kodiai.handlers.review import publish, record
+from kodiai.handlers.review.gather import Gathered, GatherSources, gather, plan_input
+from kodiai.handlers.review.sources import webhook_sources
+from kodiai.log import get_logger, redact
+from kodiai.review.delta import PriorFinding
+from kodiai.review.metadata import extract_findings
+from kodiai.review.output_key import build_review_output_marker
+from kodiai.review.plan import ReviewPlan, plan_review
+from kodiai.review.posted_texts import (
+    build_no_review_acknowledgement,
+    no_review_ack_marker,
+    title_requests_no_review,
+)
+from kodiai.review.postprocess import ProcessedReview, process_findings
+from kodiai.review.pull_request import PullRequestFacts
+from kodiai.review.rereview_team import request_rereview_team_best_effort
+from kodiai.review.trigger import ClonePlan
+from kodiai.text.sanitizer import sanitize_outgoing_mentions
+
+CLONE_DEPTH = 50
+TRIGGERS = {
+    "opened": "on_opened",
+    "ready_for_review": "on_ready_for_review",
+    "review_requested": "on_review_requested",
+    "synchronize": "on_synchronize",
+}
+
+
+@dataclass(frozen=True)
+class ReviewRequest:
+    """What Phase A hands to the job."""
+
+    delivery_id: str
+    event_name: str
+    action: str
+    installation_id: int
+    facts: PullRequestFacts
+    clone: ClonePlan
+    review_output_key: str
+
+
+@dataclass(frozen=True)
+class RunClaim:
+    proceed: bool
+    run_key: str | None
+    last_reviewed_head_sha: str | None
+
+
+class ReviewJob:
+    """One review run. ``outcome`` names how it ended (exported as the ``kodiai_reviews`` metric)."""
+
+    def __init__(self, deps: HandlerDeps, request: ReviewRequest) -> None:
+        self.deps = deps
+        self.req = request
+        facts = request.facts
+        self.log = get_logger(
+            "kodiai.handlers.review",
+            deliveryId=request.delivery_id,
+            installationId=request.installation_id,
+            action=request.action,
+            prNumber=facts.number,
+            owner=facts.owner,
+            repo=facts.repo,
+        )
+        self.client = deps.installation_client(request.installation_id)
+        rest = GitHubRest(self.client, facts.owner, facts.repo)
+        self.pr = PullRequestApi(rest, facts.number)
+        self.handles = deps.bot_handles
+        self.outcome = "started"
+
+    def skip(self, reason: str, message: str, **fields: Any) -> None:
+        self.outcome = f"skipped:{reason}"
+        self.log.info(message, gateResult="skipped", skipReason=reason, **fields)
+
+    # ------------------------------------------------------------------ the stage list
+    async def run(self) -> str:
+        workspace: Workspace | None = None
+        try:
+            claim = await self.claim_run()
+            if not claim.proceed:
+                return self.outcome
+            workspace = await self.open_workspace()
+            config = await self.load_config(workspace)
+            if not await self.pass_gates(config):
+                return self.outcome
+            gathered = await gather(
+                self.req.facts,
+                config,
+                workspace,
+                self.sources(config, claim),
+                self.log,
+                base=f"origin/{self.req.facts.base_ref}",
+                base_ref=self.req.facts.base_ref,
+            )
+            await self.record_retrieval(config, gathered)
+            if not gathered.changed_files:
+                self.skip("skip-paths", "All changed files matched skipPaths, skipping review")
+                return self.outcome
+            plan = self.plan(config, gathered)
+            result = await self.execute(workspace, plan)
+            processed, feedback = await self.post_process(workspace, config, gathered, plan, result)
+            await self.finish(config, gathered, plan, result, processed, feedback, claim)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            await self.report_failure(exc)
+        finally:
+            if workspace is not None:
+                await asyncio.shield(workspace.cleanup())
+        return self.outcome
+
+    # ------------------------------------------------------------------ step 8: run state
+    async def claim_run(self) -> RunClaim:
+        """Read the last completed run *before* claiming this one (Q2), then claim. An existing run for
+        the same SHAs stops the job, except for an explicit re-request (Q3) or the replay of this same
+        delivery after a crash."""
+        store = self.deps.knowledge
+        if store is None:
+            return RunClaim(True, None, None)
+        facts = self.req.facts
+        last = await fail_open(
+            self.log,
+            "run-state-idempotency",
+            lambda: asyncio.to_thread(store.get_last_reviewed_head_sha, facts.full_name, facts.number),
+            None,
+        )
+        claim = await fail_open(
+            self.log,
+            "run-state-idempotency",
+            lambda: asyncio.to_thread(
+                lambda: store.check_and_claim_run(
+                    repo=facts.full_name,
+                    pr_number=facts.number,
+                    base_sha=facts.base_sha,
+                    head_sha=facts.head_sha,
+                    delivery_id=self.req.delivery_id,
+                    action=self.req.action,
+                )
+            ),
+            None,
+        )
+        if claim is None:
+            return RunClaim(True, None, last)
+        if claim.should_process:
+            self.log.info(
+                "Run claimed", gate="run-state-idempotency", reason=claim.reason, runKey=claim.run_key
+            )
+            return RunClaim(True, claim.run_key, last)
+        existing = await asyncio.to_thread(store.run_delivery, claim.run_key)
+        if existing is not None and existing[0] == self.req.delivery_id and existing[1] != "completed":
+            self.log.info("Resuming the unfinished run of this delivery", gate="run-state-idempotency")
+            return RunClaim(True, claim.run_key, last)
+        if self.req.action == "review_requested":
+            self.log.info("Explicit re-request of an already reviewed head", gate="run-state-idempotency")
+            return RunClaim(True, claim.run_key, last)
+        self.skip("duplicate", "Run already exists for this base/head pair", gate="run-state-idempotency")
+        return RunClaim(False, claim.run_key, last)
+
+    # ------------------------------------------------------------------ steps 9–10 (fail-closed)
+    async def open_workspace(self) -> Workspace:
+        clone, facts = self.req.clone, self.req.facts
+        ws = await self.deps.workspaces.create(
+            self.req.installation_id, owner=clone.owner, repo=clone.repo, ref=clone.ref, depth=CLONE_DEPTH
+        )
+        try:
+            if clone.use_pr_ref:
+                await ws.fetch_pull_request_head(facts.number)
+            await ws.fetch_base_ref(facts.base_ref, depth=1)
+        except BaseException:
+            await asyncio.shield(ws.cleanup())
+            raise
+        return ws
+
+    async def load_config(self, ws: Workspace) -> RepoConfig:
+        result = await asyncio.to_thread(load_repo_config, ws.dir)
+        for warning in result.warnings:
+            self.log.warning(
+                "Config section invalid, using defaults", section=warning.section, issues=warning.issues
+            )
+        return result.config
+
+    # ------------------------------------------------------------------ steps 11–17
+    async def pass_gates(self, config: RepoConfig) -> bool:
+        review, action, facts = config.review, self.req.action, self.req.facts
+        if (
+            review.request_ui_rereview_team_on_open
+            and review.ui_rereview_team
+            and action in ("opened", "ready_for_review")
+        ):
+            await asyncio.to_thread(
+                request_rereview_team_best_effort,
+                self.pr.requested_teams(),
+                review.ui_rereview_team,
+                self.deps.app_slug,
+                self.log,
+            )
+        if not review.enabled:
+            self.skip("review-disabled", "Review disabled in config", gate="review-enabled")
+            return False
+        if not getattr(review.triggers, TRIGGERS.get(action, ""), False):
+            self.skip("trigger-disabled", "Review trigger disabled for this action", gate="review-trigger")
+            return False
+        if title_requests_no_review(facts.title):
+            await self.acknowledge_no_review()
+            return False
+        marker = build_review_output_marker(self.req.review_output_key)
+        location = await self.pr.find_marker(marker)
+        if location is not None:
+            self.skip(
+                "already-published",
+                "Skipping review execution because output already published for key",
+                gate="review-output-idempotency",
+                existingLocation=location,
+                reviewOutputKey=self.req.review_output_key,
+            )
+            return False
+        if action == "review_requested":
+            await fail_open(self.log, "eyes-reaction", lambda: self.pr.add_reaction("eyes"), None)
+        if facts.author in review.skip_authors:
+            self.skip("skip-author", "PR author is in review.skipAuthors", gate="skip-authors")
+            return False
+        return True
+
+    async def acknowledge_no_review(self) -> None:
+        """``[no-review]`` (Q8 fixed): acknowledged only for an event that would have reviewed, once per
+        head SHA."""
+        self.skip("keyword-skip", "Review skipped per [no-review] in PR title", gate="keyword-skip")
+        head = self.req.facts.head_sha
+
+        async def post() -> None:
+            comments = await self.pr.issue_comments()
+            if any(isinstance(b, str) and no_review_ack_marker(head) in b for b in bodies(comments)):
+                return
+            body = sanitize_outgoing_mentions(build_no_review_acknowledgement(head), self.handles)
+            await self.pr.create_issue_comment(body)
+
+        await fail_open(self.log, "keyword-skip", post, None, "Failed to post [no-review] acknowledgement")
+
+    # ------------------------------------------------------------------ gather helpers
+    def sources(self, config: RepoConfig, claim: RunClaim) -> GatherSources:
+        return webhook_sources(
+            self.deps, self.pr, self.client, self.req.facts, claim.last_reviewed_head_sha, self.log
+        )
+
+    async def record_retrieval(self, config: RepoConfig, gathered: Gathered) -> None:
+        outcome = gathered.retrieval.outcome
+        if outcome is None:
+            return
+        self.deps.metrics.retrieval_threshold_method.labels(outcome.threshold.method).inc()
+        await record.record_retrieval(
+            self.deps.telemetry,
+            outcome,
+            enabled=config.telemetry.enabled,
+            facts=self.req.facts,
+            delivery_id=self.req.delivery_id,
+            event_name=self.req.event_name,
+            log=self.log,
+        )
+
+    # ------------------------------------------------------------------ steps 33–36
+    def plan(self, config: RepoConfig, gathered: Gathered) -> ReviewPlan:
+        plan = plan_review(plan_input(self.req.facts, config, gathered))
+        self.log.info(
+            "Review profile selected",
+            gate="review-profile-selection",
+            profile=plan.profile.selected_profile,
+            source=plan.profile.source,
+            riskLevel=plan.timeout.risk_level,
+            dynamicTimeoutSeconds=plan.timeout.dynamic_timeout_seconds,
+        )
+        return plan
+
+    # ------------------------------------------------------------------ step 37
+    async def execute(self, ws: Workspace, plan: ReviewPlan) -> ExecutionResult:
+        facts = self.req.facts
+        return await self.deps.executor.execute(
+            ExecutionContext(
+                workspace_dir=ws.dir,
+                installation_id=self.req.installation_id,
+                owner=facts.owner,
+                repo=facts.repo,
+                pr_number=facts.number,
+                event_type=f"pull_request.{self.req.action}",
+                trigger_body=plan.prompt,
+                prompt=plan.prompt,
+                review_output_key=self.req.review_output_key,
+                delivery_id=self.req.delivery_id,
+                dynamic_timeout_seconds=plan.dynamic_timeout_seconds,
+                bot_handles=self.handles,
+            )
+        )
+
+    # ------------------------------------------------------------------ steps 38–43
+    async def post_process(
+        self, ws: Workspace, config: RepoConfig, gathered: Gathered, plan: ReviewPlan, result: ExecutionResult
+    ) -> tuple[ProcessedReview, FeedbackSuppressionResult]:
+        facts = self.req.facts
+        enforced: list[dict[str, Any]] = []
+        if result.conclusion == "success":
+            marker = build_review_output_marker(self.req.review_output_key)
+            none: list[dict[str, Any]] = []
+            comments = await fail_open(self.log, "finding-extraction", self.pr.review_comments_page, none)
+            extracted = [f.model_dump() for f in extract_findings(comments, marker)]
+            if extracted:
+                analysis = gathered.analysis
+                enforced = await asyncio.to_thread(
+                    apply_enforcement,
+                    extracted,
+                    ws.dir,
+                    analysis.files_by_category,
+                    analysis.files_by_language,
+                    config.language_rules.model_dump(),
+                    self.req.delivery_id,
+                )
+        store = self.deps.knowledge
+        feedback = await asyncio.to_thread(
+            evaluate_feedback_suppressions,
+            store,
+            facts.full_name,
+            config.feedback.auto_suppress.model_dump(),
+            self.req.delivery_id,
+        )
+        tiers = [*plan.tiered.full, *plan.tiered.abbreviated, *plan.tiered.mention_only]
+        processed = process_findings(
+            enforced,
+            config=config,
+            max_comments=plan.scope.max_comments,
+            abbreviated_paths=plan.abbreviated_paths,
+            feedback=feedback,
+            prior_context=plan.prior_context,
+            file_risk={f.file_path: f.score for f in tiers},
+            prior_findings=[PriorFinding.model_validate(p.model_dump()) for p in gathered.prior_findings],
+        )
+        if processed.delta is not None:
+            self.log.info(
+                "Delta classification",
+                gate="review-details-output",
+                deltaNew=processed.delta.new,
+                deltaResolved=processed.delta.resolved,
+                deltaStillOpen=processed.delta.still_open,
+            )
+        return processed, feedback
+
+    # ------------------------------------------------------------------ steps 44–53
+    async def finish(
+        self,
+        config: RepoConfig,
+        gathered: Gathered,
+        plan: ReviewPlan,
+        result: ExecutionResult,
+        processed: ProcessedReview,
+        feedback: FeedbackSuppressionResult,
+        claim: RunClaim,
+    ) -> None:
+        deps, facts, key, log = self.deps, self.req.facts, self.req.review_output_key, self.log
+        success = result.conclusion == "success"
+        if success and processed.filtered_comment_ids:
+            await publish.delete_filtered_comments(self.pr, processed, log)
+        if success:
+            details = publish.review_details(
+                key=key,
+                plan=plan,
+                analysis=gathered.analysis,
+                intent=gathered.intent,
+                author_tier=gathered.author_tier,
+                processed=processed,
+                feedback_patterns=feedback.suppressed_pattern_count,
+                completed_at=deps.clock(),
+            )
+            log.info(
+                "Review Details attempt",
+                gate="review-details-output",
+                reviewOutputKey=key,
+                owner=facts.owner,
+                repo=facts.repo,
+                prNumber=facts.number,
+            )
+            await publish.publish_review_details(
+                self.pr, details, published=result.published, handles=self.handles, log=log
+            )
+        telemetry = config.telemetry
+        if telemetry.enabled:
+            await record.record_execution(
+                deps.telemetry,
+                result,
+                facts=facts,
+                delivery_id=self.req.delivery_id,
+                action=self.req.action,
+                log=log,
+            )
+        await publish.post_cost_warning(
+            self.pr,
+            result,
+            enabled=telemetry.enabled,
+            threshold=telemetry.cost_warning_usd,
+            handles=self.handles,
+            log=log,
+        )
+        review_id = await record.record_knowledge(
+            deps.knowledge,
+            config,
+            result,
+            processed,
+            facts=facts,
+            delivery_id=self.req.delivery_id,
+            files_analyzed=gathered.analysis.metrics.total_files,
+            lines_changed=gathered.lines_changed,
+            review_output_key=key,
+            log=log,
+        )
+        if deps.knowledge is not None and claim.run_key is not None:
+            store, run_key = deps.knowledge, claim.run_key
+            await fail_open(
+                log, "run-state-complete", lambda: asyncio.to_thread(store.complete_run, run_key), None
+            )
+        await record.record_memories(deps.memory, facts, processed, review_id, log)
+        if success and result.published:
+            log.info("Evidence bundle", outcome="published-output", reviewOutputKey=key)
+        self.outcome = "published" if result.published else result.conclusion
+        if result.conclusion == "error":
+            category = await publish.post_run_error(self.pr, result, plan, handles=self.handles, log=log)
+            self.outcome = f"error:{category}"
+        if config.review.auto_approve and success:
+            merge_confidence = gathered.dep_bump.merge_confidence if gathered.dep_bump else None
+            if await publish.auto_approve(
+                self.pr,
+                key,
+                published=result.published,
+                merge_confidence=merge_confidence,
+                handles=self.handles,
+                log=log,
+            ):
+                self.outcome = "approved"
+
+    # ------------------------------------------------------------------ step 54
+    async def report_failure(self, exc: Exception) -> None:
+        message = redact(str(exc)) or "An unexpected error occurred"
+        self.log.error("Review handler failed", err=redact(f"{type(exc).__name__}: {exc}"))
+        category = classify_error(exc, False)
+        self.outcome = f"error:{category}"
+        body = format_error_comment(category, message)
+        await post_or_update_error_comment(
+            self.pr.rest,
+            issue_number=self.req.facts.number,
+            body=body,
+            bot_handles=self.handles,
+            log=self.log,
+        )

@@ -1,0 +1,280 @@
+"""Record: telemetry, knowledge and learned memory of a run (spec/review.md §1 steps 32.7, 47–50).
+
+All fail-open: a review that reached GitHub is never undone because a database write failed. The
+learned-memory write closes the learning loop inside the product: the next PR of the same repo
+retrieves these findings. Unlike the original's fire-and-forget promise it is awaited (in a worker
+thread), so the lane's next job already sees it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from typing import Any
+
+from kodiai.config import RepoConfig
+from kodiai.config.snapshot import config_snapshot
+from kodiai.execution.types import ExecutionResult
+from kodiai.handlers.deps import LearnedMemory
+from kodiai.handlers.fail_open import fail_open
+from kodiai.learning.pipeline import RetrievalOutcome
+from kodiai.learning.setup import finding_memory_text
+from kodiai.learning.telemetry import quality_row
+from kodiai.learning.types import LearningMemoryRecord
+from kodiai.review.postprocess import ProcessedReview
+from kodiai.review.pull_request import PullRequestFacts
+from kodiai.storage.knowledge import KnowledgeStore
+from kodiai.storage.knowledge_models import (
+    FindingRecord,
+    GlobalPatternRecord,
+    ReviewRecord,
+    SuppressionLogEntry,
+    confidence_band,
+)
+from kodiai.storage.telemetry import ExecutionRecord, TelemetryStore
+
+COMMENT_SURFACE = "pull_request_review_comment"
+
+
+def run_conclusion(result: ExecutionResult) -> str:
+    """``executions.conclusion``: ``timeout_partial`` / ``timeout`` on timeouts, else the run's."""
+    if result.is_timeout:
+        return "timeout_partial" if result.published else "timeout"
+    return result.conclusion
+
+
+async def record_retrieval(
+    telemetry: TelemetryStore | None,
+    outcome: RetrievalOutcome,
+    *,
+    enabled: bool,
+    facts: PullRequestFacts,
+    delivery_id: str,
+    event_name: str,
+    log: Any,
+) -> None:
+    """Step 32.7: one ``retrieval_quality`` row (event type is the bare event name, as the original)."""
+    if not enabled or telemetry is None:
+        return
+    row = quality_row(
+        outcome, delivery_id=delivery_id, repo=facts.full_name, pr_number=facts.number, event_type=event_name
+    )
+    await fail_open(
+        log,
+        "retrieval-telemetry",
+        lambda: asyncio.to_thread(telemetry.record_retrieval_quality, row.model_dump()),
+        None,
+        "Retrieval quality telemetry write failed (fail-open)",
+    )
+
+
+async def record_execution(
+    telemetry: TelemetryStore | None,
+    result: ExecutionResult,
+    *,
+    facts: PullRequestFacts,
+    delivery_id: str,
+    action: str,
+    log: Any,
+) -> None:
+    """Step 47: one ``executions`` row per executed run (when ``telemetry.enabled``)."""
+    if telemetry is None:
+        return
+    record = ExecutionRecord(
+        delivery_id=delivery_id,
+        repo=facts.full_name,
+        pr_number=facts.number,
+        event_type=f"pull_request.{action}",
+        model=result.model or "unknown",
+        input_tokens=result.input_tokens or 0,
+        output_tokens=result.output_tokens or 0,
+        cache_read_tokens=result.cache_read_tokens or 0,
+        cache_creation_tokens=result.cache_creation_tokens or 0,
+        duration_ms=result.duration_ms or 0,
+        cost_usd=result.cost_usd or 0.0,
+        conclusion=run_conclusion(result),
+        session_id=result.session_id,
+        num_turns=result.num_turns,
+        stop_reason=result.stop_reason,
+    )
+    await fail_open(
+        log,
+        "telemetry",
+        lambda: asyncio.to_thread(telemetry.record, record),
+        None,
+        "Telemetry write failed (fail-open)",
+    )
+
+
+def _write_knowledge(
+    store: KnowledgeStore,
+    config: RepoConfig,
+    result: ExecutionResult,
+    processed: ProcessedReview,
+    *,
+    facts: PullRequestFacts,
+    delivery_id: str,
+    files_analyzed: int,
+    lines_changed: int | float,
+    review_output_key: str,
+    log: Any,
+) -> int:
+    counts = processed.counts
+    review_id = store.record_review(
+        ReviewRecord(
+            repo=facts.full_name,
+            pr_number=facts.number,
+            head_sha=facts.head_sha,
+            delivery_id=delivery_id,
+            files_analyzed=files_analyzed,
+            lines_changed=int(lines_changed),
+            findings_critical=counts.critical,
+            findings_major=counts.major,
+            findings_medium=counts.medium,
+            findings_minor=counts.minor,
+            findings_total=len(processed.findings),
+            suppressions_applied=processed.suppressions_applied,
+            config_snapshot=config_snapshot(config),
+            duration_ms=result.duration_ms,
+            model=config.model,
+            conclusion=result.conclusion,
+        )
+    )
+    store.record_findings(
+        [
+            FindingRecord(
+                review_id=review_id,
+                comment_id=f.comment_id,
+                comment_surface=COMMENT_SURFACE,
+                review_output_key=review_output_key,
+                file_path=f.file_path,
+                start_line=f.start_line,
+                end_line=f.end_line,
+                severity=f.severity,
+                category=f.category,
+                confidence=int(f.confidence),
+                title=f.title,
+                suppressed=f.suppressed,
+                suppression_pattern=f.suppression_pattern,
+            )
+            for f in processed.findings
+        ]
+    )
+    store.record_suppression_log(
+        [
+            SuppressionLogEntry(review_id=review_id, pattern=pattern, matched_count=count)
+            for pattern, count in processed.suppression_match_counts.items()
+        ]
+    )
+    if config.knowledge.share_global:
+        aggregates = Counter(
+            (f.severity, f.category, confidence_band(f.confidence), f.fingerprint) for f in processed.findings
+        )
+        for (severity, category, band, fingerprint), count in aggregates.items():
+            try:
+                store.record_global_pattern(
+                    GlobalPatternRecord(
+                        severity=severity,
+                        category=category,
+                        confidence_band=band,
+                        pattern_fingerprint=fingerprint,
+                        count=count,
+                    )
+                )
+            except Exception as exc:
+                log.warning("Global pattern write failed (fail-open)", err=str(exc))
+    return review_id
+
+
+async def record_knowledge(
+    store: KnowledgeStore | None,
+    config: RepoConfig,
+    result: ExecutionResult,
+    processed: ProcessedReview,
+    *,
+    facts: PullRequestFacts,
+    delivery_id: str,
+    files_analyzed: int,
+    lines_changed: int | float,
+    review_output_key: str,
+    log: Any,
+) -> int | None:
+    """Step 48: the ``reviews`` row, its findings, the suppression log and global patterns."""
+    if store is None:
+        return None
+    return await fail_open(
+        log,
+        "knowledge-store",
+        lambda: asyncio.to_thread(
+            _write_knowledge,
+            store,
+            config,
+            result,
+            processed,
+            facts=facts,
+            delivery_id=delivery_id,
+            files_analyzed=files_analyzed,
+            lines_changed=lines_changed,
+            review_output_key=review_output_key,
+            log=log,
+        ),
+        None,
+        "Knowledge store write failed (fail-open)",
+    )
+
+
+def _write_memories(
+    memory: LearnedMemory, facts: PullRequestFacts, processed: ProcessedReview, review_id: int | None
+) -> tuple[int, int]:
+    embeddings = memory.embeddings
+    texts = [finding_memory_text(f.severity, f.category, f.title, f.file_path) for f in processed.findings]
+    vectors = embeddings.generate_many(texts, "document")
+    records: list[LearningMemoryRecord] = []
+    kept = []
+    for finding, vector in zip(processed.findings, vectors, strict=True):
+        if vector is None:
+            continue
+        records.append(
+            LearningMemoryRecord(
+                repo=facts.full_name,
+                owner=facts.owner,
+                finding_id=finding.comment_id,
+                review_id=review_id or 0,
+                source_repo=facts.full_name,
+                finding_text=finding.title,
+                severity=finding.severity,
+                category=finding.category,
+                file_path=finding.file_path,
+                outcome="suppressed" if finding.suppressed else "accepted",
+                embedding_model=embeddings.model,
+                embedding_dim=embeddings.dimensions,
+                stale=False,
+            )
+        )
+        kept.append(vector)
+    failed = len(processed.findings) - len(records)
+    if records:
+        memory.store.write_memories(records, kept)
+    return len(records), failed
+
+
+async def record_memories(
+    memory: LearnedMemory | None,
+    facts: PullRequestFacts,
+    processed: ProcessedReview,
+    review_id: int | None,
+    log: Any,
+) -> int:
+    """Step 50: one learned memory per processed finding (outcome ``suppressed`` or ``accepted``)."""
+    if memory is None or not processed.findings:
+        return 0
+    written, failed = await fail_open(
+        log,
+        "learning-memory-write",
+        lambda: asyncio.to_thread(_write_memories, memory, facts, processed, review_id),
+        (0, len(processed.findings)),
+        "Learning memory write failed (fail-open)",
+    )
+    if written or failed:
+        log.info("Learning memories written", gate="learning-memory-write", written=written, failed=failed)
+    return written

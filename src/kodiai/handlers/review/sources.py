@@ -1,0 +1,121 @@
+"""What a webhook review reads beyond its workspace: commits, the author's tier, dependency advisories
+(spec/review.md §1 steps 15, 18, 22) and the knowledge store's prior findings (step 31)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+
+from github import Github
+from kodiai.github.pulls import PullRequestApi
+from kodiai.handlers.deps import HandlerDeps
+from kodiai.handlers.review.gather import GatherSources
+from kodiai.review.author import classify_author
+from kodiai.review.dep_bump import DepBumpDetails
+from kodiai.review.dep_enrichment import ChangelogContext, SecurityContext
+from kodiai.review.dep_enrichment_fetch import fetch_changelog, fetch_security_advisories
+from kodiai.review.pull_request import PullRequestFacts
+from kodiai.storage.knowledge import KnowledgeStore
+
+#: Associations whose tier depends on how many PRs the author has merged (step 18).
+COUNTED_ASSOCIATIONS = frozenset({"NONE", "MANNEQUIN", "COLLABORATOR", "CONTRIBUTOR"})
+
+
+async def author_tier(store: KnowledgeStore, pr: PullRequestApi, facts: PullRequestFacts, log: Any) -> str:
+    """Step 18: the 24-hour cache, else the merged-PR search for outside associations, then classify."""
+    try:
+        cached = await asyncio.to_thread(store.get_author_cache, facts.full_name, facts.author)
+    except Exception as exc:
+        log.warning("Author cache read failed (fail-open)", err=str(exc))
+        cached = None
+    if cached is not None:
+        return cached.tier
+    association = (facts.author_association or "NONE").upper()
+    count: int | None = None
+    if association in COUNTED_ASSOCIATIONS:
+        try:
+            count = await pr.merged_pr_count(facts.owner, facts.repo, facts.author)
+        except Exception as exc:
+            log.warning("Author PR-count search failed (fail-open)", err=str(exc))
+    tier = classify_author(association, count)
+    try:
+        await asyncio.to_thread(
+            lambda: store.upsert_author_cache(
+                repo=facts.full_name,
+                author_login=facts.author,
+                tier=tier.tier,
+                author_association=tier.author_association,
+                pr_count=count,
+            )
+        )
+    except Exception as exc:
+        log.warning("Author cache write failed (fail-open)", err=str(exc))
+    return tier.tier
+
+
+def dep_enricher(client: Github, log: Any) -> Any:
+    """Step 22: advisories and changelog in parallel; each failure alone becomes None."""
+
+    async def enrich(details: DepBumpDetails) -> tuple[SecurityContext | None, ChangelogContext | None]:
+        package = details.package_name or ""
+        ecosystem = details.ecosystem or "npm"
+
+        def changelog() -> ChangelogContext | None:
+            with httpx.Client() as http:
+                return fetch_changelog(
+                    client, http, package, ecosystem, details.old_version, details.new_version
+                )
+
+        security, notes = await asyncio.gather(
+            asyncio.to_thread(
+                fetch_security_advisories,
+                client,
+                package,
+                ecosystem,
+                details.old_version,
+                details.new_version,
+            ),
+            asyncio.to_thread(changelog),
+            return_exceptions=True,
+        )
+        for name, value in (("security", security), ("changelog", notes)):
+            if isinstance(value, BaseException):
+                log.warning(
+                    "Dependency enrichment failed (fail-open)",
+                    gate="dep-bump-enrich",
+                    part=name,
+                    err=str(value),
+                )
+        return (
+            security if isinstance(security, SecurityContext) else None,
+            notes if isinstance(notes, ChangelogContext) else None,
+        )
+
+    return enrich
+
+
+def webhook_sources(
+    deps: HandlerDeps,
+    pr: PullRequestApi,
+    client: Github,
+    facts: PullRequestFacts,
+    last_reviewed_head_sha: str | None,
+    log: Any,
+) -> GatherSources:
+    store = deps.knowledge
+    return GatherSources(
+        commits=pr.commits,
+        author_tier=(lambda: author_tier(store, pr, facts, log)) if store is not None else None,
+        enrich_dep_bump=dep_enricher(client, log),
+        knowledge_prior_findings=(
+            (lambda head: store.get_prior_review_findings(facts.full_name, facts.number, head_sha=head))
+            if store is not None
+            else None
+        ),
+        last_reviewed_head_sha=last_reviewed_head_sha,
+        incremental_enabled=store is not None,
+        memory=deps.memory,
+        now=deps.clock(),
+    )

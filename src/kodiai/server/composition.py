@@ -1,0 +1,73 @@
+"""The composition root's handler half: build :class:`~kodiai.handlers.HandlerDeps` once from the
+runtime and the settings, and register the built-in handlers (``kodiai serve`` does this by default)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pydantic import SecretStr
+
+from kodiai.execution.executor import ClaudeAgentExecutor, Executor
+from kodiai.execution.options import ModelCredentials
+from kodiai.handlers import HandlerDeps, LearnedMemory, register_builtin_handlers
+from kodiai.jobs.limit import ConcurrencyLimit, default_review_concurrency
+from kodiai.log import get_logger
+from kodiai.server.runtime import HandlerRegistrar, Runtime
+from kodiai.settings import Settings
+
+
+def model_credentials(settings: Settings) -> ModelCredentials:
+    """The model credentials and endpoint variables the Claude Code CLI (and nothing else) receives."""
+    return ModelCredentials(
+        claude_code_oauth_token=settings.claude_code_oauth_token,
+        anthropic_api_key=settings.anthropic_api_key,
+        endpoint={name: SecretStr(value) for name, value in settings.model_endpoint_env().items()},
+    )
+
+
+def handler_deps(runtime: Runtime, settings: Settings, *, executor: Executor | None = None) -> HandlerDeps:
+    github, workspaces, stores = runtime.github, runtime.workspaces, runtime.stores
+    if github is None or workspaces is None:
+        raise RuntimeError("handlers need a configured GitHub App (not available in setup mode)")
+    memory = None
+    if stores is not None and stores.memory is not None and stores.isolation is not None:
+        memory = LearnedMemory(store=stores.memory, isolation=stores.isolation, embeddings=stores.embeddings)
+    metrics = runtime.metrics
+    limit = settings.review_concurrency or default_review_concurrency()
+    return HandlerDeps(
+        app_slug=github.slug,
+        installation_client=github.installation_client,
+        workspaces=workspaces,
+        executor=executor
+        or ClaudeAgentExecutor(
+            installation_client=github.installation_client, credentials=model_credentials(settings)
+        ),
+        queue=runtime.queue,
+        metrics=metrics,
+        review_limit=ConcurrencyLimit(
+            limit, waiting=metrics.reviews_waiting, running=metrics.reviews_running
+        ),
+        knowledge=stores.knowledge if stores is not None else None,
+        telemetry=stores.telemetry if stores is not None else None,
+        memory=memory,
+    )
+
+
+def builtin_registrar(
+    settings: Settings, extras: list[Callable[[Runtime], None]] | None = None
+) -> HandlerRegistrar:
+    """Register the built-in handlers, then any extra registrars, and log the handled event keys."""
+
+    def register(runtime: Runtime) -> None:
+        deps = handler_deps(runtime, settings)
+        register_builtin_handlers(runtime.router, deps)
+        for extra in extras or []:
+            extra(runtime)
+        get_logger("kodiai.server").info(
+            "Event handlers registered",
+            handledEvents=sorted(runtime.router.keys()),
+            reviewConcurrency=deps.review_limit.limit,
+            learnedMemory=deps.memory is not None,
+        )
+
+    return register
