@@ -147,7 +147,9 @@ class _RecordAndFault:
             if not sent:
                 sent = True
                 return {"type": "http.request", "body": raw, "more_body": False}
-            return {"type": "http.disconnect"}
+            # Later calls wait for the real disconnect: a streaming response listens for it while it
+            # streams, and an immediate "disconnect" would cut the response short.
+            return await receive()
 
         async def capture(message: Message) -> None:
             if message["type"] == "http.response.start":
