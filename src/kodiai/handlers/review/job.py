@@ -394,14 +394,6 @@ class ReviewJob:
                 feedback_patterns=feedback.suppressed_pattern_count,
                 completed_at=deps.clock(),
             )
-            log.info(
-                "Review Details attempt",
-                gate="review-details-output",
-                reviewOutputKey=key,
-                owner=facts.owner,
-                repo=facts.repo,
-                prNumber=facts.number,
-            )
             await publish.publish_review_details(
                 self.pr, details, published=result.published, handles=self.handles, log=log
             )

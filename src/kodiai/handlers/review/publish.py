@@ -88,7 +88,7 @@ async def publish_review_details(
     """Step 46 (fail-open): embed into the run's summary comment when one was published, else upsert the
     standalone comment (found by the review-details marker; it carries no output marker)."""
     key = details.review_output_key
-    log.info("Publishing Review Details", gate="review-details-output", reviewOutputKey=key, attempt=True)
+    log.info("Review Details attempt", gate="review-details-output", reviewOutputKey=key, attempt=True)
 
     async def standalone() -> None:
         comments = await pr.issue_comments()
