@@ -1,21 +1,47 @@
-"""Pull-request endpoints for the fake GitHub server (issue comments, reviews, review comments, CI).
+"""Pull-request endpoints for the fake GitHub server (comments, reviews, reactions, reviewers, CI, search).
 
 Register with ``install_pr_routes(fake)`` (or ``fake.register(install_pr_routes)``) and seed state with
-:class:`PrState`. Every route needs a minted installation token, like the real API. List endpoints
-paginate with ``per_page``/``page``; PR review comments honour ``direction=desc`` (issue comments
-ignore sort/direction and come back oldest first, as on GitHub).
+:class:`PrState`. Every route needs a minted installation token, like the real API. State persists like
+GitHub's: comments, reviews, reactions and review requests stay until deleted, and every id comes from
+``fake.next_id()`` (unique across kinds). List endpoints paginate with ``per_page`` (capped at 100, as on
+GitHub) and ``page`` and send a ``Link`` header (``rel="next"``/``"last"``…) so PyGithub's
+``PaginatedList`` walks them; PR review comments honour ``direction=desc`` (issue comments ignore
+sort/direction and come back oldest first, as on GitHub).
+
+Endpoints (``{o}/{r}`` = owner/repo):
+
+- ``GET /repos/{o}/{r}/pulls/{n}`` (the PR object of :func:`support.pr_payloads.pull_request_object`)
+- ``GET …/pulls/{n}/commits``, ``GET …/pulls/{n}/files`` (seeded by ``add_pull(commits=, files=)``)
+- ``GET|POST …/pulls/{n}/requested_reviewers`` (POST records; teams in ``refuse_team_requests`` and the
+  PR's author answer 422 like GitHub)
+- ``GET|POST …/pulls/{n}/comments``, ``POST …/pulls/{n}/comments/{id}/replies``,
+  ``GET|DELETE …/pulls/comments/{id}``, ``GET|POST …/pulls/comments/{id}/reactions``
+- ``GET|POST …/pulls/{n}/reviews``
+- ``GET …/issues/{n}`` (a PR as an issue), ``GET|POST …/issues/{n}/comments``, ``GET|PATCH …/issues/comments/{id}``, ``GET|POST …/issues/{n}/reactions``
+- ``GET …/actions/runs``, ``GET …/actions/runs/{id}/jobs``
+- ``GET /search/issues?q=…`` (``total_count`` from ``set_search_count(author, n)``, ``items`` empty)
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, HTTPException, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 from support.fake_github import FakeGitHub
+from support.pr_payloads import API_URL, pull_request_object, team_object, user_object
+
+#: The reaction contents GitHub accepts (anything else is a 422).
+REACTIONS = frozenset({"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"})
+MAX_PER_PAGE = 100
+FileSpec = str | Mapping[str, Any]
+CommitSpec = str | tuple[str, str] | Mapping[str, Any]
 
 DOC = "https://docs.github.com/rest"
 
@@ -24,10 +50,93 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _paging(request: Request) -> tuple[int, int]:
+    per_page = min(max(int(request.query_params.get("per_page", "30")), 1), MAX_PER_PAGE)
+    return per_page, max(int(request.query_params.get("page", "1")), 1)
+
+
 def _page(items: list[dict[str, Any]], request: Request) -> list[dict[str, Any]]:
-    per_page = int(request.query_params.get("per_page", "30"))
-    page = int(request.query_params.get("page", "1"))
+    per_page, page = _paging(request)
     return items[(page - 1) * per_page : page * per_page]
+
+
+def _link_header(total: int, request: Request) -> dict[str, str]:
+    """GitHub's ``Link`` header (first/prev/next/last) for a list of ``total`` items."""
+    per_page, page = _paging(request)
+    last = max((total + per_page - 1) // per_page, 1)
+    base = str(request.url.replace(query=""))
+
+    def url(number: int) -> str:
+        params = {**dict(request.query_params), "per_page": str(per_page), "page": str(number)}
+        return f"{base}?{urlencode(params)}"
+
+    links = []
+    if page > 1:
+        links += [f'<{url(page - 1)}>; rel="prev"', f'<{url(1)}>; rel="first"']
+    if page < last:
+        links += [f'<{url(page + 1)}>; rel="next"', f'<{url(last)}>; rel="last"']
+    return {"Link": ", ".join(links)} if links else {}
+
+
+def _paged(items: list[dict[str, Any]], request: Request) -> JSONResponse:
+    """One page of ``items`` (private keys stripped) with the ``Link`` header."""
+    return JSONResponse(
+        [_public(i) for i in _page(items, request)], headers=_link_header(len(items), request)
+    )
+
+
+def _fake_sha(*parts: object) -> str:
+    return hashlib.sha1("/".join(map(str, parts)).encode()).hexdigest()
+
+
+_STATE_KEYS: dict[str, type[list[Any]] | type[dict[Any, Any]] | type[set[Any]]] = {
+    "pulls": dict,
+    "issue_comments": list,
+    "review_comments": list,
+    "reviews": list,
+    "workflow_runs": list,
+    "jobs": dict,
+    "lost_responses": list,
+    "reactions": list,
+    "review_requests": list,
+    "unrequestable_teams": set,
+    "search_counts": dict,
+    "searches": list,
+}
+
+
+def _file_detail(spec: FileSpec, owner: str, repo: str, head_sha: str) -> dict[str, Any]:
+    """A ``GET …/pulls/{n}/files`` entry from a name or a partial dict."""
+    detail: dict[str, Any] = {"filename": spec} if isinstance(spec, str) else dict(spec)
+    name = detail["filename"]
+    detail.setdefault("status", "modified")
+    detail.setdefault("additions", 1)
+    detail.setdefault("deletions", 0)
+    detail.setdefault("changes", detail["additions"] + detail["deletions"])
+    detail.setdefault("sha", _fake_sha("blob", name, head_sha))
+    detail.setdefault("blob_url", f"https://github.com/{owner}/{repo}/blob/{head_sha}/{name}")
+    detail.setdefault("raw_url", f"https://github.com/{owner}/{repo}/raw/{head_sha}/{name}")
+    return detail
+
+
+def _commit_object(
+    spec: CommitSpec, index: int, owner: str, repo: str, author: str, api_url: str
+) -> dict[str, Any]:
+    """A ``GET …/pulls/{n}/commits`` entry from ``(sha, message)``, a message, or a full object."""
+    if isinstance(spec, Mapping):
+        return dict(spec)
+    sha, message = spec if isinstance(spec, tuple) else (_fake_sha("commit", owner, repo, index, spec), spec)
+    person = {"name": author, "email": f"{author}@users.noreply.github.com", "date": _now()}
+    return {
+        "sha": sha,
+        "node_id": f"C_kwDO{sha[:12]}",
+        "commit": {"message": message, "author": person, "committer": person},
+        "url": f"{api_url}/repos/{owner}/{repo}/commits/{sha}",
+        "html_url": f"https://github.com/{owner}/{repo}/commit/{sha}",
+        "author": user_object(author, api_url=api_url),
+        "committer": user_object(author, api_url=api_url),
+        "parents": [],
+    }
 
 
 class PrState:
@@ -35,13 +144,22 @@ class PrState:
 
     def __init__(self, fake: FakeGitHub) -> None:
         self.fake = fake
-        fake.data.setdefault("pulls", {})
-        fake.data.setdefault("issue_comments", [])
-        fake.data.setdefault("review_comments", [])
-        fake.data.setdefault("reviews", [])
-        fake.data.setdefault("workflow_runs", [])
-        fake.data.setdefault("jobs", {})
-        fake.data.setdefault("lost_responses", [])
+        for key, empty in _STATE_KEYS.items():
+            fake.data.setdefault(key, empty())
+
+    def clear(self) -> None:
+        """Forget every PR, comment, review, reaction, request, run and setting (module-scoped fakes)."""
+        with self.fake.lock:
+            for key in _STATE_KEYS:
+                self.fake.data[key].clear()
+
+    @property
+    def bot_user(self) -> dict[str, Any]:
+        """The installation's bot user: the author of everything the app writes."""
+        return user_object(f"{self.fake.app_slug}[bot]", user_type="Bot", api_url=self._api_url())
+
+    def _api_url(self) -> str:
+        return self.fake.url if self.fake.port else API_URL
 
     def lose_next_response(self, method: str, path_regex: str, status: int = 502) -> None:
         """Apply the next matching write, then answer ``status`` as if the response was lost."""
@@ -63,18 +181,175 @@ class PrState:
         number: int,
         *,
         head_sha: str = "abc123def456",
-        files: list[str] | None = None,
+        files: Sequence[FileSpec] | None = None,
+        commits: Sequence[CommitSpec] | None = None,
+        title: str = "Update code",
+        body: str | None = "",
+        author: str = "octocat",
+        author_type: str = "User",
+        author_association: str = "CONTRIBUTOR",
+        state: str = "open",
+        draft: bool = False,
+        head_ref: str = "feature",
+        head_owner: str | None = None,
+        base_ref: str = "main",
+        base_sha: str = "base000",
+        labels: Iterable[str] = (),
+        additions: int | None = None,
+        deletions: int | None = None,
+        requested_reviewers: Iterable[str] = (),
+        requested_teams: Iterable[str] = (),
+        **fields: Any,
     ) -> dict[str, Any]:
-        pull = {
-            "number": number,
-            "state": "open",
-            "head": {"sha": head_sha, "ref": "feature"},
-            "base": {"sha": "base000", "ref": "main"},
-            "_files": files,
-        }
+        """Register (or replace) a PR; returns the stored object, which the routes serve live.
+
+        ``files``: names or ``{filename, status, additions, deletions, patch}`` dicts; review comments
+        on other paths are refused (None accepts any path). ``commits``: ``(sha, message)`` pairs,
+        messages, or full commit objects (default: one commit, the head, titled like the PR).
+        ``additions``/``deletions`` default to the files' sums; ``fields`` override any other key.
+        Build the webhook with ``pull_request_payload(action, pull, installation_id=...)``.
+        """
+        file_details = [_file_detail(f, owner, repo, head_sha) for f in files or []]
+        commit_objects = [
+            _commit_object(c, i, owner, repo, author, self._api_url())
+            for i, c in enumerate(commits if commits is not None else [(head_sha, title)])
+        ]
+        pull = pull_request_object(
+            owner,
+            repo,
+            number,
+            title=title,
+            body=body,
+            author=author,
+            author_type=author_type,
+            author_association=author_association,
+            state=state,
+            draft=draft,
+            head_ref=head_ref,
+            head_sha=head_sha,
+            head_owner=head_owner,
+            base_ref=base_ref,
+            base_sha=base_sha,
+            labels=labels,
+            requested_reviewers=requested_reviewers,
+            requested_teams=requested_teams,
+            additions=sum(f["additions"] for f in file_details) if additions is None else additions,
+            deletions=sum(f["deletions"] for f in file_details) if deletions is None else deletions,
+            commits=len(commit_objects),
+            changed_files=len(file_details),
+            api_url=self._api_url(),
+        )
+        pull.update(fields)
+        pull["_files"] = None if files is None else [f["filename"] for f in file_details]
+        pull["_file_details"] = file_details
+        pull["_commits"] = commit_objects
         with self.fake.lock:
             self.fake.data["pulls"][(owner.lower(), repo.lower(), number)] = pull
         return pull
+
+    def pull(self, owner: str, repo: str, number: int) -> dict[str, Any] | None:
+        with self.fake.lock:
+            return self.fake.data["pulls"].get((owner.lower(), repo.lower(), number))
+
+    # ------------------------------------------------------------------ review requests
+    def refuse_team_requests(self, *slugs: str) -> None:
+        """Requests for these team slugs answer 422, as GitHub does for a team without repo access."""
+        with self.fake.lock:
+            self.fake.data["unrequestable_teams"].update(slugs)
+
+    def requested_reviewers(self, owner: str, repo: str, number: int) -> list[str]:
+        pull = self.pull(owner, repo, number) or {}
+        return [u["login"] for u in pull.get("requested_reviewers", [])]
+
+    def requested_teams(self, owner: str, repo: str, number: int) -> list[str]:
+        pull = self.pull(owner, repo, number) or {}
+        return [t["slug"] for t in pull.get("requested_teams", [])]
+
+    @property
+    def review_requests(self) -> list[dict[str, Any]]:
+        """Every ``POST …/requested_reviewers`` as ``{repo, number, reviewers, team_reviewers, status}``."""
+        with self.fake.lock:
+            return list(self.fake.data["review_requests"])
+
+    # ------------------------------------------------------------------ search
+    def set_search_count(self, author: str, count: int) -> None:
+        """``GET /search/issues`` with ``author:<login>`` in ``q`` reports ``total_count = count``."""
+        with self.fake.lock:
+            self.fake.data["search_counts"][author.lower()] = count
+
+    @property
+    def searches(self) -> list[str]:
+        """The ``q`` of every search, in order."""
+        with self.fake.lock:
+            return list(self.fake.data["searches"])
+
+    # ------------------------------------------------------------------ reactions
+    def add_issue_reaction(
+        self,
+        owner: str,
+        repo: str,
+        number: int,
+        content: str,
+        *,
+        login: str = "alice",
+        user_type: str = "User",
+    ) -> dict[str, Any]:
+        """A reaction by someone else (a human by default) on the PR/issue itself."""
+        return self._react(owner, repo, ("issue", number), content, user_object(login, user_type=user_type))
+
+    def add_comment_reaction(
+        self,
+        owner: str,
+        repo: str,
+        comment_id: int,
+        content: str,
+        *,
+        login: str = "alice",
+        user_type: str = "User",
+    ) -> dict[str, Any]:
+        """A reaction by someone else (a human by default) on a PR review comment."""
+        user = user_object(login, user_type=user_type)
+        return self._react(owner, repo, ("review_comment", comment_id), content, user)
+
+    def issue_reactions(self, owner: str, repo: str, number: int) -> list[dict[str, Any]]:
+        return self._reactions(owner, repo, ("issue", number))
+
+    def comment_reactions(self, owner: str, repo: str, comment_id: int) -> list[dict[str, Any]]:
+        return self._reactions(owner, repo, ("review_comment", comment_id))
+
+    def _reactions(self, owner: str, repo: str, target: tuple[str, int]) -> list[dict[str, Any]]:
+        key = f"{owner}/{repo}".lower()
+        with self.fake.lock:
+            return [r for r in self.fake.data["reactions"] if r["_repo"] == key and r["_target"] == target]
+
+    def _react(
+        self, owner: str, repo: str, target: tuple[str, int], content: str, user: dict[str, Any]
+    ) -> dict[str, Any]:
+        rid = self.fake.next_id()
+        reaction = {
+            "id": rid,
+            "node_id": f"REA_lATO{rid}",
+            "user": user,
+            "content": content,
+            "created_at": _now(),
+            "_repo": f"{owner}/{repo}".lower(),
+            "_target": target,
+        }
+        with self.fake.lock:
+            self.fake.data["reactions"].append(reaction)
+        return reaction
+
+    # ------------------------------------------------------------------ single items
+    def issue_comment(self, owner: str, repo: str, comment_id: int) -> dict[str, Any] | None:
+        return self._find("issue_comments", owner, repo, comment_id)
+
+    def review_comment(self, owner: str, repo: str, comment_id: int) -> dict[str, Any] | None:
+        return self._find("review_comments", owner, repo, comment_id)
+
+    def _find(self, kind: str, owner: str, repo: str, item_id: int) -> dict[str, Any] | None:
+        key = f"{owner}/{repo}".lower()
+        with self.fake.lock:
+            return next((c for c in self.fake.data[kind] if c["id"] == item_id and c["_repo"] == key), None)
 
     def add_workflow_run(self, owner: str, repo: str, **run: Any) -> dict[str, Any]:
         entry = {"id": self.fake.next_id(), "created_at": _now(), "_repo": f"{owner}/{repo}".lower(), **run}
@@ -111,11 +386,24 @@ class PrState:
 
     def _store(self, kind: str, owner: str, repo: str, number: int, fields: dict[str, Any]) -> dict[str, Any]:
         cid = self.fake.next_id()
+        api = f"{self._api_url()}/repos/{owner}/{repo}"
+        urls = {
+            "issue_comments": {"url": f"{api}/issues/comments/{cid}", "issue_url": f"{api}/issues/{number}"},
+            "review_comments": {
+                "url": f"{api}/pulls/comments/{cid}",
+                "pull_request_url": f"{api}/pulls/{number}",
+            },
+            "reviews": {
+                "url": f"{api}/pulls/{number}/reviews/{cid}",
+                "pull_request_url": f"{api}/pulls/{number}",
+            },
+        }
         item = {
             "id": cid,
             "created_at": _now(),
             "updated_at": _now(),
-            "user": {"login": "kodiai[bot]", "type": "Bot"},
+            "user": self.bot_user,
+            **urls.get(kind, {}),
             "html_url": f"https://github.com/{owner}/{repo}/pull/{number}#{kind}-{cid}",
             "_repo": f"{owner}/{repo}".lower(),
             "_number": number,
@@ -147,12 +435,42 @@ def install_pr_routes(fake: FakeGitHub) -> PrState:
         fake.require_installation(request)
         return _public(pull_or_404(owner, repo, number))
 
-    @router.get("/repos/{owner}/{repo}/issues/{number}/comments")
-    async def list_issue_comments(
-        owner: str, repo: str, number: int, request: Request
-    ) -> list[dict[str, Any]]:
+    @router.get("/repos/{owner}/{repo}/issues/{number}")
+    async def get_issue(owner: str, repo: str, number: int, request: Request) -> dict[str, Any]:
+        """A PR seen as an issue (what PyGithub's ``get_issue``/``as_issue`` read before reacting)."""
         fake.require_installation(request)
-        return [_public(c) for c in _page(state.issue_comments(owner, repo, number), request)]
+        pull = _public(pull_or_404(owner, repo, number))
+        keys = (
+            "id",
+            "node_id",
+            "number",
+            "title",
+            "user",
+            "labels",
+            "state",
+            "locked",
+            "assignee",
+            "assignees",
+        )
+        issue = {k: pull[k] for k in keys if k in pull}
+        issue.update(
+            url=pull["issue_url"],
+            html_url=pull["html_url"],
+            comments_url=pull["comments_url"],
+            body=pull.get("body"),
+            comments=len(state.issue_comments(owner, repo, number)),
+            created_at=pull.get("created_at"),
+            updated_at=pull.get("updated_at"),
+            closed_at=pull.get("closed_at"),
+            author_association=pull.get("author_association"),
+            pull_request={"url": pull["url"], "html_url": pull["html_url"], "diff_url": pull["diff_url"]},
+        )
+        return issue
+
+    @router.get("/repos/{owner}/{repo}/issues/{number}/comments")
+    async def list_issue_comments(owner: str, repo: str, number: int, request: Request) -> Response:
+        fake.require_installation(request)
+        return _paged(state.issue_comments(owner, repo, number), request)
 
     @router.post("/repos/{owner}/{repo}/issues/{number}/comments", status_code=201)
     async def create_issue_comment(owner: str, repo: str, number: int, request: Request) -> dict[str, Any]:
@@ -177,9 +495,9 @@ def install_pr_routes(fake: FakeGitHub) -> PrState:
         raise HTTPException(404, detail="Not Found")
 
     @router.get("/repos/{owner}/{repo}/pulls/{number}/reviews")
-    async def list_reviews(owner: str, repo: str, number: int, request: Request) -> list[dict[str, Any]]:
+    async def list_reviews(owner: str, repo: str, number: int, request: Request) -> Response:
         fake.require_installation(request)
-        return [_public(r) for r in _page(state.reviews(owner, repo, number), request)]
+        return _paged(state.reviews(owner, repo, number), request)
 
     @router.post("/repos/{owner}/{repo}/pulls/{number}/reviews")
     async def create_review(owner: str, repo: str, number: int, request: Request) -> dict[str, Any]:
@@ -198,14 +516,12 @@ def install_pr_routes(fake: FakeGitHub) -> PrState:
         return _deliver(state, request, created)
 
     @router.get("/repos/{owner}/{repo}/pulls/{number}/comments")
-    async def list_review_comments(
-        owner: str, repo: str, number: int, request: Request
-    ) -> list[dict[str, Any]]:
+    async def list_review_comments(owner: str, repo: str, number: int, request: Request) -> Response:
         fake.require_installation(request)
         items = state.review_comments(owner, repo, number)
         if request.query_params.get("direction") == "desc":
             items = list(reversed(items))
-        return [_public(c) for c in _page(items, request)]
+        return _paged(items, request)
 
     @router.post("/repos/{owner}/{repo}/pulls/{number}/comments", status_code=201)
     async def create_review_comment(owner: str, repo: str, number: int, request: Request) -> dict[str, Any]:
@@ -250,8 +566,152 @@ def install_pr_routes(fake: FakeGitHub) -> PrState:
             )
         )
 
+    # ------------------------------------------------------------------ PR commits, files, reviewers
+    @router.get("/repos/{owner}/{repo}/pulls/{number}/commits")
+    async def list_commits(owner: str, repo: str, number: int, request: Request) -> Response:
+        fake.require_installation(request)
+        return _paged(pull_or_404(owner, repo, number)["_commits"], request)
+
+    @router.get("/repos/{owner}/{repo}/pulls/{number}/files")
+    async def list_files(owner: str, repo: str, number: int, request: Request) -> Response:
+        fake.require_installation(request)
+        return _paged(pull_or_404(owner, repo, number)["_file_details"], request)
+
+    @router.get("/repos/{owner}/{repo}/pulls/{number}/requested_reviewers")
+    async def get_requested(owner: str, repo: str, number: int, request: Request) -> dict[str, Any]:
+        fake.require_installation(request)
+        pull = pull_or_404(owner, repo, number)
+        with fake.lock:
+            return {"users": list(pull["requested_reviewers"]), "teams": list(pull["requested_teams"])}
+
+    @router.post("/repos/{owner}/{repo}/pulls/{number}/requested_reviewers", status_code=201)
+    async def request_reviewers(owner: str, repo: str, number: int, request: Request) -> Any:
+        fake.require_installation(request)
+        pull = pull_or_404(owner, repo, number)
+        payload = await request.json()
+        reviewers = [str(r) for r in payload.get("reviewers") or []]
+        teams = [str(t) for t in payload.get("team_reviewers") or []]
+        entry: dict[str, Any] = {
+            "repo": f"{owner}/{repo}".lower(),
+            "number": number,
+            "reviewers": reviewers,
+            "team_reviewers": teams,
+        }
+        with fake.lock:
+            refused = sorted(set(teams) & fake.data["unrequestable_teams"])
+            author = pull["user"]["login"].lower()
+            if refused:
+                entry["status"] = 422
+                fake.data["review_requests"].append(entry)
+                return _unprocessable(
+                    "Reviews may only be requested from collaborators. One or more of the teams you "
+                    f"specified is not a collaborator of the {owner}/{repo} repository.",
+                    "pulls/review-requests",
+                )
+            if any(r.lower() == author for r in reviewers):
+                entry["status"] = 422
+                fake.data["review_requests"].append(entry)
+                return _unprocessable(
+                    "Review cannot be requested from pull request author.", "pulls/review-requests"
+                )
+            known_users = {u["login"].lower() for u in pull["requested_reviewers"]}
+            known_teams = {t["slug"] for t in pull["requested_teams"]}
+            api_url = state._api_url()
+            pull["requested_reviewers"] += [
+                user_object(r, api_url=api_url)
+                for r in dict.fromkeys(reviewers)
+                if r.lower() not in known_users
+            ]
+            pull["requested_teams"] += [
+                team_object(t, owner, api_url=api_url) for t in dict.fromkeys(teams) if t not in known_teams
+            ]
+            entry["status"] = 201
+            fake.data["review_requests"].append(entry)
+            return _public(pull)
+
+    # ------------------------------------------------------------------ single comments
+    @router.get("/repos/{owner}/{repo}/pulls/comments/{comment_id}")
+    async def get_review_comment(owner: str, repo: str, comment_id: int, request: Request) -> dict[str, Any]:
+        fake.require_installation(request)
+        return _public(_or_404(state.review_comment(owner, repo, comment_id)))
+
+    @router.delete("/repos/{owner}/{repo}/pulls/comments/{comment_id}", status_code=204)
+    async def delete_review_comment(owner: str, repo: str, comment_id: int, request: Request) -> Response:
+        fake.require_installation(request)
+        with fake.lock:
+            comment = _or_404(state.review_comment(owner, repo, comment_id))
+            fake.data["review_comments"].remove(comment)
+            fake.data["reactions"][:] = [
+                r
+                for r in fake.data["reactions"]
+                if not (r["_repo"] == comment["_repo"] and r["_target"] == ("review_comment", comment_id))
+            ]
+        return Response(status_code=204)
+
+    @router.get("/repos/{owner}/{repo}/issues/comments/{comment_id}")
+    async def get_issue_comment(owner: str, repo: str, comment_id: int, request: Request) -> dict[str, Any]:
+        fake.require_installation(request)
+        return _public(_or_404(state.issue_comment(owner, repo, comment_id)))
+
+    # ------------------------------------------------------------------ reactions
+    async def react(request: Request, owner: str, repo: str, target: tuple[str, int]) -> Response:
+        payload = await request.json()
+        content = payload.get("content") if isinstance(payload, dict) else None
+        if content not in REACTIONS:
+            return _validation_failed({"resource": "Reaction", "code": "invalid", "field": "content"})
+        bot = state.bot_user
+        with fake.lock:
+            existing = next(
+                (
+                    r
+                    for r in state._reactions(owner, repo, target)
+                    if r["content"] == content and r["user"]["login"] == bot["login"]
+                ),
+                None,
+            )
+            if existing is not None:  # GitHub answers 200 with the reaction already there
+                return JSONResponse(_public(existing), status_code=200)
+            created = state._react(owner, repo, target, content, bot)
+        return JSONResponse(_public(created), status_code=201)
+
+    @router.post("/repos/{owner}/{repo}/issues/{number}/reactions")
+    async def create_issue_reaction(owner: str, repo: str, number: int, request: Request) -> Response:
+        fake.require_installation(request)
+        return await react(request, owner, repo, ("issue", number))
+
+    @router.get("/repos/{owner}/{repo}/issues/{number}/reactions")
+    async def list_issue_reactions(owner: str, repo: str, number: int, request: Request) -> Response:
+        fake.require_installation(request)
+        return _paged(_with_content(state.issue_reactions(owner, repo, number), request), request)
+
+    @router.post("/repos/{owner}/{repo}/pulls/comments/{comment_id}/reactions")
+    async def create_comment_reaction(owner: str, repo: str, comment_id: int, request: Request) -> Response:
+        fake.require_installation(request)
+        _or_404(state.review_comment(owner, repo, comment_id))
+        return await react(request, owner, repo, ("review_comment", comment_id))
+
+    @router.get("/repos/{owner}/{repo}/pulls/comments/{comment_id}/reactions")
+    async def list_comment_reactions(owner: str, repo: str, comment_id: int, request: Request) -> Response:
+        fake.require_installation(request)
+        _or_404(state.review_comment(owner, repo, comment_id))
+        reactions = state.comment_reactions(owner, repo, comment_id)
+        return _paged(_with_content(reactions, request), request)
+
+    # ------------------------------------------------------------------ search
+    @router.get("/search/issues")
+    async def search_issues(request: Request) -> dict[str, Any]:
+        fake.require_installation(request)
+        q = request.query_params.get("q", "")
+        if not q:
+            return _unprocessable("Validation Failed", "search/search#search-issues-and-pull-requests")
+        author = re.search(r"(?:^|\s)author:(\S+)", q)
+        with fake.lock:
+            fake.data["searches"].append(q)
+            count = fake.data["search_counts"].get(author.group(1).lower(), 0) if author else 0
+        return {"total_count": count, "incomplete_results": False, "items": []}
+
     @router.get("/repos/{owner}/{repo}/actions/runs")
-    async def list_runs(owner: str, repo: str, request: Request) -> dict[str, Any]:
+    async def list_runs(owner: str, repo: str, request: Request) -> Response:
         fake.require_installation(request)
         head_sha = request.query_params.get("head_sha")
         status = request.query_params.get("status")
@@ -263,8 +723,9 @@ def install_pr_routes(fake: FakeGitHub) -> PrState:
                 and (head_sha is None or r.get("head_sha") == head_sha)
                 and (status is None or r.get("status") == status or r.get("conclusion") == status)
             ]
-        page = _page(runs, request)
-        return {"total_count": len(runs), "workflow_runs": [_public(r) for r in page]}
+        page = [_public(r) for r in _page(runs, request)]
+        headers = _link_header(len(runs), request)
+        return JSONResponse({"total_count": len(runs), "workflow_runs": page}, headers=headers)
 
     @router.get("/repos/{owner}/{repo}/actions/runs/{run_id}/jobs")
     async def list_jobs(owner: str, repo: str, run_id: int, request: Request) -> dict[str, Any]:
@@ -285,6 +746,22 @@ def _deliver(state: PrState, request: Request, item: dict[str, Any]) -> Any:
     if status is not None:
         return JSONResponse({"message": "Server Error"}, status_code=status)
     return _public(item)
+
+
+def _or_404(item: dict[str, Any] | None) -> dict[str, Any]:
+    if item is None:
+        raise HTTPException(404, detail="Not Found")
+    return item
+
+
+def _with_content(reactions: list[dict[str, Any]], request: Request) -> list[dict[str, Any]]:
+    """The ``content`` query filter of the reaction list endpoints."""
+    content = request.query_params.get("content")
+    return [r for r in reactions if content is None or r["content"] == content]
+
+
+def _unprocessable(message: str, doc: str) -> Any:
+    return JSONResponse({"message": message, "documentation_url": f"{DOC}/{doc}"}, status_code=422)
 
 
 def _validation_failed(error: dict[str, Any]) -> Any:
