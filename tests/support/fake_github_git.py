@@ -219,14 +219,23 @@ class GitRoutes:
 
 
 async def _feed(stdin: asyncio.StreamWriter, body: bytes) -> None:
-    """Write the request body and close stdin; a backend that exits early is not an error here."""
+    """Write the request body and close stdin; a backend that exits early is not an error here.
+
+    ``info/refs`` has no body and http-backend may exit before we touch its stdin: with uvloop, writing
+    to (or closing) that finished pipe raises ``RuntimeError`` ("the handler is closed"), not
+    ``BrokenPipeError``, so both count as "the backend did not want the body".
+    """
     try:
-        stdin.write(body)
-        await stdin.drain()
-    except (BrokenPipeError, ConnectionResetError):
+        if body:
+            stdin.write(body)
+            await stdin.drain()
+    except (BrokenPipeError, ConnectionResetError, RuntimeError):
         pass
     finally:
-        stdin.close()
+        try:
+            stdin.close()
+        except RuntimeError:
+            pass
 
 
 async def _read_cgi_headers(stdout: asyncio.StreamReader) -> tuple[int, dict[str, str], bytes]:
