@@ -10,6 +10,7 @@ import signal
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -124,6 +125,7 @@ class Stack:
         self.server.wait_for_log("Review job finished", prNumber=number, timeout=timeout)
 
 
+@contextmanager
 def make_stack(tmp: Path, **env: str) -> Iterator[Stack]:
     with FakeGitHub() as fake, FakeAnthropic() as model:
         state = install_pr_routes(fake)
@@ -145,7 +147,8 @@ def make_stack(tmp: Path, **env: str) -> Iterator[Stack]:
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    yield from make_stack(tmp_path_factory.mktemp("e2e"))
+    with make_stack(tmp_path_factory.mktemp("e2e")) as built:
+        yield built
 
 
 DIV = "def div(a, b):\n    return a / b\n"
@@ -278,7 +281,7 @@ def test_metrics_show_the_review_cap_and_outcomes(stack: Stack) -> None:
 def test_kill_9_mid_review_then_replay_publishes_nothing_twice(tmp_path: Path) -> None:
     """The server dies after the model posted its inline comment; the restarted server replays the
     delivery from the job journal, finds this run's marker, and publishes nothing more."""
-    for stack in make_stack(tmp_path):
+    with make_stack(tmp_path) as stack:
         posted = threading.Event()
         release = threading.Event()
 

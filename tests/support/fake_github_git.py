@@ -27,6 +27,7 @@ upload-pack negotiations) are passed through as ``HTTP_CONTENT_ENCODING``; http-
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import base64
 import binascii
 import os
@@ -232,10 +233,8 @@ async def _feed(stdin: asyncio.StreamWriter, body: bytes) -> None:
     except (BrokenPipeError, ConnectionResetError, RuntimeError):
         pass
     finally:
-        try:
+        with contextlib.suppress(RuntimeError):
             stdin.close()
-        except RuntimeError:
-            pass
 
 
 async def _read_cgi_headers(stdout: asyncio.StreamReader) -> tuple[int, dict[str, str], bytes]:
