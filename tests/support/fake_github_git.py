@@ -27,9 +27,9 @@ upload-pack negotiations) are passed through as ``HTTP_CONTENT_ENCODING``; http-
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import base64
 import binascii
+import contextlib
 import os
 import subprocess
 from collections.abc import AsyncIterator
