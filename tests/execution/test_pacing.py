@@ -8,13 +8,13 @@ import pytest
 from exec_tool_calls import call, payload, text
 
 from conftest import KEY, OWNER, PR, REPO, make_client
-from kodiai.github.rest import GitHubApiError
 from kodiai.execution.pacing import PacingPolicy, WritePacer, advised_wait
 from kodiai.execution.review_output import build_review_output_marker
 from kodiai.execution.tools import PublishFlag, ToolEnv
 from kodiai.execution.tools.comment_server import comment_tools
 from kodiai.execution.tools.inline_server import InlineCommentServer
 from kodiai.execution.tools.thread_server import thread_tools
+from kodiai.github.rest import GitHubApiError
 from support.fake_github import FakeGitHub
 from support.fake_github_pr import PrState
 
