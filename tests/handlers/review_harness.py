@@ -107,7 +107,10 @@ class ReviewHarness:
         telemetry: bool = True,
         memory: bool = True,
         embedder: Any = None,
+        bot_allow_list: Sequence[str] = (),
+        **deps: Any,
     ) -> None:
+        """``deps`` overrides optional :class:`HandlerDeps` fields (``registry``, ``usage_analyzer``)."""
         self.tmp = tmp_path
         self.fake = fake
         self.state = state
@@ -158,8 +161,9 @@ class ReviewHarness:
             memory=LearnedMemory(self.memory_store, IsolationLayer(self.memory_store), self.embedder)
             if self.memory_store is not None
             else None,
+            **deps,
         )
-        self.router = EventRouter(BotFilter(SLUG))
+        self.router = EventRouter(BotFilter(SLUG, list(bot_allow_list)))
         register_builtin_handlers(self.router, self.deps)
         self._deliveries = itertools.count(1)
         self.logs: list[dict[str, Any]] = []
@@ -267,7 +271,10 @@ class ReviewHarness:
                 "default_branch": "main",
             },
             "installation": {"id": INSTALLATION},
-            "sender": {"login": pull["user"]["login"], "type": "User"},
+            "sender": {
+                "login": pull["user"]["login"],
+                "type": "Bot" if pull["user"]["login"].endswith("[bot]") else "User",
+            },
             **extra,
         }
 

@@ -7,9 +7,11 @@ that uses one checks for it, as the original checks for its injected stores.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+
+import httpx
 
 from github import Github
 from kodiai.execution.executor import Executor
@@ -20,15 +22,23 @@ from kodiai.learning.embeddings import EmbeddingProvider
 from kodiai.learning.isolation import IsolationLayer
 from kodiai.learning.memory_store import LanceMemoryStore
 from kodiai.metrics import Metrics
+from kodiai.review.usage_scan import UsageAnalysisResult, analyze_package_usage
 from kodiai.storage.knowledge import KnowledgeStore
 from kodiai.storage.telemetry import TelemetryStore
 
 #: Installation id → an authenticated PyGithub client acting as that installation.
 InstallationClients = Callable[[int], Github]
+#: ``(workspace_dir, package, breaking_change_snippets, ecosystem, time_budget_ms)`` → usage evidence.
+UsageAnalyzer = Callable[[str, str, Sequence[str], str | None, float], Awaitable[UsageAnalysisResult]]
 
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def registry_client() -> httpx.Client:
+    """A client for the package registries (npm, PyPI, RubyGems) the dependency enrichment reads."""
+    return httpx.Client(follow_redirects=True)
 
 
 @dataclass(frozen=True)
@@ -53,6 +63,9 @@ class HandlerDeps:
     telemetry: TelemetryStore | None = None
     memory: LearnedMemory | None = None
     clock: Callable[[], datetime] = utcnow
+    registry: Callable[[], httpx.Client] = registry_client
+    usage_analyzer: UsageAnalyzer = analyze_package_usage
+    """Dependency-bump usage scan (``git grep`` in the workspace), as the original let it be injected."""
 
     @property
     def bot_handles(self) -> list[str]:

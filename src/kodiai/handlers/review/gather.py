@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from kodiai.config import RepoConfig
 from kodiai.github.workspace import Workspace
-from kodiai.handlers.deps import LearnedMemory
+from kodiai.handlers.deps import LearnedMemory, UsageAnalyzer
 from kodiai.handlers.fail_open import fail_open
 from kodiai.handlers.review.diff import DiffCollection, collect_diff
 from kodiai.learning.calibration import resolve_cut
@@ -57,7 +57,6 @@ TOP_FILE_PATHS = 15
 
 CommitSource = Callable[[int], Awaitable[list[tuple[str, str]]]]
 DepEnricher = Callable[[DepBumpDetails], Awaitable[tuple[SecurityContext | None, ChangelogContext | None]]]
-UsageAnalyzer = Callable[..., Awaitable[UsageAnalysisResult]]
 
 
 @dataclass(frozen=True)
@@ -195,9 +194,19 @@ async def gather_dep_bump(
     if details.package_name and not details.is_group and breaking:
         package = details.package_name
 
+        ecosystem = details.ecosystem or "npm"
+
         async def usage() -> UsageAnalysisResult | None:
+            log.info(
+                "Usage analysis",
+                gate="usage-analysis",
+                packageName=package,
+                ecosystem=ecosystem,
+                timeBudgetMs=USAGE_TIME_BUDGET_MS,
+                snippets=len(breaking),
+            )
             return await sources.usage_analyzer(
-                str(ws.dir), package, breaking, details.ecosystem or "npm", USAGE_TIME_BUDGET_MS
+                str(ws.dir), package, breaking, ecosystem, USAGE_TIME_BUDGET_MS
             )
 
         update["usage_evidence"] = await fail_open(log, "usage-analysis", usage, None)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -11,7 +12,7 @@ import httpx
 from github import Github
 from kodiai.github.pulls import PullRequestApi
 from kodiai.handlers.deps import HandlerDeps
-from kodiai.handlers.review.gather import GatherSources
+from kodiai.handlers.review.gather import DepEnricher, GatherSources
 from kodiai.review.author import classify_author
 from kodiai.review.dep_bump import DepBumpDetails
 from kodiai.review.dep_enrichment import ChangelogContext, SecurityContext
@@ -55,7 +56,7 @@ async def author_tier(store: KnowledgeStore, pr: PullRequestApi, facts: PullRequ
     return tier.tier
 
 
-def dep_enricher(client: Github, log: Any) -> Any:
+def dep_enricher(client: Github, registry: Callable[[], httpx.Client], log: Any) -> DepEnricher:
     """Step 22: advisories and changelog in parallel; each failure alone becomes None."""
 
     async def enrich(details: DepBumpDetails) -> tuple[SecurityContext | None, ChangelogContext | None]:
@@ -63,7 +64,7 @@ def dep_enricher(client: Github, log: Any) -> Any:
         ecosystem = details.ecosystem or "npm"
 
         def changelog() -> ChangelogContext | None:
-            with httpx.Client() as http:
+            with registry() as http:
                 return fetch_changelog(
                     client, http, package, ecosystem, details.old_version, details.new_version
                 )
@@ -108,7 +109,7 @@ def webhook_sources(
     return GatherSources(
         commits=pr.commits,
         author_tier=(lambda: author_tier(store, pr, facts, log)) if store is not None else None,
-        enrich_dep_bump=dep_enricher(client, log),
+        enrich_dep_bump=dep_enricher(client, deps.registry, log),
         knowledge_prior_findings=(
             (lambda head: store.get_prior_review_findings(facts.full_name, facts.number, head_sha=head))
             if store is not None
@@ -117,5 +118,6 @@ def webhook_sources(
         last_reviewed_head_sha=last_reviewed_head_sha,
         incremental_enabled=store is not None,
         memory=deps.memory,
+        usage_analyzer=deps.usage_analyzer,
         now=deps.clock(),
     )
