@@ -58,6 +58,19 @@ async def test_q2_q1_second_review_is_incremental_with_delta_and_dedup(harness: 
     assert delta and (delta[0]["deltaStillOpen"], delta[0]["deltaNew"]) == (1, 0)
 
 
+async def test_q2_a_gated_out_synchronize_does_not_hide_the_last_review(harness: ReviewHarness) -> None:
+    """A push with ``onSynchronize`` off (the default) claims a run and drops it at the trigger gate; the
+    next requested review is still incremental from the last *completed* one."""
+    pull = harness.open_pr()
+    await harness.deliver(pull)
+    first_head = pull["head"]["sha"]
+    pull = push(harness, pull, {"src/index.ts": "export const a = 4;\n"})
+    await harness.deliver(pull, "synchronize")
+    await harness.deliver(pull, "review_requested", requested_reviewer={"login": "kodiai"})
+    assert len(harness.executor.contexts) == 2
+    assert "## Incremental Review Mode" in harness.prompts[1] and first_head[:7] in harness.prompts[1]
+
+
 async def test_q3_explicit_rerequest_of_an_unchanged_pr_runs_again(harness: ReviewHarness) -> None:
     pull = harness.open_pr()
     await harness.deliver(pull)

@@ -158,8 +158,8 @@ def test_parse_name_only_and_review_file_selection() -> None:
 
 
 def test_with_real_knowledge_store_and_q2_fix_order(repo: tuple[Path, list[str]], tmp_path: Path) -> None:
-    """PARITY Q2 fix: reading the last completed run *before* claiming the new one makes incremental mode
-    reachable; reading it after the claim (the original's order) always gives ``no-prior-review``."""
+    """PARITY Q2 fix: the last completed run is read before claiming the new one, and a later claim
+    (which supersedes it) does not hide it either: the original got ``no-prior-review`` after its claim."""
     from kodiai.storage.knowledge import KnowledgeStore
 
     work, shas = repo
@@ -196,6 +196,6 @@ def test_with_real_knowledge_store_and_q2_fix_order(repo: tuple[Path, list[str]]
             pr_number=3,
             get_last_reviewed_head_sha=store.get_last_reviewed_head_sha,
         )
-        assert (after_claim.mode, after_claim.reason) == ("full", "no-prior-review")
+        assert (after_claim.mode, after_claim.last_reviewed_head_sha) == ("incremental", shas[0])
     finally:
         store.close()

@@ -90,9 +90,15 @@ def purge_old_runs(db: LockedConnection, retention_days: int = 30) -> int:
 
 
 def last_reviewed_head_sha(db: LockedConnection, repo: str, pr_number: int) -> str | None:
+    """The head SHA of the PR's most recently *completed* run, superseded or not.
+
+    The original looked for ``status = 'completed'`` only, and every later claim (even one its trigger
+    gate then dropped, e.g. a ``synchronize`` with ``onSynchronize: false``) supersedes that run, so
+    incremental re-reviews almost never happened (review Q2). ``completed_at`` survives supersession.
+    """
     row = db.fetch_one(
-        "SELECT head_sha FROM run_state WHERE repo = ? AND pr_number = ? AND status = 'completed' "
-        "ORDER BY created_at DESC, id DESC LIMIT 1",
+        "SELECT head_sha FROM run_state WHERE repo = ? AND pr_number = ? AND completed_at IS NOT NULL "
+        "ORDER BY completed_at DESC, id DESC LIMIT 1",
         (repo, pr_number),
     )
     return str(row[0]) if row else None

@@ -29,6 +29,7 @@ from kodiai.review.plan import ReviewPlan
 from kodiai.review.posted_texts import build_approval_body, build_cost_warning, should_post_cost_warning
 from kodiai.review.postprocess import ProcessedReview
 from kodiai.review.pr_intent import ParsedPRIntent, build_keyword_parsing_section
+from kodiai.text.js import js_number_to_string
 from kodiai.text.sanitizer import sanitize_outgoing_mentions
 
 
@@ -152,11 +153,11 @@ async def post_cost_warning(
 
 def error_detail(result: ExecutionResult, plan: ReviewPlan) -> str:
     """Step 52's detail: the timeout texts quote the estimate (Q4 kept), else the run's message."""
-    seconds = plan.timeout.dynamic_timeout_seconds
+    seconds = js_number_to_string(plan.timeout.dynamic_timeout_seconds)
     if result.is_timeout and result.published:
-        return f"Timed out after {seconds:g}s. PR complexity: {plan.timeout.reasoning}"
+        return f"Timed out after {seconds}s. PR complexity: {plan.timeout.reasoning}"
     if result.is_timeout:
-        return f"Timed out after {seconds:g}s with no review output. PR complexity: {plan.timeout.reasoning}"
+        return f"Timed out after {seconds}s with no review output. PR complexity: {plan.timeout.reasoning}"
     return result.error_message or "An unexpected error occurred during review."
 
 
