@@ -9,35 +9,22 @@ step fail-open (:func:`fail_open`) or fail-closed (a bare ``await``) as the spec
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from datetime import datetime
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from kodiai.config import RepoConfig
 from kodiai.github.workspace import Workspace
-from kodiai.handlers.deps import LearnedMemory, UsageAnalyzer
 from kodiai.handlers.fail_open import fail_open
+from kodiai.handlers.review.dep_bump import DepBumpFindings, gather_dep_bump
 from kodiai.handlers.review.diff import DiffCollection, collect_diff
-from kodiai.learning.calibration import resolve_cut
-from kodiai.learning.pipeline import RetrievalOutcome, retrieve_context, signal_configs
-from kodiai.learning.retrieval_query import RetrievalQuerySignals, build_retrieval_query
+from kodiai.handlers.review.retrieval import RetrievalStep, gather_retrieval
+from kodiai.handlers.review.sources import GatherSources
 from kodiai.review.delta import PriorFinding as DeltaPriorFinding
-from kodiai.review.dep_bump import (
-    DepBumpClassification,
-    DepBumpDetails,
-    DepBumpDetection,
-    classify_dep_bump,
-    detect_dep_bump,
-    extract_dep_bump_details,
-)
-from kodiai.review.dep_enrichment import ChangelogContext, SecurityContext
 from kodiai.review.diff_analysis import DiffAnalysis, FileLineStats, analyze_diff, parse_numstat_per_file
 from kodiai.review.file_risk import TieredFiles, compute_file_risk_scores, triage_files_by_risk
 from kodiai.review.incremental import GitResult, IncrementalDiffResult, compute_incremental_diff
-from kodiai.review.merge_confidence import DepBumpContext, MergeConfidence, compute_merge_confidence
 from kodiai.review.plan import PlanInput
 from kodiai.review.pr_intent import DEFAULT_EMPTY_INTENT, CommitMessage, ParsedPRIntent, parse_pr_intent
 from kodiai.review.prompt import (
@@ -47,63 +34,11 @@ from kodiai.review.prompt import (
     match_path_instructions,
 )
 from kodiai.review.pull_request import PullRequestFacts
-from kodiai.review.scope import ScopeGroup, detect_scope_coordination, extract_scoped_packages
-from kodiai.review.usage_scan import UsageAnalysisResult, analyze_package_usage
 from kodiai.storage.knowledge_models import PriorFinding
 from kodiai.text.glob import compile_glob_set, normalize_skip_paths
 
 USAGE_TIME_BUDGET_MS = 3000
 TOP_FILE_PATHS = 15
-
-CommitSource = Callable[[int], Awaitable[list[tuple[str, str]]]]
-DepEnricher = Callable[[DepBumpDetails], Awaitable[tuple[SecurityContext | None, ChangelogContext | None]]]
-
-
-@dataclass(frozen=True)
-class GatherSources:
-    """Where gather reads what the workspace cannot tell it."""
-
-    commits: CommitSource | None
-    """``(sha, message)`` of the PR's commits (None: none available, e.g. a local review reads git)."""
-    author_tier: Callable[[], Awaitable[str]] | None = None
-    enrich_dep_bump: DepEnricher | None = None
-    knowledge_prior_findings: Callable[[str], list[PriorFinding]] | None = None
-    """Unsuppressed findings of the review at a head SHA (knowledge store present)."""
-    last_reviewed_head_sha: str | None = None
-    """The newest completed run's head SHA, read *before* this run's claim (the Q2 fix)."""
-    incremental_enabled: bool = False
-    memory: LearnedMemory | None = None
-    usage_analyzer: UsageAnalyzer = analyze_package_usage
-    now: datetime | None = None
-
-
-class DepBumpFindings(BaseModel):
-    """Steps 21–25; read by the prompt builder (``DepBumpPromptContext``) and by the approval text."""
-
-    model_config = ConfigDict(frozen=True)
-
-    detection: DepBumpDetection
-    details: DepBumpDetails
-    classification: DepBumpClassification
-    security: SecurityContext | None = None
-    changelog: ChangelogContext | None = None
-    merge_confidence: MergeConfidence | None = None
-    usage_evidence: UsageAnalysisResult | None = None
-    scope_groups: list[ScopeGroup] | None = None
-
-
-RetrievalStatus = Literal["used", "disabled", "no-store", "no-embedding", "failed"]
-
-
-class RetrievalStep(BaseModel):
-    """What step 32 did: the outcome when it ran, else why it did not."""
-
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
-
-    status: RetrievalStatus
-    query: str | None = None
-    outcome: RetrievalOutcome | None = None
-    detail: str | None = None
 
 
 class Gathered(BaseModel):
@@ -121,7 +56,8 @@ class Gathered(BaseModel):
     tiered: TieredFiles
     prompt_files: list[str]
     path_matches: list[PathInstructionMatch]
-    prior_findings: list[PriorFinding]
+    prior_findings: list[DeltaPriorFinding]
+    """The last completed review's unsuppressed findings (incremental mode only)."""
     dep_bump: DepBumpFindings | None
     retrieval: RetrievalStep
 
@@ -152,134 +88,6 @@ def skip_filter(config: RepoConfig, changed: Sequence[str]) -> list[str]:
         return list(changed)
     matcher = compile_glob_set(tuple(patterns))
     return [path for path in changed if not matcher.matches(path)]
-
-
-async def gather_dep_bump(
-    facts: PullRequestFacts, all_changed: Sequence[str], ws: Workspace, sources: GatherSources, log: Any
-) -> DepBumpFindings | None:
-    """Steps 21–25: detection, enrichment, merge confidence, usage and scope (each fail-open)."""
-
-    async def detect() -> DepBumpFindings | None:
-        detection = detect_dep_bump(facts.title, list(facts.labels), facts.head_ref, facts.author)
-        if detection is None:
-            return None
-        details = extract_dep_bump_details(detection, facts.title, facts.body, all_changed, facts.head_ref)
-        return DepBumpFindings(
-            detection=detection,
-            details=details,
-            classification=classify_dep_bump(details.old_version, details.new_version),
-        )
-
-    found = await fail_open(log, "dep-bump-detect", detect, None)
-    if found is None:
-        return None
-    update: dict[str, Any] = {}
-    details = found.details
-    enriched = False
-    enrich = sources.enrich_dep_bump
-    if details.package_name and not details.is_group and enrich is not None:
-        nothing: tuple[SecurityContext | None, ChangelogContext | None] = (None, None)
-        security, changelog = await fail_open(log, "dep-bump-enrich", lambda: enrich(details), nothing)
-        update.update(security=security, changelog=changelog)
-        enriched = True
-    context = DepBumpContext(
-        detection=found.detection,
-        details=details,
-        classification=found.classification,
-        **({"security": update["security"], "changelog": update["changelog"]} if enriched else {}),
-    )
-    update["merge_confidence"] = compute_merge_confidence(context)
-    changelog = update.get("changelog")
-    breaking = changelog.breaking_changes if isinstance(changelog, ChangelogContext) else []
-    if details.package_name and not details.is_group and breaking:
-        package = details.package_name
-
-        ecosystem = details.ecosystem or "npm"
-
-        async def usage() -> UsageAnalysisResult | None:
-            log.info(
-                "Usage analysis",
-                gate="usage-analysis",
-                packageName=package,
-                ecosystem=ecosystem,
-                timeBudgetMs=USAGE_TIME_BUDGET_MS,
-                snippets=len(breaking),
-            )
-            return await sources.usage_analyzer(
-                str(ws.dir), package, breaking, ecosystem, USAGE_TIME_BUDGET_MS
-            )
-
-        update["usage_evidence"] = await fail_open(log, "usage-analysis", usage, None)
-    if details.is_group:
-
-        async def scope() -> list[ScopeGroup] | None:
-            packages = extract_scoped_packages(facts.body)
-            return (detect_scope_coordination(packages) or None) if packages else None
-
-        update["scope_groups"] = await fail_open(log, "scope-coordination", scope, None)
-    return found.model_copy(update=update)
-
-
-async def gather_retrieval(
-    facts: PullRequestFacts,
-    config: RepoConfig,
-    analysis: DiffAnalysis,
-    intent: ParsedPRIntent,
-    author_tier: str,
-    review_files: Sequence[str],
-    sources: GatherSources,
-    log: Any,
-) -> RetrievalStep:
-    """Step 32 (fail-open): query → embed → isolation → rerank → recency → calibrated cut → labels."""
-    settings = config.knowledge.retrieval
-    if not settings.enabled:
-        return RetrievalStep(status="disabled", detail="knowledge.retrieval.enabled is false")
-    memory = sources.memory
-    if memory is None:
-        return RetrievalStep(status="no-store", detail="no learned-memory store")
-    query = build_retrieval_query(
-        RetrievalQuerySignals(
-            pr_title=facts.title,
-            pr_body=facts.body,
-            conventional_type=intent.conventional_type.type if intent.conventional_type else None,
-            detected_languages=list(analysis.files_by_language),
-            risk_signals=analysis.risk_signals,
-            author_tier=author_tier,
-            top_file_paths=list(review_files[:TOP_FILE_PATHS]),
-        )
-    )
-    vector = await asyncio.to_thread(memory.embeddings.generate, query, "query")
-    if vector is None:
-        return RetrievalStep(status="no-embedding", query=query)
-    confidence, ambiguity = signal_configs(settings.confidence_labels, settings.ambiguity_signal)
-
-    def run() -> RetrievalOutcome:
-        return retrieve_context(
-            memory.isolation,
-            vector,
-            repo=facts.full_name,
-            owner=facts.owner,
-            sharing_enabled=config.knowledge.sharing.enabled,
-            pr_languages=list(analysis.files_by_language),
-            top_k=int(settings.top_k),
-            distance_threshold=settings.distance_threshold,
-            adaptive=settings.adaptive,
-            now=sources.now,
-            cut=resolve_cut(memory.embeddings.model, settings.cut_strategy, settings.calibration),
-            confidence=confidence,
-            ambiguity=ambiguity,
-        )
-
-    outcome = await asyncio.to_thread(run)
-    log.info(
-        "Retrieval completed",
-        gate="adaptive-threshold",
-        thresholdMethod=outcome.threshold.method,
-        threshold=outcome.threshold.threshold,
-        candidates=outcome.quality.candidate_count,
-        results=outcome.quality.result_count,
-    )
-    return RetrievalStep(status="used", query=query, outcome=outcome)
 
 
 class _WorkspaceGit:
@@ -385,7 +193,7 @@ async def gather(
         else []
     )
 
-    prior: list[PriorFinding] = []
+    prior: list[DeltaPriorFinding] = []
     if (
         incremental is not None
         and incremental.mode == "incremental"
@@ -394,7 +202,9 @@ async def gather(
     ):
         head = incremental.last_reviewed_head_sha
         reader = sources.knowledge_prior_findings
-        prior = await fail_open(log, "prior-findings", lambda: asyncio.to_thread(reader, head), [])
+        none: list[PriorFinding] = []
+        stored = await fail_open(log, "prior-findings", lambda: asyncio.to_thread(reader, head), none)
+        prior = [DeltaPriorFinding.model_validate(p.model_dump()) for p in stored]
 
     retrieval = await fail_open(
         log,
@@ -445,7 +255,7 @@ def plan_input(facts: PullRequestFacts, config: RepoConfig, gathered: Gathered) 
         lines_changed=gathered.lines_changed,
         path_matches=gathered.path_matches,
         incremental=gathered.incremental,
-        prior_findings=[DeltaPriorFinding.model_validate(p.model_dump()) for p in gathered.prior_findings],
+        prior_findings=gathered.prior_findings,
         retrieval=retrieval,
         dep_bump=DepBumpPromptContext.model_validate(gathered.dep_bump) if gathered.dep_bump else None,
         diff_range=gathered.diff.diff_range,

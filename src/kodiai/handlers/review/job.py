@@ -26,10 +26,9 @@ from kodiai.github.workspace import Workspace
 from kodiai.handlers.deps import HandlerDeps
 from kodiai.handlers.fail_open import fail_open
 from kodiai.handlers.review import publish, record
-from kodiai.handlers.review.gather import Gathered, GatherSources, gather, plan_input
-from kodiai.handlers.review.sources import webhook_sources
+from kodiai.handlers.review.gather import Gathered, gather, plan_input
+from kodiai.handlers.review.sources import GatherSources, webhook_sources
 from kodiai.log import get_logger, redact
-from kodiai.review.delta import PriorFinding
 from kodiai.review.metadata import extract_findings
 from kodiai.review.output_key import build_review_output_marker
 from kodiai.review.plan import ReviewPlan, plan_review
@@ -114,7 +113,7 @@ class ReviewJob:
                 self.req.facts,
                 config,
                 workspace,
-                self.sources(config, claim),
+                self.sources(claim),
                 self.log,
                 base=f"origin/{self.req.facts.base_ref}",
                 base_ref=self.req.facts.base_ref,
@@ -264,7 +263,7 @@ class ReviewJob:
         await fail_open(self.log, "keyword-skip", post, None, "Failed to post [no-review] acknowledgement")
 
     # ------------------------------------------------------------------ gather helpers
-    def sources(self, config: RepoConfig, claim: RunClaim) -> GatherSources:
+    def sources(self, claim: RunClaim) -> GatherSources:
         return webhook_sources(
             self.deps, self.pr, self.client, self.req.facts, claim.last_reviewed_head_sha, self.log
         )
@@ -356,7 +355,7 @@ class ReviewJob:
             feedback=feedback,
             prior_context=plan.prior_context,
             file_risk={f.file_path: f.score for f in tiers},
-            prior_findings=[PriorFinding.model_validate(p.model_dump()) for p in gathered.prior_findings],
+            prior_findings=gathered.prior_findings,
         )
         if processed.delta is not None:
             self.log.info(

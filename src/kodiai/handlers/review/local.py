@@ -26,7 +26,9 @@ from kodiai.execution.pacing import PacingPolicy
 from kodiai.execution.types import ExecutionContext, ExecutionResult
 from kodiai.github.workspace import Workspace
 from kodiai.handlers.deps import LearnedMemory
-from kodiai.handlers.review.gather import CommitSource, GatherSources, RetrievalStep, gather, plan_input
+from kodiai.handlers.review.gather import gather, plan_input
+from kodiai.handlers.review.retrieval import RetrievalStep
+from kodiai.handlers.review.sources import CommitSource, GatherSources
 from kodiai.learning.embeddings import EmbeddingProvider
 from kodiai.learning.isolation import IsolationLayer
 from kodiai.learning.setup import open_store_for_provider

@@ -1,24 +1,50 @@
-"""What a webhook review reads beyond its workspace: commits, the author's tier, dependency advisories
-(spec/review.md §1 steps 15, 18, 22) and the knowledge store's prior findings (step 31)."""
+"""Where a review's gather stage reads what the workspace cannot tell it, and the webhook's sources:
+commits, the author's tier, dependency advisories (spec/review.md §1 steps 15, 18, 22) and the knowledge
+store's prior findings (step 31). A local review has its own (``handlers/review/local.py``)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import httpx
 
 from github import Github
 from kodiai.github.pulls import PullRequestApi
-from kodiai.handlers.deps import HandlerDeps
-from kodiai.handlers.review.gather import DepEnricher, GatherSources
+from kodiai.handlers.deps import HandlerDeps, LearnedMemory, UsageAnalyzer
 from kodiai.review.author import classify_author
 from kodiai.review.dep_bump import DepBumpDetails
 from kodiai.review.dep_enrichment import ChangelogContext, SecurityContext
 from kodiai.review.dep_enrichment_fetch import fetch_changelog, fetch_security_advisories
 from kodiai.review.pull_request import PullRequestFacts
+from kodiai.review.usage_scan import analyze_package_usage
 from kodiai.storage.knowledge import KnowledgeStore
+from kodiai.storage.knowledge_models import PriorFinding
+
+CommitSource = Callable[[int], Awaitable[list[tuple[str, str]]]]
+DepEnricher = Callable[[DepBumpDetails], Awaitable[tuple[SecurityContext | None, ChangelogContext | None]]]
+
+
+@dataclass(frozen=True)
+class GatherSources:
+    """Where gather reads what the workspace cannot tell it."""
+
+    commits: CommitSource | None
+    """``(sha, message)`` of the PR's commits (None: none available, e.g. a local review reads git)."""
+    author_tier: Callable[[], Awaitable[str]] | None = None
+    enrich_dep_bump: DepEnricher | None = None
+    knowledge_prior_findings: Callable[[str], list[PriorFinding]] | None = None
+    """Unsuppressed findings of the review at a head SHA (knowledge store present)."""
+    last_reviewed_head_sha: str | None = None
+    """The newest completed run's head SHA, read *before* this run's claim (the Q2 fix)."""
+    incremental_enabled: bool = False
+    memory: LearnedMemory | None = None
+    usage_analyzer: UsageAnalyzer = analyze_package_usage
+    now: datetime | None = None
+
 
 #: Associations whose tier depends on how many PRs the author has merged (step 18).
 COUNTED_ASSOCIATIONS = frozenset({"NONE", "MANNEQUIN", "COLLABORATOR", "CONTRIBUTOR"})
