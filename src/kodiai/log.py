@@ -110,6 +110,21 @@ def get_logger(name: str | None = None, **bound: Any) -> Any:
     return log.bind(**bound) if bound else log
 
 
+def stderr_logger(level: str = "warn", **bound: Any) -> Any:
+    """A logger of its own for a command's progress lines: stderr, console format, its own level, and the
+    process-wide configuration untouched (so a command run in-process leaves other loggers as they were)."""
+    logger = structlog.wrap_logger(
+        structlog.PrintLogger(file=sys.stderr),
+        processors=[
+            structlog.processors.add_log_level,
+            _redact_processor,
+            structlog.dev.ConsoleRenderer(colors=False),
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(level_from_env(level)),
+    )
+    return logger.bind(**bound) if bound else logger
+
+
 @contextmanager
 def bind_delivery(delivery_id: str, **extra: Any) -> Iterator[None]:
     """Bind ``delivery_id`` (and extra keys) to every log line written inside the block."""

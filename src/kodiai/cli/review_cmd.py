@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,6 @@ from rich.console import Console
 
 from kodiai.handlers.review.local import LocalReview, LocalReviewError, RetrievalReport, build_local_review
 from kodiai.learning.embeddings import EmbeddingProvider, build_embedding_provider
-from kodiai.log import configure_logging
 from kodiai.settings import Settings, SettingsError
 
 PROMPT_RULE = "===== PROMPT ====="
@@ -105,7 +103,6 @@ def review(
 ) -> None:
     """Review a local branch: build the review context for BASE...HEAD and run (or show) it."""
     console = Console(stderr=True)
-    configure_logging(os.environ.get("LOG_LEVEL") or "warn")  # stderr; the review's info lines are noise here
     try:
         settings = Settings.load(require_github_app=False)
     except SettingsError as exc:

@@ -9,6 +9,7 @@ executor with GitHub replaced by a recorder, so what would have been posted is s
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from collections.abc import Callable
@@ -32,7 +33,7 @@ from kodiai.handlers.review.sources import CommitSource, GatherSources
 from kodiai.learning.embeddings import EmbeddingProvider
 from kodiai.learning.isolation import IsolationLayer
 from kodiai.learning.setup import open_store_for_provider
-from kodiai.log import get_logger, redact
+from kodiai.log import redact, stderr_logger
 from kodiai.review.output_key import build_review_output_key
 from kodiai.review.plan import plan_review
 from kodiai.review.pull_request import PullRequestFacts
@@ -238,7 +239,7 @@ async def build_local_review(
         raise LocalReviewError(f"{repo_path} is not a git repository")
     facts = local_facts(repo_path, base, head, repo_name)
     config, warnings = load_config_at(repo_path, facts.head_sha)
-    log = get_logger("kodiai.review.local", repo=facts.full_name)
+    log = stderr_logger(os.environ.get("LOG_LEVEL") or "warn", repo=facts.full_name)
     memory: LearnedMemory | None = None
     no_store_reason: str | None = None
     if config.knowledge.retrieval.enabled:
