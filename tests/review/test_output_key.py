@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
+from kodiai.github.pulls import SCAN_ITEM_CAP, MarkerSurface, find_marker
 from kodiai.review.output_key import (
-    SCAN_ITEM_CAP,
-    Surface,
     body_has_marker,
     build_review_details_marker,
     build_review_output_key,
     build_review_output_marker,
     build_run_key,
-    check_review_output_published,
 )
 
 BASE = {
@@ -28,17 +27,31 @@ BASE = {
 }
 
 
+SURFACES: dict[str, MarkerSurface] = {
+    "/pulls/101/comments": "review-comment",
+    "/issues/101/comments": "issue-comment",
+    "/pulls/101/reviews": "review",
+}
+
+
 class Pages:
-    """Bodies per surface, served 100 to a page like the GitHub list endpoints; records each fetch."""
+    """GitHub's three list endpoints of PR 101 (a REST façade double): item bodies per surface, served
+    ``per_page`` at a time; records each fetch."""
 
-    def __init__(self, bodies: dict[Surface, Sequence[object]]) -> None:
+    def __init__(self, bodies: dict[MarkerSurface, Sequence[object]]) -> None:
         self.bodies = bodies
-        self.fetches: list[tuple[Surface, int]] = []
+        self.fetches: list[tuple[MarkerSurface, int]] = []
 
-    def __call__(self, surface: Surface, page: int, per_page: int) -> Sequence[object]:
+    async def get(self, suffix: str, **params: Any) -> Any:
+        surface = SURFACES[suffix]
+        page, per_page = int(params["page"]), int(params["per_page"])
         self.fetches.append((surface, page))
         items = self.bodies.get(surface, [])
-        return items[(page - 1) * per_page : page * per_page]
+        return [{"body": body} for body in items[(page - 1) * per_page : page * per_page]]
+
+
+async def check(key: str, pages: Any) -> MarkerSurface | None:
+    return await find_marker(pages, 101, build_review_output_marker(key))
 
 
 def test_key_example_from_spec() -> None:
@@ -74,64 +87,57 @@ def test_missing_head_sha_falls_back() -> None:
     assert build_review_output_key(**{**BASE, "head_sha": None}).endswith(":head-unknown-head-sha")
 
 
-def test_ri_03_marker_in_review_comment() -> None:
+async def test_ri_03_marker_in_review_comment() -> None:
     key = build_review_output_key(**BASE)
     marker = build_review_output_marker(key)
     assert marker == f"<!-- kodiai:review-output-key:{key} -->"
     pages = Pages({"review-comment": ["unrelated", f"[MAJOR] bug\n\n{marker}"], "issue-comment": [marker]})
-    result = check_review_output_published(key, pages)
-    assert result.should_publish is False
-    assert result.existing_location == "review-comment"
-    assert result.marker == marker
+    assert await check(key, pages) == "review-comment"
     assert all(surface == "review-comment" for surface, _ in pages.fetches)
 
 
-def test_ri_04_marker_absent_everywhere() -> None:
+async def test_ri_04_marker_absent_everywhere() -> None:
     key = build_review_output_key(**BASE)
     other = build_review_output_marker(build_review_output_key(**{**BASE, "delivery_id": "other"}))
     pages = Pages({"review-comment": [other, None], "issue-comment": ["hi"], "review": ["", other]})
-    result = check_review_output_published(key, pages)
-    assert result.should_publish is True
-    assert result.existing_location is None
+    assert await check(key, pages) is None
     assert [s for s, _ in pages.fetches] == ["review-comment", "issue-comment", "review"]
 
 
-def test_ri_05_marker_in_issue_comment() -> None:
+async def test_ri_05_marker_in_issue_comment() -> None:
     key = build_review_output_key(**BASE)
     pages = Pages(
         {"review-comment": ["x"], "issue-comment": ["a", f"summary {build_review_output_marker(key)}"]}
     )
-    result = check_review_output_published(key, pages)
-    assert result.should_publish is False
-    assert result.existing_location == "issue-comment"
+    assert await check(key, pages) == "issue-comment"
 
 
-def test_marker_found_in_review_body() -> None:
+async def test_marker_found_in_review_body() -> None:
     key = build_review_output_key(**BASE)
-    result = check_review_output_published(key, Pages({"review": [build_review_output_marker(key)]}))
-    assert result.existing_location == "review"
+    assert await check(key, Pages({"review": [build_review_output_marker(key)]})) == "review"
 
 
-def test_scan_pages_until_short_page_and_stops_at_cap() -> None:
+async def test_scan_pages_until_short_page_and_stops_at_cap() -> None:
     """§2.1: pages of 100; a short page ends a surface; at most 2000 items per surface are read."""
     key = build_review_output_key(**BASE)
     marker = build_review_output_marker(key)
     deep = Pages({"issue-comment": ["x"] * 250 + [marker]})
-    assert check_review_output_published(key, deep).existing_location == "issue-comment"
+    assert await check(key, deep) == "issue-comment"
     assert [p for s, p in deep.fetches if s == "issue-comment"] == [1, 2, 3]
     beyond_cap = Pages({"review-comment": ["x"] * SCAN_ITEM_CAP + [marker]})
-    assert check_review_output_published(key, beyond_cap).should_publish is True
+    assert await check(key, beyond_cap) is None
     assert max(p for s, p in beyond_cap.fetches if s == "review-comment") == SCAN_ITEM_CAP // 100
 
 
-def test_fetch_errors_propagate() -> None:
+async def test_fetch_errors_propagate() -> None:
     """The scan is fail-closed: an API error reaches the caller."""
 
-    def broken(surface: Surface, page: int, per_page: int) -> Sequence[object]:
-        raise RuntimeError("HTTP 502")
+    class Broken:
+        async def get(self, suffix: str, **params: Any) -> Any:
+            raise RuntimeError("HTTP 502")
 
     with pytest.raises(RuntimeError, match="502"):
-        check_review_output_published("k", broken)
+        await check("k", Broken())
 
 
 def test_details_marker_and_run_key() -> None:
