@@ -836,3 +836,28 @@ async def test_rv_50_prioritization_stats_in_details(harness: ReviewHarness) -> 
         and "top score" in details
         and "threshold score" in details
     )
+
+
+# ---------------------------------------------------------------------------------- beyond the original
+
+
+async def test_confidence_labels_and_ambiguity_reach_the_prompt(
+    tmp_path: Path, harness: ReviewHarness
+) -> None:
+    """Six memories about equally close (more than topK 5) with ``ambiguitySignal`` on: the prompt lists
+    each retrieved finding with its confidence label and says the match is ambiguous; the telemetry row
+    carries the cluster size."""
+    h = ReviewHarness(tmp_path / "axis", harness.fake, harness.state, embedder=AxisEmbedder())
+    try:
+        for axis in range(1, 7):
+            seed_memory(h, 0.20 + axis * 0.001, axis, f"src/m{axis}.ts")
+        config = "knowledge:\n  retrieval:\n    cutStrategy: maxgap\n    ambiguitySignal: true\n"
+        pull = h.open_pr(config=config)
+        await h.deliver(pull)
+        prompt = h.prompts[0]
+        assert "stored findings are about equally close to this PR" in prompt
+        assert "confidence: high" in prompt
+        rows = h.rows("telemetry.db", "SELECT ambiguity_cluster_size, confidence_high FROM retrieval_quality")
+        assert rows and rows[0][0] == 6 and rows[0][1] >= 1
+    finally:
+        h.close()
