@@ -189,3 +189,24 @@ def test_dry_run_retrieves_from_local_store_with_local_embeddings(
     assert data["retrieval"]["threshold_method"] == "configured"
     assert data["retrieval"]["results"][0]["finding_text"] == texts[0]
     assert "## Similar Prior Findings (Learning Context)" in data["prompt"] and texts[0] in data["prompt"]
+
+
+@pytest.mark.slow
+def test_model_failure_exits_1_with_the_reason(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real bundled Claude Code CLI against a model endpoint that answers 500 (``ANTHROPIC_BASE_URL``
+    pointing at a fake Messages API): the review is not reported as a success; the command exits 1 and
+    prints the endpoint's error."""
+    from support.fake_anthropic import FAKE_API_KEY, Fail, FakeAnthropic
+
+    with FakeAnthropic(script=lambda _request: Fail(500, message="gateway exploded")) as model:
+        for name, value in model.env(home=str(tmp_path / "home"), CLAUDE_CODE_MAX_RETRIES="0").items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_API_KEY)
+        git("checkout", "-q", "topic", cwd=repo)
+        result = runner.invoke(app, ["review", "--repo", str(repo), "--base", "main", "--head", "topic"])
+    assert result.exit_code == 1, result.output
+    assert "conclusion: error" in result.output
+    assert "the review did not complete" in result.output and "500" in result.output
+    assert len(model.main_requests) == 1

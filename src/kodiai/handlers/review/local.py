@@ -210,10 +210,13 @@ def _report(step: RetrievalStep, memory_uri: str | None) -> RetrievalReport:
     )
 
 
-def _open_memory(uri: str | None, embedder: EmbeddingProvider) -> LearnedMemory | None:
+def _open_memory(uri: str | None, embedder_factory: Callable[[], EmbeddingProvider]) -> LearnedMemory | None:
     """The table ``kodiai memory import`` writes for this embedder, read-only in spirit (nothing is marked
-    stale by a preview); None when there is no store or no embedder."""
-    if not uri or ("://" not in uri and not Path(uri).exists()) or embedder.dimensions <= 0:
+    stale by a preview); None when there is no store or no embedder (the model is not loaded then)."""
+    if not uri or ("://" not in uri and not Path(uri).exists()):
+        return None
+    embedder = embedder_factory()
+    if embedder.dimensions <= 0:
         return None
     store = open_store_for_provider(uri, embedder, mark_stale=False)
     if store is None:
@@ -244,7 +247,7 @@ async def build_local_review(
     no_store_reason: str | None = None
     if config.knowledge.retrieval.enabled:
         try:
-            memory = _open_memory(memory_uri, embedder_factory())
+            memory = _open_memory(memory_uri, embedder_factory)
         except Exception as exc:  # retrieval is fail-open (spec/review.md §1 step 32)
             no_store_reason = redact(f"{type(exc).__name__}: {exc}")
             log.warning("Learned memory could not be opened (fail-open)", err=no_store_reason)
