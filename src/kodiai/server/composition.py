@@ -3,6 +3,8 @@ runtime and the settings, and register the built-in handlers (``kodiai serve`` d
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
 
 from pydantic import SecretStr
@@ -12,6 +14,7 @@ from kodiai.execution.options import ModelCredentials
 from kodiai.handlers import HandlerDeps, LearnedMemory, register_builtin_handlers
 from kodiai.jobs.limit import ConcurrencyLimit, default_review_concurrency
 from kodiai.log import get_logger
+from kodiai.review.diff_analysis import warm_up as warm_up_diff_analysis
 from kodiai.server.runtime import HandlerRegistrar, Runtime
 from kodiai.settings import Settings
 
@@ -53,6 +56,23 @@ def handler_deps(runtime: Runtime, settings: Settings, *, executor: Executor | N
     )
 
 
+def warm_review_path(deps: HandlerDeps) -> threading.Thread:
+    """Load the embedding model and compile the diff-analysis globs on a daemon thread at start-up, so
+    the first review does not pay for them (a failure only means the first review loads them itself)."""
+    log = get_logger("kodiai.server")
+
+    def run() -> None:
+        started = time.monotonic()
+        warm_up_diff_analysis()
+        if deps.memory is not None:
+            deps.memory.embeddings.generate("warm-up", "query")
+        log.info("Review path warmed up", seconds=round(time.monotonic() - started, 2))
+
+    thread = threading.Thread(target=run, name="kodiai-review-warm", daemon=True)
+    thread.start()
+    return thread
+
+
 def builtin_registrar(
     settings: Settings, extras: list[Callable[[Runtime], None]] | None = None
 ) -> HandlerRegistrar:
@@ -61,6 +81,7 @@ def builtin_registrar(
     def register(runtime: Runtime) -> None:
         deps = handler_deps(runtime, settings)
         register_builtin_handlers(runtime.router, deps)
+        warm_review_path(deps)
         for extra in extras or []:
             extra(runtime)
         get_logger("kodiai.server").info(
