@@ -117,12 +117,19 @@ class GitHubApp:
             return access.token
 
     def installation_client(self, installation_id: int) -> Github:
-        """A PyGithub client acting as the installation (same base URL and retry policy)."""
+        """A PyGithub client acting as the installation (same base URL and retry policy).
+
+        PyGithub spaces every request 0.25 s apart by default, which made a review's dozen reads cost
+        seconds; reads go out at once here (rate limits are met by the retry policy, which honours
+        ``Retry-After`` and the primary limit's reset). Writes keep PyGithub's spacing unless a caller
+        paces them itself (the MCP tools' ``WritePacer``).
+        """
         return Github(
             auth=_CachedInstallationAuth(self, installation_id),
             base_url=self.base_url,
             retry=self._retry,
             timeout=self._timeout,
+            seconds_between_requests=None,
         )
 
     # ------------------------------------------------------------------ readiness
