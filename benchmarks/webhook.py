@@ -67,13 +67,13 @@ async def _bare_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": b'{"received":true}'})
 
 
-# The same uvicorn configuration for both servers; uvloop + httptools are what `kodiai serve` gets too
-# (uvicorn[standard] installs them and uvicorn's "auto" picks them), named here so a missing one fails.
+# The same uvicorn configuration for both servers, the one `kodiai serve` uses: the asyncio loop (see
+# serve_cmd for why not uvloop) + httptools, named here so a missing one fails.
 UVICORN = {
     "host": "127.0.0.1",
     "log_level": "error",
     "access_log": False,
-    "loop": "uvloop",
+    "loop": "asyncio",
     "http": "httptools",
 }
 
