@@ -31,6 +31,7 @@ bench: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python benchmarks/retrieval.py
 	$(BIN)/python benchmarks/webhook.py
 	$(BIN)/python benchmarks/journal.py
+	HF_HUB_OFFLINE=1 $(BIN)/python benchmarks/review.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

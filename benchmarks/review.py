@@ -1,6 +1,6 @@
 """Review handler benchmark: handler time excluding the model call, next to ``git clone`` + ``git diff`` alone.
 
-What runs in this process, composed as ``kodiai serve`` composes it and on uvloop as it runs: the router
+What runs in this process, composed as ``kodiai serve`` composes it and on the asyncio loop it runs on: the router
 and job lanes, the review handler with every stage (run claim, workspace, config, gates, gather, plan,
 post-process, publish, record), the real ``GitHubApp`` minting installation tokens, the workspace manager
 cloning over loopback HTTP with the installation token header, SQLite knowledge and telemetry stores,
@@ -49,7 +49,7 @@ Figures:
     .venv/bin/python benchmarks/review.py --quick            # 1 run per size
     .venv/bin/python benchmarks/review.py --runs 10 --json   # machine-readable (last line)
     .venv/bin/python benchmarks/review.py --burst-only --real-cli   # the burst with the real Claude Code CLI
-    .venv/bin/python benchmarks/review.py --no-burst --loop asyncio # git spawns without uvloop's fork
+    .venv/bin/python benchmarks/review.py --no-burst --loop uvloop  # uvloop forks the process per git spawn
 
 Targets (the issue): handler ≤ 2 s for a 50-file PR, ≤ 10 s for a 500-file PR (judged on p90).
 """
@@ -1576,8 +1576,8 @@ def main() -> int:
     parser.add_argument(
         "--loop",
         choices=sorted(LOOPS),
-        default="uvloop",
-        help="event loop of the handler stack (kodiai serve runs uvloop)",
+        default="asyncio",
+        help="event loop of the handler stack (kodiai serve runs the asyncio loop)",
     )
     parser.add_argument("--json", action="store_true", help="also print one JSON object (last line)")
     parser.add_argument("--workdir", type=Path, help="keep repos, stores and logs here (default: a temp dir)")
