@@ -26,7 +26,7 @@ def harness(tmp_path: Path, fake_server: tuple[FakeGitHub, PrState]) -> Iterator
     fake, state = fake_server
     with fake.lock:
         for key, value in list(fake.data.items()):
-            if isinstance(value, (list, dict)) and not key.startswith("_"):
+            if isinstance(value, (list, dict, set)) and not key.startswith("_"):
                 value.clear()
         fake.faults.clear()
     fake.reset_calls()
