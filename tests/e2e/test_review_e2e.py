@@ -282,7 +282,9 @@ def test_metrics_show_the_review_cap_and_outcomes(stack: Stack) -> None:
 
 def test_kill_9_mid_review_then_replay_publishes_nothing_twice(tmp_path: Path) -> None:
     """The server dies after the model posted its inline comment; the restarted server replays the
-    delivery from the job journal, finds this run's marker, and publishes nothing more."""
+    delivery from the job journal, recognises its own unfinished run, does not ask the model again and
+    publishes nothing twice, and finishes the run from what was published: Review Details, the finding in
+    the knowledge store and in learned memory."""
     with make_stack(tmp_path) as stack:
         posted = threading.Event()
         release = threading.Event()
@@ -299,18 +301,28 @@ def test_kill_9_mid_review_then_replay_publishes_nothing_twice(tmp_path: Path) -
         payload = stack.open_pr(9, {"src/app.py": "def add(a, b):\n    return a + b + 1\n"}, "Off by one")
         assert stack.server.deliver(payload, delivery="crash-9").status_code == 200
         assert posted.wait(120), stack.server.log_text()[-3000:]
-        assert len(stack.inline(9)) == 1
+        (inline,) = stack.inline(9)
         stack.server.stop(signal.SIGKILL)
         release.set()
         requests_before = len(stack.model.main_requests)
 
         stack.server.start()
-        stack.server.wait_for_log(
-            "Skipping review execution because output already published for key", prNumber=9
-        )
-        stack.finished(9)
-        assert len(stack.inline(9)) == 1
-        assert stack.approvals(9) == []
-        assert len(stack.model.main_requests) == requests_before  # the model was not asked again
         replayed = stack.server.wait_for_log("Replaying unfinished delivery from job journal")
         assert replayed[0]["deliveryId"] == "crash-9"
+        stack.server.wait_for_log(
+            "Finishing the interrupted run from the output it already published", prNumber=9
+        )
+        stack.finished(9)
+        assert stack.inline(9) == [inline]
+        assert stack.approvals(9) == []
+        assert len(stack.model.main_requests) == requests_before  # the model was not asked again
+        assert len([c for c in stack.comments(9) if "<summary>Review Details</summary>" in c["body"]]) == 1
+        assert stack.rows("knowledge.db", "SELECT title, comment_id FROM findings") == [
+            ("Crash window", inline["id"])
+        ]
+        assert stack.rows("knowledge.db", "SELECT status FROM run_state WHERE pr_number = 9") == [
+            ("completed",)
+        ]
+        assert stack.rows("telemetry.db", "SELECT COUNT(*) FROM executions") == [
+            (0,)
+        ]  # nothing known to record

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from kodiai.config import RepoConfig, load_repo_config
 from kodiai.enforcement.apply import apply_enforcement
@@ -70,6 +70,12 @@ class RunClaim:
     proceed: bool
     run_key: str | None
     last_reviewed_head_sha: str | None
+    resumed: bool = False
+    """This delivery's own run, left unfinished by a crash (the job journal replays the delivery)."""
+
+
+#: What the gates decide: review, stop, or finish a resumed run from the output it already published.
+Verdict = Literal["review", "stop", "finish-published"]
 
 
 class ReviewJob:
@@ -107,7 +113,8 @@ class ReviewJob:
                 return self.outcome
             workspace = await self.open_workspace()
             config = await self.load_config(workspace)
-            if not await self.pass_gates(config):
+            verdict = await self.pass_gates(config, claim)
+            if verdict == "stop":
                 return self.outcome
             gathered = await gather(
                 self.req.facts,
@@ -123,9 +130,14 @@ class ReviewJob:
                 self.skip("skip-paths", "All changed files matched skipPaths, skipping review")
                 return self.outcome
             plan = self.plan(config, gathered)
-            result = await self.execute(workspace, plan)
+            if verdict == "review":
+                result = await self.execute(workspace, plan)
+            else:
+                result = interrupted_run_result()
             processed, feedback = await self.post_process(workspace, config, gathered, plan, result)
-            await self.finish(config, gathered, plan, result, processed, feedback, claim)
+            await self.finish(
+                config, gathered, plan, result, processed, feedback, claim, executed=verdict == "review"
+            )
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -175,7 +187,7 @@ class ReviewJob:
         existing = await asyncio.to_thread(store.run_delivery, claim.run_key)
         if existing is not None and existing[0] == self.req.delivery_id and existing[1] != "completed":
             self.log.info("Resuming the unfinished run of this delivery", gate="run-state-idempotency")
-            return RunClaim(True, claim.run_key, last)
+            return RunClaim(True, claim.run_key, last, resumed=True)
         if self.req.action == "review_requested":
             self.log.info("Explicit re-request of an already reviewed head", gate="run-state-idempotency")
             return RunClaim(True, claim.run_key, last)
@@ -206,7 +218,7 @@ class ReviewJob:
         return result.config
 
     # ------------------------------------------------------------------ steps 11–17
-    async def pass_gates(self, config: RepoConfig) -> bool:
+    async def pass_gates(self, config: RepoConfig, claim: RunClaim) -> Verdict:
         review, action, facts = config.review, self.req.action, self.req.facts
         if (
             review.request_ui_rereview_team_on_open
@@ -222,15 +234,23 @@ class ReviewJob:
             )
         if not review.enabled:
             self.skip("review-disabled", "Review disabled in config", gate="review-enabled")
-            return False
+            return "stop"
         if not getattr(review.triggers, TRIGGERS.get(action, ""), False):
             self.skip("trigger-disabled", "Review trigger disabled for this action", gate="review-trigger")
-            return False
+            return "stop"
         if title_requests_no_review(facts.title):
             await self.acknowledge_no_review()
-            return False
+            return "stop"
         marker = build_review_output_marker(self.req.review_output_key)
         location = await self.pr.find_marker(marker)
+        if location is not None and claim.resumed:
+            self.log.info(
+                "Finishing the interrupted run from the output it already published",
+                gate="review-output-idempotency",
+                existingLocation=location,
+                reviewOutputKey=self.req.review_output_key,
+            )
+            return "finish-published"
         if location is not None:
             self.skip(
                 "already-published",
@@ -239,13 +259,13 @@ class ReviewJob:
                 existingLocation=location,
                 reviewOutputKey=self.req.review_output_key,
             )
-            return False
+            return "stop"
         if action == "review_requested":
             await fail_open(self.log, "eyes-reaction", lambda: self.pr.add_reaction("eyes"), None)
         if facts.author in review.skip_authors:
             self.skip("skip-author", "PR author is in review.skipAuthors", gate="skip-authors")
-            return False
-        return True
+            return "stop"
+        return "review"
 
     async def acknowledge_no_review(self) -> None:
         """``[no-review]`` (Q8 fixed): acknowledged only for an event that would have reviewed, once per
@@ -377,7 +397,11 @@ class ReviewJob:
         processed: ProcessedReview,
         feedback: FeedbackSuppressionResult,
         claim: RunClaim,
+        *,
+        executed: bool = True,
     ) -> None:
+        """Steps 44–53. ``executed`` is false for an interrupted run finished from its published output:
+        there is no execution to record, cost to warn about or error to report, and nothing is approved."""
         deps, facts, key, log = self.deps, self.req.facts, self.req.review_output_key, self.log
         success = result.conclusion == "success"
         if success and processed.filtered_comment_ids:
@@ -397,7 +421,7 @@ class ReviewJob:
                 self.pr, details, published=result.published, handles=self.handles, log=log
             )
         telemetry = config.telemetry
-        if telemetry.enabled:
+        if telemetry.enabled and executed:
             await record.record_execution(
                 deps.telemetry,
                 result,
@@ -434,7 +458,7 @@ class ReviewJob:
         await record.record_memories(deps.memory, facts, processed, review_id, log)
         if success and result.published:
             log.info("Evidence bundle", outcome="published-output", reviewOutputKey=key)
-        self.outcome = "published" if result.published else result.conclusion
+        self.outcome = ("published" if result.published else result.conclusion) if executed else "resumed"
         if result.conclusion == "error":
             category = await publish.post_run_error(self.pr, result, plan, handles=self.handles, log=log)
             self.outcome = f"error:{category}"
@@ -464,3 +488,9 @@ class ReviewJob:
             bot_handles=self.handles,
             log=self.log,
         )
+
+
+def interrupted_run_result() -> ExecutionResult:
+    """The run a crash interrupted after it had published: post-processing reads its findings back from
+    GitHub; nothing else about the run (cost, turns, model) is known."""
+    return ExecutionResult(conclusion="success", published=True)
