@@ -42,6 +42,7 @@ __all__ = [
     "check_write_policy",
     "find_high_entropy_token",
     "find_write_policy_violation",
+    "is_entropy_candidate",
     "shannon_entropy",
 ]
 
@@ -162,7 +163,8 @@ class EntropyHit:
     length: int
 
 
-def _entropy_candidate(token: str) -> bool:
+def is_entropy_candidate(token: str) -> bool:
+    """Whether a token is tested for entropy: not a hex digest (32/40/64), not a UUID, has a letter and a digit."""
     if len(token) in _HEX_DIGEST_LENGTHS and _HEX.fullmatch(token):
         return False  # md5/sha1/sha256 digests, git object ids
     if _UUID.fullmatch(token):
@@ -176,7 +178,7 @@ def find_high_entropy_token(lines: Iterable[str]) -> EntropyHit | None:
     for line in lines:
         for match in _TOKEN.finditer(line):
             token = match.group(0)
-            if not _entropy_candidate(token):
+            if not is_entropy_candidate(token):
                 continue
             entropy = shannon_entropy(token)
             if entropy >= ENTROPY_THRESHOLD:
