@@ -36,7 +36,7 @@ def pull(number: int = 101, *, head_repo: dict[str, Any] | None = None, **extra:
 
 
 def issue_comment_payload(
-    body: str, *, on_pr: bool = False, author: str = "alice", **comment: Any
+    body: str | None, *, on_pr: bool = False, author: str = "alice", **comment: Any
 ) -> dict[str, Any]:
     issue: dict[str, Any] = {"number": 7, "title": "Bug", "user": {"login": "reporter"}}
     if on_pr:

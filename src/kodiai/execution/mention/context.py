@@ -32,8 +32,8 @@ _REVIEW_OUTPUT_MARKER = re.compile(rf"<!--{JS_S}*kodiai:review-output-key:[\s\S]
 
 
 class MentionContextLimits(BaseModel):
-    """The builder's guardrails; the handler passes ``mention.conversation.contextBudgetChars`` as the
-    thread budget (unset, it equals the conversation budget)."""
+    """The builder's guardrails; the handler passes ``int(mention.conversation.contextBudgetChars)`` as
+    the thread budget (unset, it equals the conversation budget)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -292,35 +292,27 @@ def truncate_for_context(text: str, cap: int) -> tuple[str, bool]:
     return truncate_deterministic(text, cap)
 
 
-class _Notes:
-    def __init__(self) -> None:
-        self.items: list[str] = []
-
-    def add(self, note: str) -> None:
-        self.items.append(note)
-
-
 def _comment_body(comment: ContextComment) -> str:
     return sanitize_content(comment.body) if comment.body is not None else "(empty)"
 
 
 def _render_conversation(
-    scan: ConversationScan, trigger: str | None, limits: MentionContextLimits, notes: _Notes
+    scan: ConversationScan, trigger: str | None, limits: MentionContextLimits, notes: list[str]
 ) -> list[str]:
     """Steps 1 (notes), 2 and 3."""
     if scan.page_cap_hit:
-        notes.add(
+        notes.append(
             f"Conversation history scan capped at {limits.max_api_pages} page(s) of issue comments "
             "(pagination guardrail)."
         )
     if scan.trigger_time_cap_hit:
-        notes.add(
+        notes.append(
             "Conversation history may include comments after trigger time because scan did not reach "
             f"older pages before {trigger}."
         )
     eligible = _chronological(eligible_comments(scan.comments, trigger))
     if len(eligible) > limits.max_comments:
-        notes.add(f"Only the last {limits.max_comments} comment(s) were included (comment count cap).")
+        notes.append(f"Only the last {limits.max_comments} comment(s) were included (comment count cap).")
     included = eligible[-limits.max_comments :] if limits.max_comments > 0 else []
     if not included:
         return []
@@ -339,18 +331,18 @@ def _render_conversation(
         lines += [f"### @{comment.login or 'unknown'} ({comment.created_at})", budgeted, ""]
         remaining -= utf16_len(budgeted)
     if budget_hit:
-        notes.add(
+        notes.append(
             f"Conversation history truncated due to {limits.max_conversation_chars} character cap "
             "across included comments."
         )
     if per_comment_hit:
-        notes.add(
+        notes.append(
             f"One or more individual comments were truncated to {limits.max_chars_per_comment} characters."
         )
     return lines
 
 
-def _render_pull(pull: PullSummary, limits: MentionContextLimits, notes: _Notes) -> list[str]:
+def _render_pull(pull: PullSummary, limits: MentionContextLimits, notes: list[str]) -> list[str]:
     """Step 4."""
     lines = [
         "## Pull Request Context",
@@ -361,7 +353,7 @@ def _render_pull(pull: PullSummary, limits: MentionContextLimits, notes: _Notes)
     if pull.body:
         body, truncated = truncate_for_context(sanitize_content(pull.body), limits.max_pr_body_chars)
         if truncated:
-            notes.add(f"PR description truncated to {limits.max_pr_body_chars} characters.")
+            notes.append(f"PR description truncated to {limits.max_pr_body_chars} characters.")
         lines += ["", "Description:", body]
     lines.append("")
     return lines
@@ -391,7 +383,7 @@ def _finding_lines(finding: ReviewFinding) -> list[str]:
 
 
 def _render_thread(
-    surface: MentionSurface, thread: ThreadInputs, limits: MentionContextLimits, notes: _Notes
+    surface: MentionSurface, thread: ThreadInputs, limits: MentionContextLimits, notes: list[str]
 ) -> list[str]:
     """Step 6: the thread's earlier turns (not TOCTOU-filtered, §3.21.8); older turns cut shorter."""
     lines = ["## Review Comment Thread Context"]
@@ -425,9 +417,9 @@ def _render_thread(
         lines += [f"### @{comment.login or 'unknown'} ({comment.created_at})", budgeted, ""]
         remaining -= utf16_len(budgeted)
     if budget_hit:
-        notes.add(f"Review thread context truncated due to {limits.thread_budget} character cap.")
+        notes.append(f"Review thread context truncated due to {limits.thread_budget} character cap.")
     if older_hit:
-        notes.add(
+        notes.append(
             f"Older review thread turns were truncated to {limits.older_turn_cap} characters to preserve "
             "recent context."
         )
@@ -440,7 +432,7 @@ def render_mention_context(
     """Sections in order (conversation, PR, inline, thread) with the scale notes prepended; trimmed, one
     trailing newline."""
     limits = limits or MentionContextLimits()
-    notes = _Notes()
+    notes: list[str] = []
     lines = _render_conversation(inputs.conversation, surface.created_at, limits, notes)
     if inputs.pull is not None:
         lines += _render_pull(inputs.pull, limits, notes)
@@ -448,9 +440,9 @@ def render_mention_context(
         lines += _render_inline(surface)
     if inputs.thread is not None:
         lines += _render_thread(surface, inputs.thread, limits, notes)
-    if notes.items:
+    if notes:
         header = ["## Scale Notes", "Some context was omitted due to scale guardrails:"]
-        lines = [*header, *(f"- {note}" for note in notes.items), "", *lines]
+        lines = [*header, *(f"- {note}" for note in notes), "", *lines]
     return js_trim("\n".join(lines)) + "\n"
 
 
