@@ -15,9 +15,7 @@ from kodiai.jobs.mention_state import (
     STATE_WINDOW,
     WRITE_LOCK_TTL,
     MentionState,
-    conversation_key,
     rate_limit_retry_seconds,
-    rate_limit_scope_key,
 )
 from kodiai.storage.additive import check_migration_file
 from kodiai.storage.migrations import MIGRATIONS_DIR, migration_status
@@ -35,11 +33,6 @@ def test_defaults() -> None:
     assert timedelta(minutes=30) == WRITE_LOCK_TTL
     assert timedelta(hours=24) == STATE_WINDOW
     assert MAX_ENTRIES == 10_000
-
-
-def test_keys() -> None:
-    assert rate_limit_scope_key(42, "acme", "repo") == "42:acme/repo"
-    assert conversation_key("acme", "repo", 7) == "acme/repo#7"
 
 
 def test_migration_is_additive_and_applied_with_the_jobs_database(db: Path) -> None:
@@ -135,7 +128,7 @@ def test_retry_seconds() -> None:
 
 
 def test_record_and_read_the_last_write_across_stores(db: Path) -> None:
-    scope = rate_limit_scope_key(42, "acme", "repo")
+    scope = "42:acme/repo"
     with MentionState.open(db) as a, MentionState.open(db) as b:
         assert b.last_write_at(scope) is None
         a.record_write(scope, T0)
@@ -176,13 +169,13 @@ def test_rate_entries_are_capped_oldest_first(db: Path) -> None:
 
 
 def test_turns_count_up_across_stores(db: Path) -> None:
-    key = conversation_key("acme", "repo", 7)
+    key = "acme/repo#7"
     with MentionState.open(db) as a, MentionState.open(db) as b:
         assert a.turn_count(key, T0) == 0
         assert a.increment_turn(key, T0) == 1
         assert b.increment_turn(key, T0 + timedelta(minutes=1)) == 2
         assert a.turn_count(key, T0 + timedelta(minutes=2)) == 2
-        assert b.turn_count(conversation_key("acme", "repo", 8), T0) == 0
+        assert b.turn_count("acme/repo#8", T0) == 0
 
 
 def test_turns_untouched_for_24h_count_as_gone(db: Path) -> None:

@@ -1,33 +1,32 @@
-"""Write-mode texts and keys: write key and branch, commit message, bot PR, refusal reply, conflict errors."""
+"""Write-mode texts: commit message and marker, bot PR, conflict errors, the policy error as an R15 refusal."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from kodiai.execution.mention.intent import build_write_branch_name, build_write_output_key
+from kodiai.execution.mention.replies import write_refusal_reply
 from kodiai.execution.write.messages import (
     build_bot_pr_body,
     build_bot_pr_title,
     build_commit_message,
-    format_policy_refusal,
     has_write_output_marker,
     is_branch_conflict_error,
-    write_branch_name,
-    write_output_key,
+    policy_refusal,
 )
-from kodiai.execution.write.policy import WritePolicyError
+from kodiai.execution.write.policy import WritePolicyError, find_write_policy_violation
 from kodiai.github.branch_names import validate_branch_name
 from kodiai.github.workspace import GitCommandError
 
 KEY = "kodiai-write-output:v1:inst-42:acme/repo:pr-101:comment-555:keyword-apply"
 
 
-def test_write_output_key_is_trimmed_and_lower_cased() -> None:
-    key = write_output_key(
+def test_the_bot_branch_of_a_write_key_is_a_valid_push_ref() -> None:
+    key = build_write_output_key(
         installation_id=42, owner=" Acme ", repo="REPO", pr_number=101, comment_id=555, keyword="Apply "
     )
     assert key == KEY
-
-
-def test_write_branch_name_vector() -> None:
-    branch = write_branch_name(pr_number=101, comment_id=555, write_key=KEY)
+    branch = build_write_branch_name(pr_number=101, comment_id=555, write_output_key=key)
     assert branch == "kodiai/apply/pr-101-comment-555-bd1179769078"
     assert validate_branch_name(branch) == branch
 
@@ -77,56 +76,32 @@ def test_branch_conflict_classifier() -> None:
     )
 
 
+def refusal(err: WritePolicyError | None, allow_paths: Sequence[str] = ()) -> str:
+    assert err is not None
+    return write_refusal_reply(policy_refusal(err), allow_paths)
+
+
 def test_refusal_for_a_denied_path() -> None:
-    err = WritePolicyError(
-        "write-policy-denied-path",
-        "Write blocked: denied path staged: README.md",
-        rule="denyPaths",
-        path="README.md",
-        pattern="README.md",
-    )
-    lines = format_policy_refusal(err).split("\n")
-    assert lines[:7] == [
-        "Write request refused.",
-        "",
-        "Reason: write-policy-denied-path",
-        "Rule: denyPaths",
-        "File: README.md",
-        "Matched pattern: README.md",
-        "",
-    ]
-    assert lines[7] == "Write blocked: denied path staged: README.md"
-    assert "denyPaths" in lines[-1]
-
-
-def test_refusal_for_a_path_outside_the_allow_list_suggests_the_smallest_change() -> None:
-    err = WritePolicyError(
-        "write-policy-not-allowed",
-        "Write blocked: path is not allowlisted: it's.md",
-        rule="allowPaths",
-        path="it's.md",
-    )
-    text = format_policy_refusal(err, ["src/", "lib's/"])
-    assert "Reason: write-policy-not-allowed\nRule: allowPaths\nFile: it's.md\n\n" in text
+    err = find_write_policy_violation(["README.md"], {}, ["README.md"], (), True)
+    text = refusal(err)
     assert (
-        "Smallest config change (if intended):\n```yml\nwrite:\n  allowPaths:\n    - 'it''s.md'\n```" in text
-    )
-    assert text.endswith("\n\nCurrent allowPaths: 'src/', 'lib''s/'")
-    assert "Current allowPaths" not in format_policy_refusal(err)
+        "Write request refused.\n\nReason: write-policy-denied-path\nRule: denyPaths\nFile: README.md\n"
+        "Matched pattern: README.md\n\nWrite blocked: denied path staged: README.md\n"
+    ) in text
+
+
+def test_refusal_for_a_path_outside_the_allow_list() -> None:
+    err = find_write_policy_violation(["README.md"], {}, (), ["src/"], True)
+    text = refusal(err, ["src/"])
+    assert "Reason: write-policy-not-allowed\nRule: allowPaths\nFile: README.md\n" in text
+    assert "Smallest config change" in text and "    - 'README.md'" in text
+    assert "Current allowPaths: 'src/'" in text
 
 
 def test_refusal_for_a_secret_and_for_no_changes() -> None:
-    secret = WritePolicyError(
-        "write-policy-secret-detected",
-        "Write blocked: suspected secret detected (github-pat) in staged additions",
-        rule="secretScan",
-        path="README.md",
-        detector="regex:github-pat",
-    )
-    text = format_policy_refusal(secret)
-    assert "Detector: regex:github-pat" in text
-    assert "No safe config bypass suggested." in text
-    assert "Matched pattern" not in text
-    none = format_policy_refusal(WritePolicyError("write-policy-no-changes", "No staged changes to commit"))
-    assert none.startswith("Write request refused.\n\nReason: write-policy-no-changes\n\nNo staged changes")
-    assert "No file changes were produced." in none
+    err = find_write_policy_violation(["README.md"], {"README.md": ["ghp_" + "a" * 36]}, (), (), True)
+    text = refusal(err)
+    assert "Reason: write-policy-secret-detected\nRule: secretScan\nFile: README.md\n" in text
+    assert "Detector: regex:github-pat" in text and "Matched pattern" not in text
+    text = refusal(find_write_policy_violation([], {}, (), (), True))
+    assert "Reason: write-policy-no-changes\n\nNo staged changes to commit" in text

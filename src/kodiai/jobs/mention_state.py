@@ -18,6 +18,9 @@ Time is always passed in (``now``, a timezone-aware ``datetime``); nothing here 
 write is one ``BEGIN IMMEDIATE`` transaction, and the connection's busy timeout makes a second process
 wait for it, so check-and-set steps are atomic across processes. Times are stored as integer Unix epoch
 microseconds (exact round trip).
+
+The keys are built by :mod:`kodiai.execution.mention.intent` (``write_rate_limit_key``,
+``conversation_key``, ``build_write_output_key``); this store treats them as opaque strings.
 """
 
 from __future__ import annotations
@@ -35,9 +38,7 @@ __all__ = [
     "STATE_WINDOW",
     "WRITE_LOCK_TTL",
     "MentionState",
-    "conversation_key",
     "rate_limit_retry_seconds",
-    "rate_limit_scope_key",
 ]
 
 WRITE_LOCK_TTL = timedelta(minutes=30)
@@ -60,16 +61,6 @@ def _at(us: int) -> datetime:
 
 def _span_us(span: timedelta) -> int:
     return span // _MICROSECOND
-
-
-def rate_limit_scope_key(installation_id: int, owner: str, repo: str) -> str:
-    """``<installationId>:<owner>/<repo>``: the write rate limit is per installation and repository."""
-    return f"{installation_id}:{owner}/{repo}"
-
-
-def conversation_key(owner: str, repo: str, number: int) -> str:
-    """``<owner>/<repo>#<n>``: the turn limit is per PR (or issue), across all its threads."""
-    return f"{owner}/{repo}#{number}"
 
 
 def rate_limit_retry_seconds(
