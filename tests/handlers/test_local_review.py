@@ -4,13 +4,11 @@ GitHub replaced by the recorder."""
 
 from __future__ import annotations
 
-import hashlib
 import re
-from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import pytest
+from review_harness import BagOfWordsEmbedder
 
 from kodiai.execution.options import ModelCredentials
 from kodiai.execution.review_output import build_review_output_marker
@@ -20,7 +18,7 @@ from kodiai.handlers.review.local import (
     local_output_key,
     run_local_review,
 )
-from kodiai.learning.embeddings import NoopEmbeddingProvider, normalise
+from kodiai.learning.embeddings import NoopEmbeddingProvider
 from kodiai.learning.setup import open_store_for_provider
 from kodiai.learning.types import LearningMemoryRecord
 from support.gitrepo import commit_files, git
@@ -32,22 +30,6 @@ CONFIG = """review:
     - path: "src/**"
       instructions: Check error handling on every retry.
 """
-
-
-class HashEmbedder:
-    """A deterministic bag-of-words embedder (no model download): same words → close vectors."""
-
-    model = "hash-bow"
-    dimensions = 64
-
-    def generate(self, text: str, input_type: str) -> np.ndarray | None:
-        vec = np.zeros(self.dimensions)
-        for word in text.lower().split():
-            vec[int(hashlib.sha1(word.encode()).hexdigest(), 16) % self.dimensions] += 1
-        return normalise(vec)[0]
-
-    def generate_many(self, texts: Sequence[str], input_type: str) -> list[np.ndarray | None]:
-        return [self.generate(t, input_type) for t in texts]
 
 
 def make_repo(tmp_path: Path, *, config: str = CONFIG) -> Path:
@@ -118,7 +100,7 @@ async def test_retrieval_against_real_lancedb_store(
     into the prompt."""
     repo = make_repo(tmp_path, config=CONFIG + extra_config)
     uri = str(tmp_path / "memory.lance")
-    embedder = HashEmbedder()
+    embedder = BagOfWordsEmbedder()
     store = open_store_for_provider(uri, embedder)  # the table `kodiai memory import` writes
     assert store is not None
     text = "retry payments payment call retries python src/payments.py tests/test_payments.py feat"
@@ -144,7 +126,9 @@ async def test_retrieval_against_real_lancedb_store(
         store.write_memory(record, vector)
     store.close()
 
-    review = await build_local_review(repo, "main", "feature", embedder_factory=HashEmbedder, memory_uri=uri)
+    review = await build_local_review(
+        repo, "main", "feature", embedder_factory=BagOfWordsEmbedder, memory_uri=uri
+    )
     assert review.retrieval.status == "used"
     method = review.retrieval.threshold_method or ""
     if method_family == "headgap":
