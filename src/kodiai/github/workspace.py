@@ -217,12 +217,15 @@ class WorkspaceManager:
                 "--single-branch",
                 "--branch",
                 ref,
+                # the bot identity goes into the clone's config with the clone (two git runs fewer)
+                "--config",
+                f"user.name={BOT_NAME}",
+                "--config",
+                f"user.email={BOT_EMAIL}",
                 "--",
                 self.clone_url(owner, repo),
                 str(directory),
             )
-            await workspace.git("config", "user.name", BOT_NAME)
-            await workspace.git("config", "user.email", BOT_EMAIL)
         except (GitCommandError, asyncio.CancelledError):
             shutil.rmtree(directory, ignore_errors=True)
             raise
