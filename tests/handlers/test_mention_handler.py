@@ -112,8 +112,8 @@ async def test_98_self_and_bot_authors_are_skipped_before_enqueue(mh: MentionHar
     await mh.mention("@kodiai hi", author="kodiai")
     await mh.mention("@kodiai hi", author="dependabot[bot]")
     assert mh.executor.contexts == []
-    assert not list((mh.tmp / "ws").glob("kodiai-*")) if (mh.tmp / "ws").exists() else True
-    assert mh.logged("Skipping mention from self") or not mh.calls("GET", r".*/pulls/101")
+    assert not (mh.tmp / "ws").exists() or not list((mh.tmp / "ws").glob("kodiai-*"))
+    assert not mh.calls("GET", r".*/pulls/101")  # no job: not even the refs lookup
 
 
 async def test_99_turn_limit_persists_across_state_instances(
@@ -392,3 +392,48 @@ async def test_119_telemetry_disabled_no_cost_warning(mh: MentionHarness) -> Non
     await mh.mention("@kodiai hi")
     assert not [b for b in bodies(mh.issue_comments()) if "cost warning" in b]
     assert mh.rows("telemetry.db", "SELECT event_type FROM executions") == []
+
+
+async def test_108_denied_path_refused(mh: MentionHarness) -> None:
+    mh.open_pr(config=WRITE_ON + "  denyPaths: ['README.md']\n", fork=True)
+    mh.write_on_execute({"README.md": "# changed\n"})
+    await mh.mention("@kodiai apply: edit readme", comment_id=6020)
+    body = mh.issue_comments()[-1]["body"]
+    assert "Reason: write-policy-denied-path" in body and "Rule: denyPaths" in body
+    assert "File: README.md" in body and "Matched pattern: README.md" in body
+    assert mh.bot_pulls() == []
+
+
+async def test_109_allow_paths_blocks_readme(mh: MentionHarness) -> None:
+    mh.open_pr(config=WRITE_ON + "  allowPaths: ['src/']\n", fork=True)
+    mh.write_on_execute({"README.md": "# changed\n"})
+    await mh.mention("@kodiai apply: edit readme", comment_id=6021)
+    body = mh.issue_comments()[-1]["body"]
+    assert "Reason: write-policy-not-allowed" in body and "Rule: allowPaths" in body
+    assert "Smallest config change" in body and "- 'README.md'" in body
+
+
+async def test_same_repo_push_failure_falls_back_to_bot_pr_with_the_commit(mh: MentionHarness) -> None:
+    """The §3.14.3d caveat decided in the user's favour: the made commit goes out as a bot PR."""
+    mh.open_pr(config=WRITE_ON)
+    hook = mh.repo.path / "hooks" / "pre-receive"
+    hook.write_text(
+        '#!/bin/sh\nwhile read old new ref; do [ "$ref" = refs/heads/feature ] && exit 1; done\nexit 0\n'
+    )
+    hook.chmod(0o755)
+    mh.write_on_execute({"src/index.ts": "export const a = 5;\n"})
+    await mh.mention("@kodiai apply: set a to 5", comment_id=6022)
+    [bot] = mh.bot_pulls()
+    key, branch = _key_and_branch(6022)
+    assert key in mh.bare_log(branch)[0]
+    assert key not in mh.bare_log("feature")[0]
+    assert f"Opened PR: {bot['html_url']}" in mh.issue_comments()[-1]["body"]
+
+
+async def test_catch_all_posts_classified_error(mh: MentionHarness) -> None:
+    mh.repo.commit({"README.md": "# repo\n"}, "base")
+    await mh.mention("@kodiai hi", number=404)  # no such PR: GET pulls/404 fails in the job
+    assert mh.executor.contexts == []
+    [reply] = mh.issue_comments(404)
+    assert "Kodiai encountered an error" in reply["body"]
+    assert mh.logged("Mention handler failed")
