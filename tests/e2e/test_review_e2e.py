@@ -79,7 +79,7 @@ class ModelPlan:
             plan = self.turns.get(number, [Text("No issues found.")])
         step = plan[min(request.turn, len(plan) - 1)]
         reply = step(request) if callable(step) else step
-        if isinstance(reply, ToolUse) and reply.name == COMMENT:
+        if isinstance(reply, ToolUse) and reply.name == COMMENT and number > 0:
             return ToolUse(COMMENT, {**reply.input, "issueNumber": number})
         return reply
 

@@ -114,6 +114,8 @@ class Runtime:
     ingress: WebhookIngress | None = None
     workspaces: WorkspaceManager | None = None
     stores: Stores | None = None  # built by `kodiai serve`; None in setup mode and in bare tests
+    closers: list[Callable[[], None]] = field(default_factory=list)
+    """Closed at shutdown after the journal (e.g. the mention state a registrar opened)."""
     setup_state: set[str] = field(default_factory=set)
     setup_token: str = ""  # one-time token (printed in the log) that guards the setup flow
 
@@ -122,6 +124,8 @@ class Runtime:
         return self.github is None
 
     def close(self) -> None:
+        for close in self.closers:
+            close()
         if self.journal is not None:
             self.journal.close()
         if self.stores is not None:
