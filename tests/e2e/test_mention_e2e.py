@@ -4,6 +4,8 @@ never answered."""
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -11,7 +13,7 @@ import pytest
 from stack import INSTALLATION, OWNER, REPO
 from test_review_e2e import COMMENT, Stack, make_stack
 
-from support.fake_anthropic import Text, ToolUse
+from support.fake_anthropic import MainRequest, Text, ToolUse
 from support.gitrepo import git
 
 pytestmark = pytest.mark.slow
@@ -80,3 +82,73 @@ def test_the_bots_own_comment_is_not_answered(stack: Stack) -> None:
     assert stack.server.deliver(payload, event="issue_comment").status_code == 200
     stack.server.wait_for_log("Event filtered before dispatch", sender="kodiai[bot]")
     assert len(stack.model.main_requests) == before
+
+
+WORKDIR_RE = re.compile(r"Primary working directory: (/[^\s\"\\]+)")
+
+
+def workdir(request: MainRequest) -> str:
+    """The session's cwd as the CLI tells the model (the clone the handler made)."""
+    match = WORKDIR_RE.search(json.dumps(request.body))
+    assert match, "the CLI names its working directory"
+    return match.group(1)
+
+
+def write_file(name: str, content: str) -> Any:
+    return lambda request: ToolUse("Write", {"file_path": f"{workdir(request)}/{name}", "content": content})
+
+
+WRITE_CONFIG = "write:\n  enabled: true\n"
+
+
+def same_repo_pr(stack: Stack, number: int) -> str:
+    """A same-repository PR: branch ``m-<n>`` and GitHub's ``refs/pull/<n>/head`` on the same commit."""
+    branch = f"m-{number}"
+    git("checkout", "-q", "main", cwd=stack.repo.work)
+    head = stack.repo.commit({".kodiai.yml": WRITE_CONFIG, "src/app.py": "x = 1\n"}, "pr", branch=branch)
+    git("push", "-q", "origin", f"{branch}:refs/pull/{number}/head", cwd=stack.repo.work)
+    stack.state.add_pull(OWNER, REPO, number, head_sha=head, head_ref=branch, base_sha=stack.base_sha)
+    return branch
+
+
+def branch_log(stack: Stack, branch: str) -> list[str]:
+    out = git("--git-dir", str(stack.repo.path), "log", "--format=%B%x00", branch, cwd=stack.tmp)
+    return [m.strip() for m in out.split("\x00") if m.strip()]
+
+
+def test_apply_on_a_same_repo_pr_pushes_one_commit_to_its_branch(stack: Stack) -> None:
+    branch = same_repo_pr(stack, 21)
+    stack.plan.turns[-1] = [write_file("src/added.py", "y = 2\n"), Text("Added the file.")]
+    before = len(branch_log(stack, branch))
+    payload = comment_payload(21, "@kodiai apply: add src/added.py with y = 2")
+    stack.server.deliver(payload, event="issue_comment")
+    stack.server.wait_for_log("Job execution completed", jobType="mention", prNumber=21)
+    log = branch_log(stack, branch)
+    assert len(log) == before + 1
+    assert (
+        "kodiai-write-output-key: kodiai-write-output:v1:inst-42:acme/widgets:pr-21:comment-7021:keyword-apply"
+        in log[0]
+    )
+    shown = git("--git-dir", str(stack.repo.path), "show", f"{branch}:src/added.py", cwd=stack.tmp)
+    assert shown == "y = 2"
+    assert [
+        c for c in stack.comments(21) if "Updated PR: https://github.com/acme/widgets/pull/21" in c["body"]
+    ]
+
+    # the same comment again (a second delivery of it): nothing more is pushed
+    stack.server.deliver(payload, event="issue_comment")
+    stack.server.wait_for_log("Job execution completed", jobType="mention", prNumber=21, count=2)
+    assert len(branch_log(stack, branch)) == before + 1
+
+
+def test_a_staged_token_is_refused_and_nothing_is_pushed(stack: Stack) -> None:
+    branch = same_repo_pr(stack, 22)
+    token = "ghp_" + "a1B2c3D4e5" * 3 + "f6G7h8"
+    stack.plan.turns[-1] = [write_file("src/config.py", f'TOKEN = "{token}"\n'), Text("Done.")]
+    before = len(branch_log(stack, branch))
+    stack.server.deliver(comment_payload(22, "@kodiai apply: add the token"), event="issue_comment")
+    stack.server.wait_for_log("Job execution completed", jobType="mention", prNumber=22)
+    assert len(branch_log(stack, branch)) == before
+    (refusal,) = [c["body"] for c in stack.comments(22) if "Write request refused." in c["body"]]
+    assert "Reason: write-policy-secret-detected" in refusal and token not in refusal
+    assert token not in stack.server.log_text()
