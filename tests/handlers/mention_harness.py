@@ -1,10 +1,10 @@
-"""The mention handler on the review harness's real components, plus the few GitHub routes mentions need.
+"""The mention handler on the review harness's real components.
 
 :class:`MentionHarness` extends :class:`review_harness.ReviewHarness` without changing it: it opens a
 :class:`MentionState` on a jobs database file in the test's temp dir, registers the mention handler on
-the same router, and builds ``issue_comment`` / ``pull_request_review_comment`` / ``pull_request_review``
-deliveries. :func:`install_mention_routes` adds PR listing/creation (bot PRs) and issue-comment reactions
-to the fake GitHub.
+the same router, and builds ``issue_comment`` / ``pull_request_review_comment`` deliveries. The GitHub
+routes mentions use beyond the review's (PR listing by ``head=``, PR creation for bot PRs, issue-comment
+reactions) are part of :func:`support.fake_github_pr.install_pr_routes`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import structlog
-from fastapi import APIRouter, Request
 from review_harness import INSTALLATION, OWNER, REPO, ReviewHarness
 
 from kodiai.handlers.mention import MentionDeps
@@ -24,53 +23,6 @@ from kodiai.webhook.router import DispatchOutcome
 from support.fake_github import FakeGitHub
 from support.fake_github_pr import PrState
 from support.gitrepo import git
-
-BOT_PULLS = "mention_bot_pulls"
-COMMENT_REACTIONS = "mention_issue_comment_reactions"
-
-
-def install_mention_routes(fake: FakeGitHub) -> None:
-    """``GET/POST /repos/{o}/{r}/pulls`` (bot PRs, filtered by ``head=<owner>:<branch>``) and
-    ``POST /repos/{o}/{r}/issues/comments/{id}/reactions``."""
-    router = APIRouter()
-
-    def store(key: str) -> list[dict[str, Any]]:
-        with fake.lock:
-            items: list[dict[str, Any]] = fake.data.setdefault(key, [])
-            return items
-
-    @router.get("/repos/{owner}/{repo}/pulls")
-    async def list_pulls(owner: str, repo: str, request: Request) -> list[dict[str, Any]]:
-        head = request.query_params.get("head")
-        pulls = [p for p in store(BOT_PULLS) if p["_repo"] == f"{owner}/{repo}".lower()]
-        if head:
-            pulls = [p for p in pulls if f"{owner}:{p['head']['ref']}" == head]
-        return [{k: v for k, v in p.items() if not k.startswith("_")} for p in pulls]
-
-    @router.post("/repos/{owner}/{repo}/pulls", status_code=201)
-    async def create_pull(owner: str, repo: str, request: Request) -> dict[str, Any]:
-        body = await request.json()
-        number = fake.next_id()
-        pull = {
-            "number": number,
-            "html_url": f"https://github.com/{owner}/{repo}/pull/{number}",
-            "title": body["title"],
-            "body": body.get("body"),
-            "head": {"ref": body["head"]},
-            "base": {"ref": body["base"]},
-            "_repo": f"{owner}/{repo}".lower(),
-        }
-        store(BOT_PULLS).append(pull)
-        return {k: v for k, v in pull.items() if not k.startswith("_")}
-
-    @router.post("/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions", status_code=201)
-    async def react(owner: str, repo: str, comment_id: int, request: Request) -> dict[str, Any]:
-        body = await request.json()
-        reaction = {"id": fake.next_id(), "content": body["content"], "comment_id": comment_id}
-        store(COMMENT_REACTIONS).append(reaction)
-        return reaction
-
-    fake.register(router)
 
 
 class MentionHarness(ReviewHarness):
@@ -118,10 +70,12 @@ class MentionHarness(ReviewHarness):
         return git("for-each-ref", "--format=%(refname)", cwd=self.repo.path).split()
 
     def bot_pulls(self) -> list[dict[str, Any]]:
-        return list(self.fake.data.get(BOT_PULLS, []))
+        """The PRs the app opened (``POST …/pulls``), in order."""
+        return self.state.created_pulls(OWNER, REPO)
 
     def comment_reactions(self) -> list[dict[str, Any]]:
-        return list(self.fake.data.get(COMMENT_REACTIONS, []))
+        """Reactions on issue comments (the trigger of an ``issue_comment`` mention), in order."""
+        return self.state.issue_comment_reactions(OWNER, REPO)
 
     # ------------------------------------------------------------------ deliveries
     def _repository(self) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mention_harness import MentionHarness, install_mention_routes
+from mention_harness import MentionHarness
 from review_harness import INSTALLATION, OWNER, REPO
 
 from kodiai.execution.mention.intent import build_write_branch_name, build_write_output_key
@@ -27,7 +27,6 @@ WRITE_ON = "write:\n  enabled: true\n"
 def fake_server() -> Iterator[tuple[FakeGitHub, PrState]]:
     fake = FakeGitHub()
     state = install_pr_routes(fake)
-    install_mention_routes(fake)
     with fake:
         fake.add_installation(INSTALLATION, account=OWNER)
         fake.add_repo(OWNER, REPO, installation_id=INSTALLATION)
@@ -234,15 +233,7 @@ def _key_and_branch(comment_id: int) -> tuple[str, str]:
 async def test_107_existing_bot_pr_r5(mh: MentionHarness) -> None:
     mh.open_pr(config=WRITE_ON)
     _key, branch = _key_and_branch(6001)
-    mh.fake.data.setdefault("mention_bot_pulls", []).append(
-        {
-            "number": 9,
-            "html_url": "https://github.com/acme/repo/pull/9",
-            "head": {"ref": branch},
-            "base": {"ref": "main"},
-            "_repo": "acme/repo",
-        }
-    )
+    mh.state.add_pull(OWNER, REPO, 9, head_ref=branch, state="closed")  # any state counts
     await mh.mention("@kodiai apply: fix", comment_id=6001)
     assert mh.executor.contexts == []
     [reply] = mh.issue_comments()
@@ -276,18 +267,11 @@ async def test_write_gates_in_order_r5_before_r6_before_r7(mh: MentionHarness) -
     key, branch = _key_and_branch(6005)
     mh.mention_state.record_write(f"{INSTALLATION}:{OWNER}/{REPO}", mh.deps.clock())
     mh.mention_state.try_acquire_write(key, "other", mh.deps.clock())
-    mh.fake.data.setdefault("mention_bot_pulls", []).append(
-        {
-            "number": 9,
-            "html_url": "https://x/pull/9",
-            "head": {"ref": branch},
-            "base": {"ref": "main"},
-            "_repo": "acme/repo",
-        }
-    )
+    mh.state.add_pull(OWNER, REPO, 9, head_ref=branch)
     await mh.mention("@kodiai apply: fix", comment_id=6005)
     assert "Existing PR" in mh.issue_comments()[-1]["body"]
-    mh.fake.data["mention_bot_pulls"].clear()
+    with mh.fake.lock:
+        del mh.fake.data["pulls"][(OWNER, REPO, 9)]
     await mh.mention("@kodiai apply: fix", comment_id=6005)
     assert "already in progress" in mh.issue_comments()[-1]["body"]
     mh.mention_state.release_write(key, "other")

@@ -11,6 +11,11 @@ sort/direction and come back oldest first, as on GitHub).
 Endpoints (``{o}/{r}`` = owner/repo):
 
 - ``GET /repos/{o}/{r}/pulls/{n}`` (the PR object of :func:`support.pr_payloads.pull_request_object`)
+- ``GET /repos/{o}/{r}/pulls`` (``state=open|closed|all``, default open; ``head=<owner>:<branch>``;
+  ``base=<branch>``; newest first, paginated) and ``POST /repos/{o}/{r}/pulls`` (``title``, ``head``
+  as ``<branch>`` or ``<owner>:<branch>``, ``base``, ``body``, ``draft``; the next number in the repo,
+  authored by the bot; 422 like GitHub for a missing field or an open PR with the same head and base).
+  Created PRs are listed by :meth:`PrState.created_pulls`.
 - ``GET …/pulls/{n}/commits``, ``GET …/pulls/{n}/files`` (seeded by ``add_pull(commits=, files=)``)
 - ``GET|POST …/pulls/{n}/requested_reviewers`` (POST records; teams in ``refuse_team_requests`` and the
   PR's author answer 422 like GitHub)
@@ -18,6 +23,8 @@ Endpoints (``{o}/{r}`` = owner/repo):
   ``GET|DELETE …/pulls/comments/{id}``, ``GET|POST …/pulls/comments/{id}/reactions``
 - ``GET|POST …/pulls/{n}/reviews``
 - ``GET …/issues/{n}`` (a PR as an issue), ``GET|POST …/issues/{n}/comments``, ``GET|PATCH …/issues/comments/{id}``, ``GET|POST …/issues/{n}/reactions``
+- ``GET|POST …/issues/comments/{id}/reactions`` (the comment need not be seeded: a webhook's triggering
+  comment is known to the test only through its payload; see :meth:`PrState.issue_comment_reactions`)
 - ``GET …/actions/runs``, ``GET …/actions/runs/{id}/jobs``
 - ``GET /search/issues?q=…`` (``total_count`` from ``set_search_count(author, n)``, ``items`` empty)
 """
@@ -251,6 +258,21 @@ class PrState:
         with self.fake.lock:
             return self.fake.data["pulls"].get((owner.lower(), repo.lower(), number))
 
+    def pulls(self, owner: str, repo: str) -> list[dict[str, Any]]:
+        """Every PR of the repository, by number."""
+        key = (owner.lower(), repo.lower())
+        with self.fake.lock:
+            found = [p for (o, r, _n), p in self.fake.data["pulls"].items() if (o, r) == key]
+        return sorted(found, key=lambda p: p["number"])
+
+    def created_pulls(self, owner: str, repo: str) -> list[dict[str, Any]]:
+        """The PRs opened through ``POST /repos/{o}/{r}/pulls`` (e.g. the app's bot PRs), in order."""
+        return [p for p in self.pulls(owner, repo) if p.get("_created")]
+
+    def next_pull_number(self, owner: str, repo: str) -> int:
+        """The number GitHub would give the next PR of the repo (one past the highest known)."""
+        return max((p["number"] for p in self.pulls(owner, repo)), default=0) + 1
+
     # ------------------------------------------------------------------ review requests
     def refuse_team_requests(self, *slugs: str) -> None:
         """Requests for these team slugs answer 422, as GitHub does for a team without repo access."""
@@ -316,6 +338,20 @@ class PrState:
 
     def comment_reactions(self, owner: str, repo: str, comment_id: int) -> list[dict[str, Any]]:
         return self._reactions(owner, repo, ("review_comment", comment_id))
+
+    def issue_comment_reactions(
+        self, owner: str, repo: str, comment_id: int | None = None
+    ) -> list[dict[str, Any]]:
+        """Reactions on issue comments: on ``comment_id``, or on any issue comment of the repo (in order)."""
+        if comment_id is not None:
+            return self._reactions(owner, repo, ("issue_comment", comment_id))
+        key = f"{owner}/{repo}".lower()
+        with self.fake.lock:
+            return [
+                r
+                for r in self.fake.data["reactions"]
+                if r["_repo"] == key and r["_target"][0] == "issue_comment"
+            ]
 
     def _reactions(self, owner: str, repo: str, target: tuple[str, int]) -> list[dict[str, Any]]:
         key = f"{owner}/{repo}".lower()
@@ -429,6 +465,62 @@ def install_pr_routes(fake: FakeGitHub) -> PrState:
         if pull is None:
             raise HTTPException(404, detail="Not Found")
         return pull
+
+    @router.get("/repos/{owner}/{repo}/pulls")
+    async def list_pulls(owner: str, repo: str, request: Request) -> Response:
+        fake.require_installation(request)
+        wanted = request.query_params.get("state", "open")
+        head = request.query_params.get("head")
+        base = request.query_params.get("base")
+        pulls = [
+            p
+            for p in reversed(state.pulls(owner, repo))
+            if (wanted == "all" or p["state"] == wanted)
+            and (head is None or p["head"]["label"].lower() == head.lower())
+            and (base is None or p["base"]["ref"] == base)
+        ]
+        return _paged(pulls, request)
+
+    @router.post("/repos/{owner}/{repo}/pulls", status_code=201)
+    async def create_pull(owner: str, repo: str, request: Request) -> Any:
+        fake.require_installation(request)
+        payload = await request.json()
+        for required in ("head", "base", "title"):
+            if not isinstance(payload.get(required), str) or not payload[required]:
+                return _unprocessable("Validation Failed", "pulls/pulls#create-a-pull-request")
+        head_owner, _, head_ref = payload["head"].rpartition(":")
+        head_owner = head_owner or owner
+        label = f"{head_owner}:{head_ref}".lower()
+        with fake.lock:
+            if any(
+                p["state"] == "open"
+                and p["head"]["label"].lower() == label
+                and p["base"]["ref"] == payload["base"]
+                for p in state.pulls(owner, repo)
+            ):
+                return _unprocessable(
+                    f"A pull request already exists for {head_owner}:{head_ref}.",
+                    "pulls/pulls#create-a-pull-request",
+                )
+            number = state.next_pull_number(owner, repo)
+            bot = state.bot_user
+            pull = state.add_pull(
+                owner,
+                repo,
+                number,
+                head_sha=_fake_sha("head", owner, repo, head_owner, head_ref),
+                title=payload["title"],
+                body=payload.get("body"),
+                author=bot["login"],
+                author_type="Bot",
+                author_association="NONE",
+                draft=bool(payload.get("draft", False)),
+                head_ref=head_ref,
+                head_owner=head_owner,
+                base_ref=payload["base"],
+                _created=True,
+            )
+        return JSONResponse(_public(pull), status_code=201)
 
     @router.get("/repos/{owner}/{repo}/pulls/{number}")
     async def get_pull(owner: str, repo: str, number: int, request: Request) -> dict[str, Any]:
@@ -683,6 +775,21 @@ def install_pr_routes(fake: FakeGitHub) -> PrState:
     async def list_issue_reactions(owner: str, repo: str, number: int, request: Request) -> Response:
         fake.require_installation(request)
         return _paged(_with_content(state.issue_reactions(owner, repo, number), request), request)
+
+    @router.post("/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions")
+    async def create_issue_comment_reaction(
+        owner: str, repo: str, comment_id: int, request: Request
+    ) -> Response:
+        fake.require_installation(request)
+        return await react(request, owner, repo, ("issue_comment", comment_id))
+
+    @router.get("/repos/{owner}/{repo}/issues/comments/{comment_id}/reactions")
+    async def list_issue_comment_reactions(
+        owner: str, repo: str, comment_id: int, request: Request
+    ) -> Response:
+        fake.require_installation(request)
+        reactions = state.issue_comment_reactions(owner, repo, comment_id)
+        return _paged(_with_content(reactions, request), request)
 
     @router.post("/repos/{owner}/{repo}/pulls/comments/{comment_id}/reactions")
     async def create_comment_reaction(owner: str, repo: str, comment_id: int, request: Request) -> Response:
