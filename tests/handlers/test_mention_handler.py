@@ -15,6 +15,7 @@ from mention_harness import MentionHarness
 from review_harness import INSTALLATION, OWNER, REPO
 
 from kodiai.execution.mention.intent import build_write_branch_name, build_write_output_key
+from kodiai.storage.knowledge_models import FindingRecord, ReviewRecord
 from support.fake_github import FakeGitHub
 from support.fake_github_pr import PrState, install_pr_routes
 from support.gitrepo import git
@@ -141,6 +142,94 @@ async def test_99_turn_limit_persists_across_state_instances(
         assert any("Conversation limit reached (1 turns per PR)." in b for b in replies)
     finally:
         second.close()
+
+
+def seed_finding(mh: MentionHarness, comment_id: int) -> None:
+    """A review of PR #101 whose MAJOR correctness finding was posted as review comment ``comment_id``."""
+    assert mh.knowledge is not None
+    review_id = mh.knowledge.record_review(ReviewRecord(repo=f"{OWNER}/{REPO}", pr_number=101))
+    mh.knowledge.record_findings(
+        [
+            FindingRecord(
+                review_id=review_id,
+                file_path="src/app.ts",
+                start_line=42,
+                severity="major",
+                category="correctness",
+                confidence=80,
+                title="Division by zero is not handled",
+                comment_id=comment_id,
+                comment_surface="pull_request_review_comment",
+            )
+        ]
+    )
+
+
+def thread_with_earlier_reply(mh: MentionHarness) -> tuple[dict[str, Any], dict[str, Any], int]:
+    """PR #101 with a finding comment, an earlier human reply in its thread, and the mention's reply id."""
+    pull = mh.open_pr()
+    parent = mh.state.add_review_comment(
+        OWNER, REPO, 101, "**Division by zero is not handled**", path="src/app.ts", line=42
+    )
+    mh.state.add_review_comment(
+        OWNER,
+        REPO,
+        101,
+        "Earlier reply: b is validated upstream",
+        path="src/app.ts",
+        line=42,
+        in_reply_to_id=parent["id"],
+    )
+    trigger = mh.state.add_review_comment(
+        OWNER, REPO, 101, "@kodiai is this real?", path="src/app.ts", line=42, in_reply_to_id=parent["id"]
+    )
+    mh.script(
+        ToolCall(
+            "reviewCommentThread",
+            "reply_to_pr_review_comment",
+            {"pullRequestNumber": 101, "commentId": trigger["id"], "body": "Yes: b can be 0."},
+        )
+    )
+    return pull, parent, trigger["id"]
+
+
+async def test_100_thread_reply_to_a_finding_gets_the_finding_preamble(mh: MentionHarness) -> None:
+    pull, parent, cid = thread_with_earlier_reply(mh)
+    seed_finding(mh, parent["id"])
+    await mh.inline_mention(
+        pull, "@kodiai is this real?", comment_id=cid, in_reply_to=parent["id"], path="src/app.ts", line=42
+    )
+    [prompt] = mh.prompts
+    assert "Finding: [MAJOR] correctness" in prompt
+    assert "File: src/app.ts (line 42)" in prompt
+    assert "Division by zero is not handled" in prompt
+    assert mh.executor.results[0].published and not mh.issue_comments()
+
+
+async def test_101_finding_lookup_failure_still_answers_without_preamble(mh: MentionHarness) -> None:
+    import sqlite3
+
+    pull, parent, cid = thread_with_earlier_reply(mh)
+    seed_finding(mh, parent["id"])
+    conn = sqlite3.connect(mh.tmp / "knowledge.db")  # the store's next query fails for real
+    conn.execute("ALTER TABLE findings RENAME TO findings_gone")
+    conn.commit()
+    conn.close()
+    await mh.inline_mention(
+        pull, "@kodiai is this real?", comment_id=cid, in_reply_to=parent["id"], path="src/app.ts", line=42
+    )
+    assert len(mh.executor.contexts) == 1
+    [prompt] = mh.prompts
+    assert "Earlier reply: b is validated upstream" in prompt  # thread context kept
+    assert "Finding: [" not in prompt and "follow-up to a review finding" not in prompt
+    assert mh.executor.results[0].published
+    assert not mh.issue_comments()  # the handler itself posts nothing
+    assert [b for b in bodies(mh.review_comments()) if "Yes: b can be 0." in b]
+    assert [
+        e
+        for e in mh.logs
+        if e.get("log_level") == "warning" and "Failed to look up finding" in str(e.get("event"))
+    ]
 
 
 async def test_102_error_reply_defuses_mentions(mh: MentionHarness) -> None:
@@ -339,6 +428,24 @@ async def test_110_staged_github_pat_refused_r15(mh: MentionHarness) -> None:
     assert "Detector: regex:github-pat" in body and "File: README.md" in body
     assert mh.bare_log("feature") == before
     assert mh.bot_pulls() == []
+
+
+async def test_111_removing_a_committed_token_is_allowed(mh: MentionHarness) -> None:
+    token_line = "token ghp_" + "a1B2c3D4e5" * 3 + "abcdef\n"
+    mh.open_pr(
+        config=WRITE_ON,
+        base_files={"README.md": "# repo\n" + token_line, "src/index.ts": "export const a = 1;\n"},
+        fork=True,
+    )
+    mh.write_on_execute({"README.md": "# repo\n"})
+    await mh.mention("@kodiai apply: remove the leaked token", comment_id=6015)
+    body = mh.issue_comments()[-1]["body"]
+    assert "write-policy-secret-detected" not in body
+    [bot] = mh.bot_pulls()
+    assert f"Opened PR: {bot['html_url']}" in body
+    _key, branch = _key_and_branch(6015)
+    assert "ghp_" in git("show", "main:README.md", cwd=mh.repo.path)  # the token was committed
+    assert git("show", f"{branch}:README.md", cwd=mh.repo.path).strip() == "# repo"  # and is pushed away
 
 
 async def test_r11_no_changes(mh: MentionHarness) -> None:
