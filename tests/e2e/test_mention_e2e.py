@@ -152,3 +152,73 @@ def test_a_staged_token_is_refused_and_nothing_is_pushed(stack: Stack) -> None:
     (refusal,) = [c["body"] for c in stack.comments(22) if "Write request refused." in c["body"]]
     assert "Reason: write-policy-secret-detected" in refusal and token not in refusal
     assert token not in stack.server.log_text()
+
+
+REPLY = "mcp__reviewCommentThread__reply_to_pr_review_comment"
+
+
+def review_comment_payload(
+    number: int, comment_id: int, parent_id: int, body: str, head: str, branch: str
+) -> dict[str, Any]:
+    base_repo = {"name": REPO, "full_name": f"{OWNER}/{REPO}", "owner": {"login": OWNER}}
+    return {
+        "action": "created",
+        "comment": {
+            "id": comment_id,
+            "body": body,
+            "user": {"login": "alice", "type": "User"},
+            "created_at": "2026-11-23T12:00:00Z",
+            "path": "src/app.py",
+            "line": 1,
+            "diff_hunk": "@@ -1 +1 @@\n-x = 0\n+x = 1",
+            "in_reply_to_id": parent_id,
+        },
+        "pull_request": {
+            "number": number,
+            "title": "Thread",
+            "user": {"login": "alice", "type": "User"},
+            "head": {"ref": branch, "sha": head, "repo": base_repo},
+            "base": {"ref": "main", "sha": "0" * 40, "repo": base_repo},
+        },
+        "repository": {**base_repo, "id": 7, "private": False, "default_branch": "main"},
+        "installation": {"id": INSTALLATION},
+        "sender": {"login": "alice", "type": "User"},
+    }
+
+
+def test_thread_replies_and_the_turn_limit_survive_a_restart(stack: Stack) -> None:
+    """A question in a review thread is answered in that thread; with ``maxTurnsPerPr: 1`` the next one
+    gets the limit reply, also after the server restarted (the count lives in the jobs database). The
+    second trigger comment is unknown to the fake GitHub, so its thread reply fails and the limit reply
+    falls back to a top-level comment, as R-post does."""
+    branch = f"m-{23}"
+    git("checkout", "-q", "main", cwd=stack.repo.work)
+    config = "mention:\n  conversation:\n    maxTurnsPerPr: 1\n"
+    head = stack.repo.commit({".kodiai.yml": config, "src/app.py": "x = 1\n"}, "pr", branch=branch)
+    git("push", "-q", "origin", f"{branch}:refs/pull/23/head", cwd=stack.repo.work)
+    stack.state.add_pull(OWNER, REPO, 23, head_sha=head, head_ref=branch, base_sha=stack.base_sha)
+    parent = stack.state.add_review_comment(OWNER, REPO, 23, "[MINOR] x changed", path="src/app.py", line=1)
+
+    def answer(request: MainRequest) -> Any:
+        return ToolUse(REPLY, {"pullRequestNumber": 23, "commentId": parent["id"], "body": "Because of y."})
+
+    stack.plan.turns[-1] = [answer, Text("Replied.")]
+    first = review_comment_payload(23, 9101, parent["id"], "@kodiai why x?", head, branch)
+    stack.server.deliver(first, event="pull_request_review_comment")
+    stack.server.wait_for_log("Job execution completed", jobType="mention", prNumber=23)
+    replies = [c for c in stack.inline(23) if c.get("in_reply_to_id") == parent["id"]]
+    assert len(replies) == 1 and "Because of y." in replies[0]["body"]
+
+    stack.server.stop()
+    stack.server.start()
+    second = review_comment_payload(23, 9102, parent["id"], "@kodiai and z?", head, branch)
+    requests_before = len(stack.model.main_requests)
+    stack.server.deliver(second, event="pull_request_review_comment")
+    stack.server.wait_for_log("Job execution completed", jobType="mention", prNumber=23, count=2)
+    limits = [
+        c
+        for c in stack.inline(23) + stack.comments(23)
+        if "Conversation limit reached (1 turns per PR)." in c["body"]
+    ]
+    assert len(limits) == 1
+    assert len(stack.model.main_requests) == requests_before  # the model was not asked
