@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import re
+import signal
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -222,3 +224,36 @@ def test_thread_replies_and_the_turn_limit_survive_a_restart(stack: Stack) -> No
     ]
     assert len(limits) == 1
     assert len(stack.model.main_requests) == requests_before  # the model was not asked
+
+
+def test_apply_replayed_after_kill_9_pushes_one_commit(tmp_path: Path) -> None:
+    """The server dies while the model is working on an ``apply:``; the restarted server replays the
+    delivery from the job journal, takes its own write key back (no "already in progress" for 30 minutes)
+    and pushes exactly one commit."""
+    with make_stack(tmp_path) as stack:
+        branch = same_repo_pr(stack, 24)
+        before = len(branch_log(stack, branch))
+        working = threading.Event()
+        release = threading.Event()
+
+        def slow_second_turn(_request: MainRequest) -> Any:
+            working.set()
+            release.wait(60)
+            return Text("Added.")
+
+        stack.plan.turns[-1] = [write_file("src/replayed.py", "z = 3\n"), slow_second_turn]
+        payload = comment_payload(24, "@kodiai apply: add src/replayed.py")
+        assert stack.server.deliver(payload, event="issue_comment", delivery="apply-24").status_code == 200
+        assert working.wait(120)
+        stack.server.stop(signal.SIGKILL)
+        stack.plan.turns[-1] = [write_file("src/replayed.py", "z = 3\n"), Text("Added.")]
+        release.set()
+
+        stack.server.start()
+        replayed = stack.server.wait_for_log("Replaying unfinished delivery from job journal")
+        assert replayed[0]["deliveryId"] == "apply-24"
+        stack.server.wait_for_log("Job execution completed", jobType="mention", prNumber=24)
+        log = branch_log(stack, branch)
+        assert len(log) == before + 1 and "kodiai-write-output-key:" in log[0]
+        assert not [c for c in stack.comments(24) if "already in progress" in c["body"]]
+        assert [c for c in stack.comments(24) if "Updated PR:" in c["body"]]

@@ -232,3 +232,16 @@ def test_prune_clears_everything_expired(db: Path) -> None:
         for table in ("mention_write_locks", "mention_write_rate", "mention_conversation_turns"):
             assert conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone() == (0,)
         conn.close()
+
+
+def test_the_owner_takes_its_key_back_and_others_still_wait(tmp_path: Path) -> None:
+    """A delivery replayed after its process died while holding the key (same owner token) continues
+    at once, with a renewed expiry; another owner still sees the key held."""
+    path = tmp_path / "jobs.db"
+    with MentionState.open(path) as crashed, MentionState.open(path) as restarted:
+        assert crashed.try_acquire_write(KEY, "delivery-1", T0)
+        assert not restarted.acquire_or_resume_write(KEY, "delivery-2", T0 + timedelta(seconds=5))
+        assert restarted.acquire_or_resume_write(KEY, "delivery-1", T0 + timedelta(seconds=5))
+        assert not restarted.try_acquire_write(KEY, "delivery-2", T0 + timedelta(minutes=29, seconds=30))
+        assert restarted.release_write(KEY, "delivery-1")
+        assert restarted.acquire_or_resume_write(KEY, "delivery-2", T0 + timedelta(seconds=6))

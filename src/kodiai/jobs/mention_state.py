@@ -135,6 +135,25 @@ class MentionState:
             )
             return cur.rowcount == 1
 
+    def acquire_or_resume_write(
+        self, key: str, owner_token: str, now: datetime, ttl: timedelta = WRITE_LOCK_TTL
+    ) -> bool:
+        """:meth:`try_acquire_write`, except that a key already held by ``owner_token`` is taken back
+        (its expiry renewed). With the delivery id as the token, the replay of a delivery whose process
+        died while holding the key continues at once instead of waiting for the TTL."""
+        if ttl <= timedelta(0):
+            raise ValueError("ttl must be positive")
+        at = _us(now)
+        with self._conn.transaction() as conn:
+            conn.execute("DELETE FROM mention_write_locks WHERE expires_at <= ?", (at,))
+            cur = conn.execute(
+                "INSERT INTO mention_write_locks (write_key, owner_token, acquired_at, expires_at) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT(write_key) DO UPDATE SET expires_at = excluded.expires_at "
+                "WHERE mention_write_locks.owner_token = excluded.owner_token",
+                (key, owner_token, at, at + _span_us(ttl)),
+            )
+            return cur.rowcount == 1
+
     def release_write(self, key: str, owner_token: str) -> bool:
         """Release ``key`` if ``owner_token`` holds it; ``False`` when it does not (expired and taken over,
         or never held)."""

@@ -12,7 +12,6 @@ released and the workspace removed whatever happens.
 from __future__ import annotations
 
 import asyncio
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,7 +117,9 @@ class MentionJob:
         self.client = deps.review.installation_client(request.installation_id)
         self.rest = GitHubRest(self.client, self.surface.owner, self.surface.repo)
         self.outcome = "started"
-        self._write_token = uuid.uuid4().hex
+        # The delivery owns its write key: the journal's replay of this delivery after a crash takes the
+        # key back at once; any other delivery (or a second worker) still sees it held.
+        self._write_token = request.delivery_id
         self._held_key: str | None = None
 
     def skip(self, reason: str, message: str, **fields: Any) -> None:
@@ -253,7 +254,7 @@ class MentionJob:
                 await self.reply(existing_pr_reply(existing))
                 return False
             key = plan.key
-            if not await asyncio.to_thread(state.try_acquire_write, key, self._write_token, now):
+            if not await asyncio.to_thread(state.acquire_or_resume_write, key, self._write_token, now):
                 self.skip("write-in-progress", "Write request already in progress", writeOutputKey=key)
                 await self.reply(write_in_progress_reply())
                 return False
