@@ -15,7 +15,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from kodiai.config import RepoConfig, load_repo_config
+from kodiai.config import RepoConfig
 from kodiai.execution.mention.context import MentionContextLimits, build_mention_context
 from kodiai.execution.mention.finding import FindingLookup, ReviewFinding, lookup_reply_finding
 from kodiai.execution.mention.intent import (
@@ -60,6 +60,7 @@ from kodiai.github.workspace import Workspace
 from kodiai.handlers.fail_open import fail_open
 from kodiai.handlers.mention.deps import MentionDeps
 from kodiai.handlers.mention.publish import WritePublisher, WriteTarget, find_existing_pr
+from kodiai.handlers.workspace import clone_for_pull_request, load_workspace_config
 from kodiai.jobs.mention_state import rate_limit_retry_seconds
 from kodiai.log import get_logger, redact
 from kodiai.review.posted_texts import should_post_cost_warning
@@ -138,7 +139,7 @@ class MentionJob:
         try:
             self.surface = await self.fill_pull_refs(self.surface)
             workspace = await self.open_workspace()
-            config = await self.load_config(workspace)
+            config = await load_workspace_config(workspace, self.log)
             question = self.pass_config_gates(config)
             if question is None:
                 return self.outcome
@@ -188,24 +189,16 @@ class MentionJob:
         self.log.info(
             "Creating workspace for mention execution", workspaceStrategy="base-clone+pull-ref-fetch"
         )
-        ws = await manager.create(
-            self.req.installation_id, owner=s.owner, repo=s.repo, ref=base, depth=PR_CLONE_DEPTH
+        return await clone_for_pull_request(
+            manager,
+            self.req.installation_id,
+            owner=s.owner,
+            repo=s.repo,
+            ref=base,
+            depth=PR_CLONE_DEPTH,
+            base_ref=base,
+            pull_head=(s.pr_number, PR_LOCAL_BRANCH),
         )
-        try:
-            await ws.fetch_pull_request_head(s.pr_number, PR_LOCAL_BRANCH)
-            await ws.fetch_base_ref(base, depth=1)
-        except BaseException:
-            await asyncio.shield(ws.cleanup())
-            raise
-        return ws
-
-    async def load_config(self, ws: Workspace) -> RepoConfig:
-        result = await asyncio.to_thread(load_repo_config, ws.dir)
-        for warning in result.warnings:
-            self.log.warning(
-                "Config section invalid, using defaults", section=warning.section, issues=warning.issues
-            )
-        return result.config
 
     # ------------------------------------------------------------------ §3.5 config gates (silent)
     def pass_config_gates(self, config: RepoConfig) -> str | None:

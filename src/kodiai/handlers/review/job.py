@@ -14,7 +14,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from kodiai.config import RepoConfig, load_repo_config
+from kodiai.config import RepoConfig
 from kodiai.enforcement.apply import apply_enforcement
 from kodiai.execution.error_comments import post_or_update_error_comment
 from kodiai.execution.errors import classify_error, format_error_comment
@@ -28,6 +28,7 @@ from kodiai.handlers.fail_open import fail_open
 from kodiai.handlers.review import publish, record
 from kodiai.handlers.review.gather import Gathered, gather, plan_input
 from kodiai.handlers.review.sources import GatherSources, webhook_sources
+from kodiai.handlers.workspace import clone_for_pull_request, load_workspace_config
 from kodiai.log import get_logger, redact
 from kodiai.review.metadata import extract_findings
 from kodiai.review.output_key import build_review_output_marker
@@ -44,6 +45,7 @@ from kodiai.review.trigger import ClonePlan
 from kodiai.text.sanitizer import sanitize_outgoing_mentions
 
 CLONE_DEPTH = 50
+PR_REVIEW_BRANCH = "pr-review"
 TRIGGERS = {
     "opened": "on_opened",
     "ready_for_review": "on_ready_for_review",
@@ -112,7 +114,7 @@ class ReviewJob:
             if not claim.proceed:
                 return self.outcome
             workspace = await self.open_workspace()
-            config = await self.load_config(workspace)
+            config = await load_workspace_config(workspace, self.log)
             verdict = await self.pass_gates(config, claim)
             if verdict == "stop":
                 return self.outcome
@@ -197,25 +199,16 @@ class ReviewJob:
     # ------------------------------------------------------------------ steps 9–10 (fail-closed)
     async def open_workspace(self) -> Workspace:
         clone, facts = self.req.clone, self.req.facts
-        ws = await self.deps.workspaces.create(
-            self.req.installation_id, owner=clone.owner, repo=clone.repo, ref=clone.ref, depth=CLONE_DEPTH
+        return await clone_for_pull_request(
+            self.deps.workspaces,
+            self.req.installation_id,
+            owner=clone.owner,
+            repo=clone.repo,
+            ref=clone.ref,
+            depth=CLONE_DEPTH,
+            base_ref=facts.base_ref,
+            pull_head=(facts.number, PR_REVIEW_BRANCH) if clone.use_pr_ref else None,
         )
-        try:
-            if clone.use_pr_ref:
-                await ws.fetch_pull_request_head(facts.number)
-            await ws.fetch_base_ref(facts.base_ref, depth=1)
-        except BaseException:
-            await asyncio.shield(ws.cleanup())
-            raise
-        return ws
-
-    async def load_config(self, ws: Workspace) -> RepoConfig:
-        result = await asyncio.to_thread(load_repo_config, ws.dir)
-        for warning in result.warnings:
-            self.log.warning(
-                "Config section invalid, using defaults", section=warning.section, issues=warning.issues
-            )
-        return result.config
 
     # ------------------------------------------------------------------ steps 11–17
     async def pass_gates(self, config: RepoConfig, claim: RunClaim) -> Verdict:
