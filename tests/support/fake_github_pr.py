@@ -22,6 +22,7 @@ Endpoints (``{o}/{r}`` = owner/repo):
 - ``GET|POST …/pulls/{n}/comments``, ``POST …/pulls/{n}/comments/{id}/replies``,
   ``GET|DELETE …/pulls/comments/{id}``, ``GET|POST …/pulls/comments/{id}/reactions``
 - ``GET|POST …/pulls/{n}/reviews``
+- ``GET …/collaborators/{user}/permission`` (roles from :meth:`PrState.set_permission`; others read)
 - ``GET …/issues/{n}`` (a PR as an issue), ``GET|POST …/issues/{n}/comments``, ``GET|PATCH …/issues/comments/{id}``, ``GET|POST …/issues/{n}/reactions``
 - ``GET|POST …/issues/comments/{id}/reactions`` (the comment need not be seeded: a webhook's triggering
   comment is known to the test only through its payload; see :meth:`PrState.issue_comment_reactions`)
@@ -109,6 +110,16 @@ _STATE_KEYS: dict[str, type[list[Any]] | type[dict[Any, Any]] | type[set[Any]]] 
     "unrequestable_teams": set,
     "search_counts": dict,
     "searches": list,
+    "permissions": dict,
+}
+
+#: GitHub's legacy ``permission`` value for each repository role (maintain reads as write, triage as read).
+_LEGACY_PERMISSION = {
+    "admin": "admin",
+    "maintain": "write",
+    "write": "write",
+    "triage": "read",
+    "read": "read",
 }
 
 
@@ -332,6 +343,18 @@ class PrState:
         """A reaction by someone else (a human by default) on a PR review comment."""
         user = user_object(login, user_type=user_type)
         return self._react(owner, repo, ("review_comment", comment_id), content, user)
+
+    def remove_reaction(self, reaction_id: int) -> None:
+        """A reactor withdrew a reaction (GitHub deletes it)."""
+        with self.fake.lock:
+            self.fake.data["reactions"][:] = [
+                r for r in self.fake.data["reactions"] if r["id"] != reaction_id
+            ]
+
+    def set_permission(self, owner: str, repo: str, login: str, role: str) -> None:
+        """``login``'s role on the repo (admin, maintain, write, triage, read); unknown users read."""
+        with self.fake.lock:
+            self.fake.data["permissions"][(f"{owner}/{repo}".lower(), login.lower())] = role
 
     def issue_reactions(self, owner: str, repo: str, number: int) -> list[dict[str, Any]]:
         return self._reactions(owner, repo, ("issue", number))
@@ -803,6 +826,20 @@ def install_pr_routes(fake: FakeGitHub) -> PrState:
         _or_404(state.review_comment(owner, repo, comment_id))
         reactions = state.comment_reactions(owner, repo, comment_id)
         return _paged(_with_content(reactions, request), request)
+
+    # ------------------------------------------------------------------ collaborators
+    @router.get("/repos/{owner}/{repo}/collaborators/{username}/permission")
+    async def collaborator_permission(
+        owner: str, repo: str, username: str, request: Request
+    ) -> dict[str, Any]:
+        fake.require_installation(request)
+        with fake.lock:
+            role = fake.data["permissions"].get((f"{owner}/{repo}".lower(), username.lower()), "read")
+        return {
+            "permission": _LEGACY_PERMISSION[role],
+            "role_name": role,
+            "user": user_object(username, api_url=state._api_url()),
+        }
 
     # ------------------------------------------------------------------ search
     @router.get("/search/issues")

@@ -82,6 +82,8 @@ class MemoryStats(BaseModel):
     by_repo: dict[str, int]
     by_model: dict[str, int]
     indexed: bool
+    by_repo_outcome: dict[str, dict[str, int]] = {}
+    """Live (non-stale) memories per repo and outcome (accepted, suppressed, thumbs_up, thumbs_down)."""
 
 
 class LanceMemoryStore:
@@ -319,6 +321,19 @@ class LanceMemoryStore:
             self._vectors.put(repo, entry)
         return True
 
+    @_locked
+    def has_memory(self, repo: str, finding_id: int, outcome: str) -> bool:
+        """Whether ``(repo, finding_id, outcome)`` is stored (lets a caller skip embedding a duplicate)."""
+        return (repo, int(finding_id), outcome) in self._existing_keys()
+
+    def list_records(self, repo: str | None = None) -> list[LearningMemoryRecord]:
+        """Every stored record (without vectors), optionally of one repo, by id."""
+        query = self._table.search()
+        if repo is not None:
+            query = query.where(f"repo = {sql_string(validate_repo(repo))}")
+        rows = query.select(list(memory_schema(self._dimensions).names[:-1])).to_arrow().to_pylist()
+        return sorted((record_from_row(row) for row in rows), key=lambda r: r.id or 0)
+
     def get_memory_record(self, memory_id: int) -> LearningMemoryRecord | None:
         return self.get_memory_records([memory_id]).get(int(memory_id))
 
@@ -380,10 +395,17 @@ class LanceMemoryStore:
         return int(self._table.count_rows(f"repo = {sql_string(validate_repo(repo))}"))
 
     def stats(self) -> MemoryStats:
-        rows = self._table.search().select(["repo", "embedding_model", "stale"]).to_arrow()
+        rows = self._table.search().select(["repo", "embedding_model", "stale", "outcome"]).to_arrow()
         repos = Counter(rows.column("repo").to_pylist())
         models = Counter(rows.column("embedding_model").to_pylist())
-        stale = sum(1 for s in rows.column("stale").to_pylist() if s)
+        stale_flags = rows.column("stale").to_pylist()
+        stale = sum(1 for s in stale_flags if s)
+        outcomes: dict[str, Counter[str]] = {}
+        for repo, outcome, is_stale in zip(
+            rows.column("repo").to_pylist(), rows.column("outcome").to_pylist(), stale_flags, strict=True
+        ):
+            if not is_stale:
+                outcomes.setdefault(repo, Counter())[outcome] += 1
         return MemoryStats(
             total=rows.num_rows,
             stale=stale,
@@ -391,6 +413,7 @@ class LanceMemoryStore:
             by_repo=dict(sorted(repos.items(), key=lambda kv: (-kv[1], kv[0]))),
             by_model=dict(sorted(models.items())),
             indexed=self._indexed(),
+            by_repo_outcome={repo: dict(sorted(c.items())) for repo, c in sorted(outcomes.items())},
         )
 
     @_locked

@@ -22,8 +22,8 @@ class RetrievalQualitySink(Protocol):
 
 
 class RetrievalQualityRow(BaseModel):
-    """A ``retrieval_quality`` row: the original's columns, then the additive confidence columns
-    (``migrations/telemetry/0100_retrieval_confidence.sql``), which stay NULL when their signal is off."""
+    """A ``retrieval_quality`` row: the original's columns, then the additive confidence and feedback
+    columns (``migrations/telemetry/01xx_*.sql``), which stay NULL when their signal is off."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -42,6 +42,11 @@ class RetrievalQualityRow(BaseModel):
     confidence_high: int | None = None
     confidence_medium: int | None = None
     confidence_low: int | None = None
+    feedback_positive: int | None = None
+    feedback_negative: int | None = None
+    feedback_rejected: int | None = None
+    """Results carrying human 👍 / 👎, and those net-negative (``0101_retrieval_feedback.sql``); None when
+    the caller had no feedback source."""
 
 
 def quality_row(

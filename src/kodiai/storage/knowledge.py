@@ -12,7 +12,9 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from kodiai.feedback.tally import FeedbackTally
 from kodiai.review.findings import fingerprint_finding_title, fingerprint_variants, normalize_fingerprint
+from kodiai.storage import knowledge_feedback as feedback
 from kodiai.storage import knowledge_reports as reports
 from kodiai.storage import knowledge_runs as runs
 from kodiai.storage.coerce import RecordLike, as_record
@@ -24,9 +26,12 @@ from kodiai.storage.knowledge_models import (
     FeedbackReactionRecord,
     FindingByComment,
     FindingCommentCandidate,
+    FindingProvenance,
     FindingRecord,
     GlobalPatternRecord,
+    MemoryGovernanceRecord,
     PriorFinding,
+    ReactionRow,
     RepoStats,
     ReviewRecord,
     RunClaim,
@@ -201,6 +206,31 @@ class KnowledgeStore:
 
     def clear_feedback_suppressions(self, repo: str) -> int:
         return int(self._db.execute("DELETE FROM feedback_reactions WHERE repo = ?", (repo,)).rowcount)
+
+    def remove_withdrawn_reactions(self, repo: str, comment_id: int, kept_reaction_ids: Sequence[int]) -> int:
+        """Forget the comment's stored reactions that are gone from GitHub; returns rows deleted."""
+        return feedback.remove_withdrawn_reactions(self._db, repo, comment_id, kept_reaction_ids)
+
+    def feedback_tallies(self, keys: Sequence[tuple[str, int]]) -> dict[tuple[str, int], FeedbackTally]:
+        """Human thumbs per ``(repo, comment_id)`` (= a memory's ``(source_repo, finding_id)``)."""
+        return feedback.feedback_tallies(self._db, keys)
+
+    def reactions_for(self, repo: str, comment_ids: Sequence[int]) -> dict[int, list[ReactionRow]]:
+        return feedback.reactions_for(self._db, repo, comment_ids)
+
+    def finding_provenance(self, repo: str, comment_ids: Sequence[int]) -> dict[int, FindingProvenance]:
+        return feedback.finding_provenance(self._db, repo, comment_ids)
+
+    # -- memory governance ---------------------------------------------------------------------
+
+    def record_memory_governance(self, entry: MemoryGovernanceRecord | RecordLike) -> MemoryGovernanceRecord:
+        return feedback.record_governance(self._db, as_record(MemoryGovernanceRecord, entry))
+
+    def list_memory_governance(self, repo: str | None = None) -> list[MemoryGovernanceRecord]:
+        return feedback.list_governance(self._db, repo)
+
+    def retired_findings(self, repo: str) -> set[int]:
+        return feedback.retired_findings(self._db, repo)
 
     # -- dep bumps -----------------------------------------------------------------------------
 

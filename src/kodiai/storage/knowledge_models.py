@@ -215,3 +215,46 @@ __all__ = [
     "TrendRow",
     "confidence_band",
 ]
+
+
+GovernanceAction = Literal["forget", "remember"]
+
+
+class MemoryGovernanceRecord(BaseModel):
+    """One ``memory_governance`` row: a memory retired (``forget``) or added by hand (``remember``) from
+    GitHub, with who asked and where. ``id``/``created_at`` are filled in by the store."""
+
+    repo: str
+    action: GovernanceAction
+    actor: str
+    finding_id: int | None = None
+    memory_id: int | None = None
+    removed: int = 0
+    pr_number: int | None = None
+    comment_id: int | None = None
+    comment_url: str | None = None
+    text: str | None = None
+    id: int | None = None
+    created_at: str | None = None
+
+
+class FindingProvenance(BaseModel):
+    """Where a finding came from: its review, PR and posted comment."""
+
+    comment_id: int
+    finding_id: int
+    review_id: int
+    pr_number: int
+    comment_surface: str | None
+    created_at: str
+    title: str
+
+
+class ReactionRow(BaseModel):
+    """A kept reaction as provenance lists it."""
+
+    comment_id: int
+    reaction_id: int
+    reaction_content: str
+    reactor_login: str
+    reacted_at: str | None
