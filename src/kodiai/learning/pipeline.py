@@ -1,6 +1,6 @@
 """The whole retrieval chain, as the review handler runs it (spec §1 step 32).
 
-isolation (wide pool when adaptive) → language rerank → recency weighting → cut (adaptive max-gap
+isolation (wide pool when adaptive) → one entry per finding → language rerank → recency weighting → cut (adaptive max-gap
 threshold, then ``top_k``) → confidence labels; plus the ambiguity signal on the untruncated pool and the
 ``retrieval_quality`` figures. Pure apart from the store reads that isolation does.
 
@@ -125,6 +125,23 @@ class RetrievalOutcome(BaseModel):
         ]
 
 
+def collapse_outcome_rows(results: Sequence[RetrievalResult]) -> list[RetrievalResult]:
+    """One entry per finding: feedback sync stores a finding's 👍/👎 as extra outcome rows with the
+    finding's own vector, so without this one finding would fill several slots. The nearest row wins
+    (ties: the older row, i.e. the finding's own outcome). Memories without a finding id are kept."""
+    seen: set[tuple[str, int]] = set()
+    kept: list[RetrievalResult] = []
+    for result in results:
+        finding = result.record.finding_id
+        if finding is not None:
+            key = (result.source_repo, finding)
+            if key in seen:
+                continue
+            seen.add(key)
+        kept.append(result)
+    return kept
+
+
 def signal_configs(
     confidence_labels: bool | None, ambiguity_signal: bool | None
 ) -> tuple[ConfidenceConfig | None, AmbiguityConfig | None]:
@@ -170,7 +187,7 @@ def retrieve_context(
         distance_threshold=distance_threshold,
         adaptive=adaptive,
     )
-    candidates = isolated.results
+    candidates = collapse_outcome_rows(isolated.results)
     reranked: list[RerankedResult] = []
     if candidates:
         reranked = rerank_by_language(candidates, pr_languages, rerank_config)

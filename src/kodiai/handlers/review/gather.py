@@ -239,6 +239,7 @@ def plan_input(facts: PullRequestFacts, config: RepoConfig, gathered: Gathered) 
             [c for c in outcome.confidence] if outcome.confidence is not None else None,
             config.knowledge.retrieval.max_context_chars,
             ambiguity=outcome.ambiguity,
+            feedback=gathered.retrieval.feedback,
         )
         if outcome is not None and outcome.results
         else None

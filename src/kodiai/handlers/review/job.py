@@ -294,6 +294,9 @@ class ReviewJob:
             delivery_id=self.req.delivery_id,
             event_name=self.req.event_name,
             log=self.log,
+            feedback_counts=(
+                gathered.retrieval.feedback_counts() if gathered.retrieval.feedback is not None else None
+            ),
         )
 
     # ------------------------------------------------------------------ steps 33–36

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from kodiai.config import RepoConfig
@@ -52,13 +53,15 @@ async def record_retrieval(
     delivery_id: str,
     event_name: str,
     log: Any,
+    feedback_counts: Mapping[str, int] | None = None,
 ) -> None:
-    """Step 32.7: one ``retrieval_quality`` row (event type is the bare event name, as the original)."""
+    """Step 32.7: one ``retrieval_quality`` row (event type is the bare event name, as the original),
+    with the results' feedback counts when the retrieval read them."""
     if not enabled or telemetry is None:
         return
     row = quality_row(
         outcome, delivery_id=delivery_id, repo=facts.full_name, pr_number=facts.number, event_type=event_name
-    )
+    ).model_copy(update=dict(feedback_counts or {}))
     await fail_open(
         log,
         "retrieval-telemetry",

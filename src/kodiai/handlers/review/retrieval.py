@@ -1,5 +1,6 @@
 """Retrieval from learned memory (spec/review.md §1 step 32): the query, its embedding, the isolated and
-re-ranked candidates, the embedder's calibrated cut and the confidence and ambiguity signals."""
+re-ranked candidates, the embedder's calibrated cut and the confidence and ambiguity signals, and (a port
+addition) how the team reacted to each result, so the prompt never offers a rejected finding as precedent."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from kodiai.config import RepoConfig
-from kodiai.handlers.review.sources import GatherSources
+from kodiai.feedback.tally import FeedbackTally
+from kodiai.handlers.deps import LearnedMemory
+from kodiai.handlers.review.sources import FeedbackLookup, GatherSources
 from kodiai.learning.calibration import resolve_cut
 from kodiai.learning.pipeline import RetrievalOutcome, retrieve_context, signal_configs
 from kodiai.learning.retrieval_query import RetrievalQuerySignals, build_retrieval_query
@@ -33,6 +36,42 @@ class RetrievalStep(BaseModel):
     query: str | None = None
     outcome: RetrievalOutcome | None = None
     detail: str | None = None
+    feedback: list[FeedbackTally | None] | None = None
+    """The team's reactions to each final result (same order); None when no result has a finding."""
+
+    def feedback_counts(self) -> dict[str, int]:
+        """``retrieval_quality``'s feedback columns: results with any 👍, any 👎, and net-negative ones."""
+        tallies = [t for t in self.feedback or [] if t is not None]
+        return {
+            "feedback_positive": sum(1 for t in tallies if t.thumbs_up),
+            "feedback_negative": sum(1 for t in tallies if t.thumbs_down),
+            "feedback_rejected": sum(1 for t in tallies if t.rejected),
+        }
+
+
+def result_feedback(
+    outcome: RetrievalOutcome, lookup: FeedbackLookup | None, memory: LearnedMemory
+) -> list[FeedbackTally | None]:
+    """Each final result's feedback: the kept reactions' tally, or (no knowledge store) one vote per
+    👍/👎 outcome row the memory holds for the finding."""
+    keys = [
+        (r.source_repo, r.record.finding_id) if r.record.finding_id is not None else None
+        for r in outcome.results
+    ]
+    if lookup is not None:
+        tallies = lookup([k for k in keys if k is not None])
+        return [tallies.get(k) if k is not None else None for k in keys]
+    out: list[FeedbackTally | None] = []
+    for key in keys:
+        if key is None:
+            out.append(None)
+            continue
+        tally = FeedbackTally(
+            thumbs_up=int(memory.store.has_memory(*key, "thumbs_up")),
+            thumbs_down=int(memory.store.has_memory(*key, "thumbs_down")),
+        )
+        out.append(None if tally.empty else tally)
+    return out
 
 
 async def gather_retrieval(
@@ -86,6 +125,13 @@ async def gather_retrieval(
         )
 
     outcome = await asyncio.to_thread(run)
+    try:
+        feedback: list[FeedbackTally | None] | None = await asyncio.to_thread(
+            result_feedback, outcome, sources.feedback, memory
+        )
+    except Exception as exc:  # the original shows results without feedback; so does a failed read
+        log.warning("Retrieval feedback read failed (fail-open)", gate="retrieval-feedback", err=str(exc))
+        feedback = None
     log.info(
         "Retrieval completed",
         gate="adaptive-threshold",
@@ -93,5 +139,6 @@ async def gather_retrieval(
         threshold=outcome.threshold.threshold,
         candidates=outcome.quality.candidate_count,
         results=outcome.quality.result_count,
+        rejected=sum(1 for t in feedback or [] if t is not None and t.rejected),
     )
-    return RetrievalStep(status="used", query=query, outcome=outcome)
+    return RetrievalStep(status="used", query=query, outcome=outcome, feedback=feedback)

@@ -5,7 +5,7 @@ store's prior findings (step 31). A local review has its own (``handlers/review/
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 
 from github import Github
+from kodiai.feedback.tally import FeedbackTally
 from kodiai.github.pulls import PullRequestApi
 from kodiai.handlers.deps import HandlerDeps, LearnedMemory, UsageAnalyzer
 from kodiai.review.author import classify_author
@@ -25,6 +26,8 @@ from kodiai.storage.knowledge import KnowledgeStore
 from kodiai.storage.knowledge_models import PriorFinding
 
 CommitSource = Callable[[int], Awaitable[list[tuple[str, str]]]]
+#: ``(repo, finding_id)`` pairs → the human thumbs feedback sync kept for each (absent: none).
+FeedbackLookup = Callable[[Sequence[tuple[str, int]]], dict[tuple[str, int], FeedbackTally]]
 DepEnricher = Callable[[DepBumpDetails], Awaitable[tuple[SecurityContext | None, ChangelogContext | None]]]
 
 
@@ -42,6 +45,8 @@ class GatherSources:
     """The newest completed run's head SHA, read *before* this run's claim (the Q2 fix)."""
     incremental_enabled: bool = False
     memory: LearnedMemory | None = None
+    feedback: FeedbackLookup | None = None
+    """The knowledge store's reaction tallies; without one, the memory's own 👍/👎 rows stand in."""
     usage_analyzer: UsageAnalyzer = analyze_package_usage
     now: datetime | None = None
 
@@ -144,6 +149,7 @@ def webhook_sources(
         last_reviewed_head_sha=last_reviewed_head_sha,
         incremental_enabled=store is not None,
         memory=deps.memory,
+        feedback=store.feedback_tallies if store is not None else None,
         usage_analyzer=deps.usage_analyzer,
         now=deps.clock(),
     )

@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from kodiai.feedback.tally import FeedbackTally
+
 
 class PromptView(BaseModel):
     """Base for every prompt input: accepts dicts or any object with the named attributes."""
@@ -65,6 +67,8 @@ class RetrievedFinding(PromptView):
     distance: float
     source_repo: str | None = None
     confidence: Literal["high", "medium", "low"] | None = None
+    feedback: FeedbackTally | None = None
+    """How the team reacted to the finding (port addition); None without any reaction."""
 
     @field_validator("confidence", mode="before")
     @classmethod

@@ -9,12 +9,17 @@ cap; when not even the first entry fits, the section is left out rather than sho
 When the learning pipeline's ambiguity signal says the best match sits in a cluster larger than ``top_k``,
 one note line follows the header: the entries shown are near-arbitrary picks from that cluster. The note is
 part of the header, so it counts against the cap (and can leave room for one entry fewer).
+
+Port addition: a finding the team reacted to carries ``team feedback: confirmed / rejected twice``; one whose
+net feedback is negative is never listed as precedent but under "Rejected by the team", with an instruction
+not to raise it again. Without feedback the section is exactly the original's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from kodiai.feedback.tally import FeedbackTally
 from kodiai.text.js import to_fixed, utf16_len
 
 from .context import AmbiguityView, RetrievalContext, RetrievedFinding
@@ -32,12 +37,23 @@ _HEADER = [
     "",
 ]
 
+_REJECTED_HEADER = [
+    "",
+    "### Rejected by the team",
+    "",
+    "The team reacted with more thumbs-down than thumbs-up to these earlier findings: they are not precedent. "
+    "Do not raise the same concern again unless this diff gives clear new evidence that it is a real defect, "
+    "and never cite them as a prior pattern.",
+    "",
+]
+
 
 def build_retrieval_context(
     results: Sequence[object],
     labels: Sequence[str] | None = None,
     max_context_chars: int | float = DEFAULT_MAX_CONTEXT_CHARS,
     ambiguity: object | None = None,
+    feedback: Sequence[FeedbackTally | None] | None = None,
 ) -> RetrievalContext | None:
     """Turn the learning pipeline's final results (``RerankedResult``: ``.record``, ``.adjusted_distance``)
     and its optional per-result confidence labels into the prompt's retrieval input (§1 step 32.8).
@@ -50,6 +66,8 @@ def build_retrieval_context(
         return None
     if labels is not None and len(labels) != len(results):
         raise ValueError(f"{len(labels)} confidence labels for {len(results)} retrieval results")
+    if feedback is not None and len(feedback) != len(results):
+        raise ValueError(f"{len(feedback)} feedback tallies for {len(results)} retrieval results")
     findings = []
     for index, result in enumerate(results):
         record = getattr(result, "record", None)
@@ -66,6 +84,7 @@ def build_retrieval_context(
                     "distance": getattr(result, "adjusted_distance", getattr(result, "distance", 0.0)),
                     "source_repo": getattr(result, "source_repo", None),
                     "confidence": labels[index] if labels is not None else None,
+                    "feedback": feedback[index] if feedback is not None else None,
                 }
             )
         )
@@ -95,6 +114,8 @@ def format_retrieved_finding(finding: RetrievedFinding) -> str:
     ]
     if finding.confidence is not None:
         details.append(f"confidence: {finding.confidence}")
+    if finding.feedback is not None and not finding.feedback.empty:
+        details.append(f"team feedback: {finding.feedback.describe()}")
     return f"- [{finding.severity}/{finding.category}] {finding.finding_text} ({', '.join(details)})"
 
 
@@ -105,14 +126,23 @@ def build_retrieval_context_section(retrieval: RetrievalContext | None) -> str:
     budget = retrieval.max_context_chars
     note = ambiguity_note(retrieval.ambiguity)
     header = _HEADER if note is None else [*_HEADER[:-1], note, _HEADER[-1]]
-    text = "\n".join(header)
-    entries = 0
+    precedent: list[str] = []
+    rejected: list[str] = []
+    text = ""
     for finding in retrieval.findings:
-        candidate = text + format_retrieved_finding(finding) + "\n"
-        if utf16_len(candidate.rstrip("\n")) > budget:
+        group = rejected if finding.feedback is not None and finding.feedback.rejected else precedent
+        group.append(format_retrieved_finding(finding))
+        candidate = _assemble(header, precedent, rejected)
+        if utf16_len(candidate) > budget:
+            group.pop()
             break
         text = candidate
-        entries += 1
-    if entries == 0:
-        return ""
+    return text
+
+
+def _assemble(header: list[str], precedent: list[str], rejected: list[str]) -> str:
+    text = "\n".join(header) + "".join(f"{entry}\n" for entry in precedent)
+    if rejected:
+        sub = _REJECTED_HEADER if precedent else _REJECTED_HEADER[1:]
+        text += "\n".join(sub) + "".join(f"{entry}\n" for entry in rejected)
     return text.rstrip("\n")
