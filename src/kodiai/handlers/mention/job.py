@@ -1,6 +1,6 @@
 """Phase B of a mention (spec/exec.md §3.4–§3.15): the queued job, as a list of named stages.
 
-    workspace → config gates → write-intent gates → turn limit → 👀 → context + finding → prompt
+    workspace → config gates → [memory command: forget / remember, then stop] → write-intent gates → turn limit → 👀 → context + finding → prompt
     → execute → bookkeeping → write-mode publishing | non-write endings
 
 Gated-out requests stop silently (config gates) or with a trusted-code reply (write gates, turn limit),
@@ -18,6 +18,7 @@ from typing import Any
 from kodiai.config import RepoConfig
 from kodiai.execution.mention.context import MentionContextLimits, build_mention_context
 from kodiai.execution.mention.finding import FindingLookup, ReviewFinding, lookup_reply_finding
+from kodiai.execution.mention.governance import parse_memory_command
 from kodiai.execution.mention.intent import (
     CONFIG_SKIP_MESSAGES,
     WriteIntent,
@@ -59,6 +60,7 @@ from kodiai.github.rest import GitHubRest
 from kodiai.github.workspace import Workspace
 from kodiai.handlers.fail_open import fail_open
 from kodiai.handlers.mention.deps import MentionDeps
+from kodiai.handlers.mention.governance import MemoryGovernance
 from kodiai.handlers.mention.publish import WritePublisher, WriteTarget, find_existing_pr
 from kodiai.handlers.workspace import clone_for_pull_request, load_workspace_config
 from kodiai.jobs.mention_state import rate_limit_retry_seconds
@@ -142,6 +144,11 @@ class MentionJob:
             config = await load_workspace_config(workspace, self.log)
             question = self.pass_config_gates(config)
             if question is None:
+                return self.outcome
+            command = parse_memory_command(question)
+            if command is not None:
+                governance = MemoryGovernance(self.deps.review, self.rest, self.surface, self.reply, self.log)
+                self.outcome = await governance.run(command)
                 return self.outcome
             plan = self.write_plan(config, question)
             if not await self.pass_write_gates(config, plan):
