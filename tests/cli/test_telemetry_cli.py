@@ -369,3 +369,87 @@ def test_repo_is_required_for_knowledge_reports(tmp_path: Path, cmd: str) -> Non
     result = _invoke("telemetry", cmd, "--db", str(_knowledge_db(tmp_path)))
     assert result.exit_code == 1
     assert result.stderr.startswith("--repo is required") and "Usage: kodiai telemetry" in result.stderr
+
+
+def _feedback_telemetry(tmp_path: Path) -> Path:
+    """A new telemetry DB (every migration) with retrievals that recorded feedback and older-style rows that
+    did not (NULL feedback columns, as rows written before migration 0101)."""
+    path = tmp_path / "telemetry.db"
+    store = TelemetryStore(path)
+    rows = [
+        ("acme/api", 3, {"feedback_positive": 1, "feedback_negative": 2, "feedback_rejected": 1}),
+        ("acme/api", 2, {"feedback_positive": 0, "feedback_negative": 1, "feedback_rejected": 1}),
+        ("acme/api", 4, {"feedback_positive": 2, "feedback_negative": 0, "feedback_rejected": 0}),
+        ("acme/api", 5, {}),
+        ("acme/web", 1, {}),
+        ("acme/web", 0, {}),
+    ]
+    for i, (repo, count, feedback) in enumerate(rows):
+        store.record_retrieval_quality(
+            RetrievalQualityRecord(
+                delivery_id=f"fb-{i}",
+                repo=repo,
+                pr_number=i,
+                event_type="pull_request.opened",
+                result_count=count,
+                threshold_method="adaptive",
+                **feedback,
+            )
+        )
+    store.close()
+    return path
+
+
+def test_retrieval_report_feedback_sums_per_repo(tmp_path: Path) -> None:
+    db = _feedback_telemetry(tmp_path)
+    result = _invoke("telemetry", "retrieval", "--db", str(db), "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["has_feedback"] is True
+    fields = (
+        "feedback_positive",
+        "feedback_negative",
+        "feedback_rejected",
+        "feedback_rows",
+        "feedback_unknown_rows",
+    )
+    by_repo = {g["key"]: tuple(g[f] for f in fields) for g in report["by_repo"]}
+    assert by_repo == {"acme/api": (3, 3, 2, 3, 1), "acme/web": (None, None, None, 0, 2)}
+    assert tuple(report["overall"][f] for f in fields) == (3, 3, 2, 3, 3)
+    # independent SQL over the rows that recorded feedback
+    assert _q(
+        db,
+        "SELECT SUM(feedback_positive), SUM(feedback_negative), SUM(feedback_rejected) FROM retrieval_quality "
+        "WHERE repo = 'acme/api'",
+    )[0] == (3, 3, 2)
+    # the existing fields are unchanged
+    api = next(g for g in report["by_repo"] if g["key"] == "acme/api")
+    assert (api["rows"], api["total_results"], api["zero_result_rows"]) == (4, 14, 0)
+    assert api["extra"]["feedback_negative"] == 3.0
+    text = _invoke("telemetry", "retrieval", "--db", str(db)).stdout
+    assert "Feedback carried by retrieved memories, by repository" in text
+    assert "│ (all)    │      15 │           3 │           3 │                 2 │        3 of 6 │" in text
+    assert "│ acme/api │      14 │           3 │           3 │                 2 │        1 of 4 │" in text
+    assert "│ acme/web │       1 │           ? │           ? │                 ? │        2 of 2 │" in text
+    assert "their feedback is unknown, not counted" in text
+    assert "feedback_positive" not in text  # not repeated in the generic added-columns tables
+    only_web = json.loads(
+        _invoke("telemetry", "retrieval", "--db", str(db), "--repo", "acme/web", "--json").stdout
+    )
+    assert (
+        only_web["overall"]["feedback_positive"] is None and only_web["overall"]["feedback_unknown_rows"] == 2
+    )
+
+
+def test_retrieval_feedback_on_upgraded_and_original_files(migrated_telemetry: Path, tmp_path: Path) -> None:
+    """Rows the original wrote have no feedback: unknown, not zero; a file without the columns says so."""
+    report = json.loads(_invoke("telemetry", "retrieval", "--db", str(migrated_telemetry), "--json").stdout)
+    assert report["has_feedback"] is True
+    assert report["overall"]["feedback_positive"] is None
+    assert report["overall"]["feedback_unknown_rows"] == report["overall"]["rows"] == 30
+    (tmp_path / "original").mkdir()
+    original = copy_fixture_db("telemetry", tmp_path / "original")
+    old = json.loads(_invoke("telemetry", "retrieval", "--db", str(original), "--json").stdout)
+    assert old["has_feedback"] is False and old["overall"]["feedback_unknown_rows"] == old["overall"]["rows"]
+    text = _invoke("telemetry", "retrieval", "--db", str(original)).stdout
+    assert "predates the feedback columns" in text and "Feedback carried" not in text

@@ -1,13 +1,17 @@
-"""`kodiai memory ...`: operate the learned-memory store (import, search, stats, purge-stale, retire).
+"""`kodiai memory ...`: operate the learned-memory store (import, search, list, stats, purge-stale, retire).
 
 The store is the LanceDB URI in ``--uri`` (``LEARNING_MEMORY_URI``, default ``./data/kodiai-memory.lance``);
 the embedder is ``--provider`` (``EMBEDDING_PROVIDER``: auto, voyage, local, none; auto = Voyage when
 ``VOYAGE_API_KEY`` is set, else the local MiniLM model). Each provider has its own table (by vector size).
+``list`` and ``stats`` read provenance from the knowledge DB (``--knowledge-db`` > ``KNOWLEDGE_DB_PATH`` >
+``./data/kodiai-knowledge.db``), read-only.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import sqlite3
 from pathlib import Path
 from typing import Annotated
 
@@ -25,10 +29,15 @@ from kodiai.learning.isolation import IsolationLayer
 from kodiai.learning.memory_schema import InvalidNameError, validate_repo
 from kodiai.learning.memory_store import LanceMemoryStore
 from kodiai.learning.pipeline import RetrievalOutcome, retrieve_context
+from kodiai.learning.provenance import HistoryEvent, MemoryProvenance, assemble, load_facts, retired_by_repo
+from kodiai.learning.provenance_sources import ReadOnlyKnowledge, open_existing_store
 from kodiai.learning.setup import finding_memory_text, memory_record_fields, open_store_for_provider
 from kodiai.learning.types import LearningMemoryRecord
+from kodiai.storage.db_path import resolve_knowledge_db_path
 
-app = typer.Typer(help="Learned memory: import, search, stats, purge-stale, retire.", no_args_is_help=True)
+app = typer.Typer(
+    help="Learned memory: import, search, list, stats, purge-stale, retire.", no_args_is_help=True
+)
 
 DEFAULT_URI = "./data/kodiai-memory.lance"
 IMPORT_BATCH = 256
@@ -41,6 +50,16 @@ ProviderOpt = Annotated[
 VoyageKeyOpt = Annotated[
     str | None, typer.Option("--voyage-api-key", envvar="VOYAGE_API_KEY", hidden=True, show_default=False)
 ]
+KnowledgeDbOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--knowledge-db",
+        help="Knowledge DB for provenance, opened read-only (default: KNOWLEDGE_DB_PATH, "
+        "else ./data/kodiai-knowledge.db; a missing default is skipped with a note).",
+        show_default=False,
+    ),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 
 
 def _console() -> Console:
@@ -233,7 +252,7 @@ def search(
             help="maxgap (the original's) or headgap; default: the embedding model's calibration profile.",
         ),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Run the whole retrieval chain and print every stage."""
     try:
@@ -268,30 +287,82 @@ def search(
     _print_search(_console(), out, adaptive, threshold)
 
 
+def _knowledge(db: str | None) -> tuple[ReadOnlyKnowledge | None, str | None]:
+    """The knowledge DB read-only, or ``(None, note)`` when the default path has no file. A path given
+    with ``--knowledge-db`` or ``KNOWLEDGE_DB_PATH`` that does not exist is an error: never created."""
+    path, source = resolve_knowledge_db_path(db, os.environ)
+    if not Path(path).is_file():
+        if source == "default":
+            return None, (
+                f"Note: no knowledge DB at {path} (the default): provenance (PR, comment URL, reactions, "
+                "who added or retired) is not shown; use --knowledge-db or KNOWLEDGE_DB_PATH."
+            )
+        via = "--knowledge-db" if source == "arg" else "KNOWLEDGE_DB_PATH"
+        raise _fail(f"no knowledge DB found at {path} (resolved via {via}); nothing was created")
+    try:
+        knowledge = ReadOnlyKnowledge(path)
+    except sqlite3.Error as exc:
+        raise _fail(f"cannot read the knowledge DB at {path}: {exc}") from exc
+    missing = knowledge.missing
+    note = (
+        f"Note: the knowledge DB at {path} lacks {', '.join(missing)}: run `kodiai db upgrade`."
+        if missing
+        else None
+    )
+    return knowledge, note
+
+
+def _note(note: str | None) -> None:
+    """Notes go to stderr so ``--json`` output stays parseable."""
+    if note:
+        typer.echo(note, err=True)
+
+
 @app.command("stats")
 def stats(
     uri: UriOpt = DEFAULT_URI,
     provider_name: ProviderOpt = "auto",
     voyage_api_key: VoyageKeyOpt = None,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    knowledge_db: KnowledgeDbOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
-    """Counts per repo and per embedding model."""
+    """Counts per repo (with outcomes, and retired findings from the knowledge DB) and per embedding model."""
     provider = _provider(provider_name, voyage_api_key)
     store = _store(uri, provider, mark_stale=False)
     s = store.stats()
+    knowledge, note = _knowledge(knowledge_db)
+    retired: dict[str, int] | None = None
+    if knowledge is not None:
+        try:
+            retired = retired_by_repo(knowledge.list_memory_governance())
+        finally:
+            knowledge.close()
+    _note(note)
     if as_json:
-        typer.echo(json.dumps(s.model_dump(), indent=2))
+        out = {
+            **s.model_dump(),
+            "retired_by_repo": retired,
+            "knowledge_db": knowledge.path if knowledge else None,
+        }
+        typer.echo(json.dumps(out, indent=2))
         return
     console = _console()
     console.print(
         f"Learned memory at {uri}: {s.total} memories ({s.stale} stale), {s.dimensions} dims, "
         f"ANN index: {'yes' if s.indexed else 'no (exact search)'}"
     )
-    repos = Table(title="By repository")
-    repos.add_column("repo")
-    repos.add_column("memories", justify="right")
-    for name, count in s.by_repo.items():
-        repos.add_row(name, str(count))
+    outcomes = ("accepted", "suppressed", "thumbs_up", "thumbs_down")
+    repos = Table(title="By repository (outcomes of live memories; retired: findings forgotten from GitHub)")
+    for column in ("repo", "memories", *outcomes, "retired"):
+        repos.add_column(column, justify="left" if column == "repo" else "right")
+    for name in [*s.by_repo, *sorted(set(retired or {}) - set(s.by_repo))]:
+        counts = s.by_repo_outcome.get(name, {})
+        repos.add_row(
+            name,
+            str(s.by_repo.get(name, 0)),
+            *(str(counts.get(o, 0)) for o in outcomes),
+            "-" if retired is None else str(retired.get(name, 0)),
+        )
     console.print(repos)
     models = Table(title="By embedding model")
     models.add_column("model")
@@ -299,6 +370,111 @@ def stats(
     for name, count in s.by_model.items():
         models.add_row(name, str(count))
     console.print(models)
+
+
+_REACTIONS = {"+1": "👍", "-1": "👎"}
+
+
+def _event_line(e: HistoryEvent) -> str:
+    at = e.at or "(time unknown)"
+    if e.kind == "outcome":
+        return f"{at}  memory #{e.memory_id} {e.outcome}"
+    if e.kind == "reaction":
+        return f"{at}  {_REACTIONS.get(e.reaction or '', e.reaction)} by {e.actor}"
+    if e.kind == "remembered":
+        return f"{at}  remembered by {e.actor}" + (f" ({e.comment_url})" if e.comment_url else "")
+    return f"{at}  retired by {e.actor} ({e.removed} row(s) removed)" + (
+        f" ({e.comment_url})" if e.comment_url else ""
+    )
+
+
+def _entry_lines(e: MemoryProvenance) -> list[str]:
+    ids = ", ".join(f"#{i}" for i in e.memory_ids) or "-"
+    head = f"memory {ids} · {e.repo} · {e.status}"
+    lines = [head + (f" · {', '.join(e.outcomes)}" if e.outcomes else "")]
+    where = f" on PR #{e.pr_number}" if e.pr_number is not None else ""
+    if e.finding_id is not None:
+        lines.append(f"  finding {e.finding_id}{where}" + (f"  {e.comment_url}" if e.comment_url else ""))
+    elif e.added_by is not None:
+        lines.append(
+            f"  added by {e.added_by} at {e.added_at}{where}"
+            + (f"  {e.comment_url}" if e.comment_url else "")
+        )
+    else:
+        lines.append("  added by hand (no provenance recorded)")
+    kind = "/".join(x for x in (e.severity, e.category) if x)
+    text = (
+        (f"[{kind}] " if kind else "") + (f"{e.file_path}: " if e.file_path else "") + (e.finding_text or "")
+    )
+    lines.append(f"  {text}")
+    feedback = f" · 👍 {e.thumbs_up} 👎 {e.thumbs_down}" if e.thumbs_up or e.thumbs_down else ""
+    lines.append(f"  created {e.created_at or '(unknown)'}{feedback}")
+    if e.retired_by is not None:
+        lines.append(f"  retired by {e.retired_by} at {e.retired_at} ({e.removed} row(s) removed)")
+    if e.history:
+        lines.append("  history:")
+        lines.extend(f"    {_event_line(h)}" for h in e.history)
+    return lines
+
+
+@app.command("list")
+def list_memories(
+    repo: Annotated[str | None, typer.Option("--repo", help="Only this repository (owner/name).")] = None,
+    uri: UriOpt = DEFAULT_URI,
+    provider_name: ProviderOpt = "auto",
+    voyage_api_key: VoyageKeyOpt = None,
+    knowledge_db: KnowledgeDbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Every memory with its provenance: repo, PR, comment URL, outcome history, who added or retired it."""
+    if repo is not None:
+        try:
+            validate_repo(repo)
+        except InvalidNameError as exc:
+            raise _fail(str(exc)) from exc
+    provider = _provider(provider_name, voyage_api_key)
+    if provider.dimensions <= 0:
+        raise _fail("the 'none' embedding provider has no memory store; choose --provider local or voyage")
+    try:
+        store = open_existing_store(uri, provider)
+    except (ValueError, OSError) as exc:
+        raise _fail(str(exc)) from exc
+    records = store.list_records(repo) if store is not None else []
+    knowledge, note = _knowledge(knowledge_db)
+    try:
+        facts = load_facts(knowledge, records, repo) if knowledge is not None else None
+    finally:
+        if knowledge is not None:
+            knowledge.close()
+    entries = assemble(records, facts)
+    notes = [n for n in (note,) if n]
+    if store is None:
+        notes.append(f"Note: {uri} has no memory table for {provider.model} ({provider.dimensions} dims).")
+    for n in notes:
+        _note(n)
+    if as_json:
+        out = {
+            "uri": uri,
+            "model": provider.model,
+            "knowledge_db": knowledge.path if knowledge is not None else None,
+            "notes": notes,
+            "entries": [e.model_dump() for e in entries],
+        }
+        typer.echo(json.dumps(out, indent=2, ensure_ascii=False))
+        return
+    counts = ", ".join(
+        f"{sum(1 for e in entries if e.status == s)} {s}"
+        for s in ("live", "stale", "retired", "absent")
+        if any(e.status == s for e in entries)
+    )
+    # Plain lines, not rich: URLs and finding texts must not be wrapped or read as markup.
+    typer.echo(
+        f"Learned memory at {uri} ({provider.model}); knowledge DB: "
+        f"{knowledge.path if knowledge is not None else 'none'}. {len(entries)} entries"
+        + (f" ({counts})" if counts else "")
+    )
+    for entry in entries:
+        typer.echo("\n" + "\n".join(_entry_lines(entry)))
 
 
 @app.command("purge-stale")

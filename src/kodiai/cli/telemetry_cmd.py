@@ -322,6 +322,33 @@ def _extra_table(title: str, key_name: str, groups: list[tr.RetrievalGroup], ext
     return table
 
 
+def _count(value: int | None) -> str:
+    return "?" if value is None else str(value)
+
+
+def _feedback_table(groups: list[tuple[str, tr.RetrievalGroup]]) -> Table:
+    """Per repo: how many retrieved memories carried human feedback (the learning loop at work)."""
+    table = Table(title="Feedback carried by retrieved memories, by repository")
+    for name in ("Repo", "Results", "👍 positive", "👎 negative", "Rejected (net 👎)", "Rows unknown*"):
+        table.add_column(name, justify="left" if name == "Repo" else "right")
+    for label, g in groups:
+        table.add_row(
+            label,
+            str(g.total_results),
+            _count(g.feedback_positive),
+            _count(g.feedback_negative),
+            _count(g.feedback_rejected),
+            f"{g.feedback_unknown_rows} of {g.rows}",
+        )
+    return table
+
+
+FEEDBACK_FOOTNOTE = (
+    "* rows written before the feedback columns existed (NULL): their feedback is unknown, not counted.\n"
+    "  '?' = no row of the repo recorded feedback."
+)
+
+
 @app.command()
 def retrieval(
     since: Annotated[str | None, typer.Option("--since", help="Nd (e.g. 7d) or YYYY-MM-DD[ HH:MM].")] = None,
@@ -330,7 +357,8 @@ def retrieval(
     as_json: JsonOpt = False,
     db: TelemetryDbOpt = DEFAULT_TELEMETRY_DB_PATH,
 ) -> None:
-    """Retrieval quality: rows, result counts, distance, language match, by threshold method / repo / time."""
+    """Retrieval quality: rows, result counts, distance, language match, by threshold method / repo / time;
+    and per repo, how many retrieved memories carried positive, negative or net-negative human feedback."""
     if by not in ("day", "week"):
         raise _fail(f"--by must be day or week, got {by!r}")
     bucket: Literal["day", "week"] = "day" if by == "day" else "week"
@@ -359,7 +387,14 @@ def retrieval(
         ("By repository", "Repo", report.by_repo),
         (f"By {bucket}", bucket.capitalize(), report.by_period),
     ]
+    extra = [c for c in report.extra_columns if c not in tr.FEEDBACK_COLUMNS]  # they get their own table
     for title, key_name, groups in sections:
         out.print(_retrieval_table(title, key_name, groups))
-        if report.extra_columns:
-            out.print(_extra_table(title, key_name, groups, report.extra_columns))
+        if extra:
+            out.print(_extra_table(title, key_name, groups, extra))
+    if not report.has_feedback:
+        out.print("Note: this database predates the feedback columns; run `kodiai db upgrade`.")
+        return
+    rows = [("(all)", report.overall), *((g.key or "(not recorded)", g) for g in report.by_repo)]
+    out.print(_feedback_table(rows))
+    out.print(FEEDBACK_FOOTNOTE)

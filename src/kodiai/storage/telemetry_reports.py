@@ -3,14 +3,17 @@
 Pure SQL over a (read-only) connection; the CLI renders. Works on a file the original created whether or
 not it has been upgraded: a column the file lacks (``threshold_method`` before the upgrade) reads as NULL,
 and numeric columns that later additive migrations add to ``retrieval_quality`` are summed automatically.
+The feedback columns (migration ``0101_retrieval_feedback``) also get their own fields, which keep rows
+written before them apart as "unknown" instead of counting them as zero.
 """
 
 from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel
 
@@ -28,6 +31,8 @@ RETRIEVAL_BASE_COLUMNS = (
     "language_match_ratio",
     "threshold_method",
 )
+
+FEEDBACK_COLUMNS = ("feedback_positive", "feedback_negative", "feedback_rejected")
 
 _DAYS = re.compile(r"^(\d+)d$")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -156,6 +161,17 @@ class RetrievalGroup(BaseModel):
     avg_distance_threshold: float | None
     extra: dict[str, float] = {}
     extra_avg: dict[str, float | None] = {}
+    feedback_positive: int | None = None
+    """Retrieved memories (final results) whose finding had at least one human 👍, summed over the rows that
+    recorded feedback; None when no row of the group did."""
+    feedback_negative: int | None = None
+    """… at least one human 👎."""
+    feedback_rejected: int | None = None
+    """… net-negative feedback (shown to the model as a finding not to repeat)."""
+    feedback_rows: int = 0
+    """Rows that recorded feedback counts."""
+    feedback_unknown_rows: int = 0
+    """Rows with NULL feedback columns (written before migration 0101, or by an older server): unknown, not 0."""
 
 
 class RetrievalReport(BaseModel):
@@ -164,6 +180,8 @@ class RetrievalReport(BaseModel):
     bucket: Literal["day", "week"]
     extra_columns: list[str]
     has_threshold_method: bool
+    has_feedback: bool = False
+    """Whether the file has the feedback columns (``kodiai db upgrade`` adds them)."""
     overall: RetrievalGroup
     by_threshold_method: list[RetrievalGroup]
     by_repo: list[RetrievalGroup]
@@ -182,32 +200,70 @@ def _numeric_extra_columns(conn: sqlite3.Connection) -> tuple[list[str], set[str
     return extra, names
 
 
+_FEEDBACK_KNOWN = " OR ".join(f"{c} IS NOT NULL" for c in FEEDBACK_COLUMNS)
+_FEEDBACK_SQL = f", SUM(CASE WHEN {_FEEDBACK_KNOWN} THEN 1 ELSE 0 END)" + "".join(
+    f", SUM({c})" for c in FEEDBACK_COLUMNS
+)
+
+
+class _Feedback(NamedTuple):
+    positive: int | None
+    negative: int | None
+    rejected: int | None
+    recorded: int
+
+
+def _feedback(row: Sequence[Any], start: int | None) -> _Feedback:
+    """The group's feedback counts from ``row[start:]``; sums stay None when no row recorded feedback (a
+    faked 0 would read as "no retrieved memory carried feedback"). ``start`` None: the file lacks them."""
+    if start is None or not row[start]:
+        return _Feedback(None, None, None, 0)
+    positive, negative, rejected = (int(v or 0) for v in row[start + 1 : start + 4])
+    return _Feedback(positive, negative, rejected, int(row[start]))
+
+
 def _groups(
-    conn: sqlite3.Connection, key_sql: str, where: str, params: tuple[object, ...], extra: list[str]
+    conn: sqlite3.Connection,
+    key_sql: str,
+    where: str,
+    params: tuple[object, ...],
+    extra: list[str],
+    has_feedback: bool = False,
 ) -> list[RetrievalGroup]:
     extra_sql = "".join(f', COALESCE(SUM("{c}"), 0), AVG("{c}")' for c in extra)
+    feedback_sql = _FEEDBACK_SQL if has_feedback else ""
     rows = conn.execute(
         f"SELECT {key_sql} AS k, COUNT(*), COALESCE(SUM(result_count), 0), AVG(result_count), "
         "SUM(CASE WHEN result_count = 0 THEN 1 ELSE 0 END), AVG(avg_distance), AVG(language_match_ratio), "
-        f"AVG(top_k), AVG(distance_threshold){extra_sql} FROM retrieval_quality{where} GROUP BY k ORDER BY k",
+        f"AVG(top_k), AVG(distance_threshold){extra_sql}{feedback_sql} FROM retrieval_quality{where} "
+        "GROUP BY k ORDER BY k",
         params,
     ).fetchall()
-    return [
-        RetrievalGroup(
-            key=None if r[0] is None else str(r[0]),
-            rows=int(r[1]),
-            total_results=int(r[2]),
-            avg_result_count=float(r[3] or 0.0),
-            zero_result_rows=int(r[4] or 0),
-            avg_distance=r[5],
-            avg_language_match_ratio=r[6],
-            avg_top_k=r[7],
-            avg_distance_threshold=r[8],
-            extra={c: float(v) for c, v in zip(extra, r[9::2], strict=True)},
-            extra_avg={c: v for c, v in zip(extra, r[10::2], strict=True)},
+    end = 9 + 2 * len(extra)
+    groups: list[RetrievalGroup] = []
+    for r in rows:
+        fb = _feedback(r, end if has_feedback else None)
+        groups.append(
+            RetrievalGroup(
+                key=None if r[0] is None else str(r[0]),
+                rows=int(r[1]),
+                total_results=int(r[2]),
+                avg_result_count=float(r[3] or 0.0),
+                zero_result_rows=int(r[4] or 0),
+                avg_distance=r[5],
+                avg_language_match_ratio=r[6],
+                avg_top_k=r[7],
+                avg_distance_threshold=r[8],
+                extra={c: float(v) for c, v in zip(extra, r[9:end:2], strict=True)},
+                extra_avg={c: v for c, v in zip(extra, r[10:end:2], strict=True)},
+                feedback_positive=fb.positive,
+                feedback_negative=fb.negative,
+                feedback_rejected=fb.rejected,
+                feedback_rows=fb.recorded,
+                feedback_unknown_rows=int(r[1]) - fb.recorded,
+            )
         )
-        for r in rows
-    ]
+    return groups
 
 
 def retrieval_report(
@@ -216,14 +272,16 @@ def retrieval_report(
     repo: str | None = None,
     bucket: Literal["day", "week"] = "day",
 ) -> RetrievalReport:
-    """Rows, result counts, average distance, language-match ratio, split by threshold method, per repo and
-    per day or per week (``YYYY-Www``: SQLite's ``%W``, weeks starting on Monday, week 00 before the first)."""
+    """Rows, result counts, average distance, language-match ratio and the feedback the results carried,
+    split by threshold method, per repo and per day or per week (``YYYY-Www``: SQLite's ``%W``, weeks
+    starting on Monday, week 00 before the first)."""
     extra, names = _numeric_extra_columns(conn)
     where, params = _where(since, repo)
     has_method = "threshold_method" in names
     method_sql = "threshold_method" if has_method else "NULL"
     period_sql = "date(created_at)" if bucket == "day" else "strftime('%Y-W%W', created_at)"
-    overall = _groups(conn, "'all'", where, params, extra)
+    fb = all(c in names for c in FEEDBACK_COLUMNS)
+    overall = _groups(conn, "'all'", where, params, extra, fb)
     empty = RetrievalGroup(
         key="all",
         rows=0,
@@ -243,8 +301,9 @@ def retrieval_report(
         bucket=bucket,
         extra_columns=extra,
         has_threshold_method=has_method,
+        has_feedback=fb,
         overall=overall[0] if overall else empty,
-        by_threshold_method=_groups(conn, method_sql, where, params, extra),
-        by_repo=_groups(conn, "repo", where, params, extra),
-        by_period=_groups(conn, period_sql, where, params, extra),
+        by_threshold_method=_groups(conn, method_sql, where, params, extra, fb),
+        by_repo=_groups(conn, "repo", where, params, extra, fb),
+        by_period=_groups(conn, period_sql, where, params, extra, fb),
     )
