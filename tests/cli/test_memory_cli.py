@@ -231,7 +231,11 @@ def test_purge_stale_removes_other_models(runner: CliRunner, template: Path, tmp
     assert open_memory_store(str(uri), dimensions=384, table_name=memory_table_name(384)).count() == 4
 
 
-def test_retire_removes_one_memory(runner: CliRunner, template: Path, tmp_path: Path) -> None:
+def test_retire_removes_one_memory(
+    runner: CliRunner, template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # no knowledge DB at the default path: the retirement is only noted
+    monkeypatch.delenv("KNOWLEDGE_DB_PATH", raising=False)
     uri = tmp_path / "m.lance"
     imported(template, uri)
     result = runner.invoke(app, ["memory", "retire", "--repo", "acme/api", "--finding", "2", *base(uri)])
@@ -240,5 +244,36 @@ def test_retire_removes_one_memory(runner: CliRunner, template: Path, tmp_path: 
     assert store.count("acme/api") == 2
     probe = np.asarray(LocalEmbeddingProvider().generate("SQL injection in raw query builder", "query"))
     assert 2 not in {h.memory_id for h in store.retrieve_memories(probe, "acme/api", 5)}
+    assert "the retirement is not recorded" in result.output
     missing = runner.invoke(app, ["memory", "retire", "--repo", "acme/api", "--finding", "2", *base(uri)])
     assert missing.exit_code == 1 and "no memory for finding 2" in missing.output
+
+
+def test_retire_is_recorded_in_the_governance_log(runner: CliRunner, template: Path, tmp_path: Path) -> None:
+    from kodiai.storage.knowledge import KnowledgeStore
+
+    uri = tmp_path / "m.lance"
+    imported(template, uri)
+    db = tmp_path / "knowledge.db"
+    KnowledgeStore(db).close()
+    args = [
+        "memory",
+        "retire",
+        "--repo",
+        "acme/api",
+        "--finding",
+        "2",
+        "--actor",
+        "ops",
+        "--knowledge-db",
+        str(db),
+    ]
+    result = runner.invoke(app, [*args, *base(uri)])
+    assert result.exit_code == 0, result.output
+    store = KnowledgeStore(db)
+    try:
+        [entry] = store.list_memory_governance("acme/api")
+        assert (entry.action, entry.actor, entry.finding_id, entry.removed) == ("forget", "cli:ops", 2, 1)
+        assert store.retired_findings("acme/api") == {2}
+    finally:
+        store.close()

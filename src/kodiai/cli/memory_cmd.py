@@ -498,11 +498,26 @@ def retire(
     repo: Annotated[str, typer.Option("--repo", help="Repository (owner/name).")],
     finding: Annotated[int, typer.Option("--finding", help="The finding id (GitHub review comment id).")],
     outcome: Annotated[str | None, typer.Option("--outcome", help="Only this outcome.")] = None,
+    actor: Annotated[
+        str | None,
+        typer.Option(
+            "--actor", help="Who asked (recorded as cli:<actor>; default: $USER).", show_default=False
+        ),
+    ] = None,
     uri: UriOpt = DEFAULT_URI,
     provider_name: ProviderOpt = "auto",
     voyage_api_key: VoyageKeyOpt = None,
+    knowledge_db: Annotated[
+        str | None,
+        typer.Option(
+            "--knowledge-db",
+            help="Knowledge DB where the retirement is recorded (default: KNOWLEDGE_DB_PATH, else "
+            "./data/kodiai-knowledge.db; skipped with a note when that file does not exist).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
-    """Remove one finding's memory so it is never retrieved again."""
+    """Remove one finding's memory so it is never retrieved again (recorded like `@kodiai forget`)."""
     provider = _provider(provider_name, voyage_api_key)
     store = _store(uri, provider, mark_stale=False)
     try:
@@ -512,3 +527,30 @@ def retire(
     if removed == 0:
         raise _fail(f"no memory for finding {finding} in {repo}")
     _console().print(f"Retired {removed} memory(ies) of finding {finding} in {repo}.")
+    if outcome is None:
+        _record_cli_forget(
+            knowledge_db, repo, finding, removed, actor or os.environ.get("USER") or "operator"
+        )
+
+
+def _record_cli_forget(db: str | None, repo: str, finding: int, removed: int, actor: str) -> None:
+    """A whole-finding retirement joins the governance log, so `memory list` shows who retired it and
+    feedback sync never writes it back."""
+    from kodiai.storage.knowledge import KnowledgeStore
+    from kodiai.storage.knowledge_models import MemoryGovernanceRecord
+
+    path, source = resolve_knowledge_db_path(db, os.environ)
+    if not Path(path).is_file():
+        if source != "default":
+            raise _fail(f"no knowledge DB found at {path}; the memory was retired but not recorded")
+        typer.echo(f"Note: no knowledge DB at {path}; the retirement is not recorded.", err=True)
+        return
+    store = KnowledgeStore(path)
+    try:
+        store.record_memory_governance(
+            MemoryGovernanceRecord(
+                repo=repo, action="forget", actor=f"cli:{actor}", finding_id=finding, removed=removed
+            )
+        )
+    finally:
+        store.close()
