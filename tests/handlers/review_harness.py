@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ from kodiai.execution.types import ExecutionContext, ExecutionResult
 from kodiai.github.app_auth import GitHubApp
 from kodiai.github.retry import GitHubRetry
 from kodiai.github.workspace import WorkspaceManager
-from kodiai.handlers import HandlerDeps, LearnedMemory, register_builtin_handlers
+from kodiai.handlers import HandlerDeps, LearnedMemory, review
 from kodiai.jobs.lanes import JobQueue
 from kodiai.jobs.limit import ConcurrencyLimit
 from kodiai.learning.embeddings import normalise
@@ -36,7 +36,7 @@ from kodiai.metrics import Metrics
 from kodiai.storage.knowledge import KnowledgeStore
 from kodiai.storage.telemetry import TelemetryStore
 from kodiai.webhook.bot_filter import BotFilter
-from kodiai.webhook.events import build_event
+from kodiai.webhook.events import WebhookEvent, build_event
 from kodiai.webhook.router import DispatchOutcome, EventRouter
 from support.fake_github import FakeGitHub
 from support.fake_github_pr import PrState
@@ -103,14 +103,20 @@ class ReviewHarness:
         fake: FakeGitHub,
         state: PrState,
         *,
-        knowledge: bool = True,
+        knowledge: bool | KnowledgeStore = True,
         telemetry: bool = True,
         memory: bool = True,
         embedder: Any = None,
         bot_allow_list: Sequence[str] = (),
+        handlers: Sequence[Callable[[EventRouter, HandlerDeps], None]] = (review.register,),
         **deps: Any,
     ) -> None:
-        """``deps`` overrides optional :class:`HandlerDeps` fields (``registry``, ``usage_analyzer``)."""
+        """``deps`` overrides optional :class:`HandlerDeps` fields (``registry``, ``usage_analyzer``).
+
+        ``knowledge`` may be a store the test built (e.g. a subclass that fails on purpose). ``handlers``
+        are the registrars put on the router: the review handler alone unless a test asks for more
+        (``kodiai.handlers.BUILTIN`` is what ``kodiai serve`` registers).
+        """
         self.tmp = tmp_path
         self.fake = fake
         self.state = state
@@ -129,7 +135,10 @@ class ReviewHarness:
         self.workspaces = WorkspaceManager(
             token, root=tmp_path / "ws", git_base_url=f"file://{tmp_path / 'git'}"
         )
-        self.knowledge = KnowledgeStore(tmp_path / "knowledge.db") if knowledge else None
+        if isinstance(knowledge, KnowledgeStore):
+            self.knowledge: KnowledgeStore | None = knowledge
+        else:
+            self.knowledge = KnowledgeStore(tmp_path / "knowledge.db") if knowledge else None
         self.telemetry = TelemetryStore(tmp_path / "telemetry.db") if telemetry else None
         self.embedder = embedder or BagOfWordsEmbedder()
         self.memory_store = (
@@ -164,7 +173,8 @@ class ReviewHarness:
             **deps,
         )
         self.router = EventRouter(BotFilter(SLUG, list(bot_allow_list)))
-        register_builtin_handlers(self.router, self.deps)
+        for register in handlers:
+            register(self.router, self.deps)
         self._deliveries = itertools.count(1)
         self.logs: list[dict[str, Any]] = []
 
@@ -287,6 +297,17 @@ class ReviewHarness:
             "pull_request",
             self.payload(pull, action, **extra),
         )
+        return await self._dispatch(event)
+
+    async def deliver_event(
+        self, event_name: str, payload: dict[str, Any], *, delivery: str | None = None
+    ) -> DispatchOutcome:
+        """Dispatch any event with a ready-made payload and wait for its jobs; logs are captured."""
+        return await self._dispatch(
+            build_event(delivery or f"delivery-{next(self._deliveries)}", event_name, payload)
+        )
+
+    async def _dispatch(self, event: WebhookEvent) -> DispatchOutcome:
         with structlog.testing.capture_logs() as captured:
             outcome = await self.router.dispatch(event)
         self.logs.extend(captured)
