@@ -493,3 +493,19 @@ def test_both_handlers_registered_by_default(harness: ReviewHarness) -> None:
         assert keys[key] == ["review", "feedback-sync"]
     assert keys["pull_request.closed"] == ["dep-bump-merge-history"]
     assert "pull_request.synchronize" in keys and "feedback-sync" not in keys["pull_request.synchronize"]
+
+
+def test_dispatch_order_is_review_mention_feedback_sync(harness: ReviewHarness, tmp_path: Path) -> None:
+    """The original's order: an ``@kodiai`` comment is answered before the same event's feedback sync."""
+    from kodiai.jobs.mention_state import MentionState
+
+    state = MentionState.open(tmp_path / "jobs.db")
+    try:
+        router = EventRouter(BotFilter(SLUG, []))
+        register_builtin_handlers(router, harness.deps, state)
+        keys = router.keys()
+        assert keys["issue_comment.created"] == ["mention", "feedback-sync"]
+        assert keys["pull_request_review_comment.created"] == ["mention", "feedback-sync"]
+        assert keys["pull_request.opened"] == ["review", "feedback-sync"]
+    finally:
+        state.close()

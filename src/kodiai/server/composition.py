@@ -11,8 +11,7 @@ from pydantic import SecretStr
 
 from kodiai.execution.executor import ClaudeAgentExecutor, Executor
 from kodiai.execution.options import ModelCredentials
-from kodiai.handlers import HandlerDeps, LearnedMemory, mention, register_builtin_handlers
-from kodiai.handlers.mention import MentionDeps
+from kodiai.handlers import HandlerDeps, LearnedMemory, register_builtin_handlers
 from kodiai.jobs.limit import ConcurrencyLimit, default_review_concurrency
 from kodiai.jobs.mention_state import MentionState
 from kodiai.log import get_logger
@@ -82,12 +81,10 @@ def builtin_registrar(
 
     def register(runtime: Runtime) -> None:
         deps = handler_deps(runtime, settings)
-        register_builtin_handlers(runtime.router, deps)
-        state = MentionState.open(
-            runtime.config.jobs_db_path
-        )  # write keys, rate limit, turns: shared by workers
+        # write keys, rate limit, turns: shared by workers
+        state = MentionState.open(runtime.config.jobs_db_path)
         runtime.closers.append(state.close)
-        mention.register(runtime.router, MentionDeps(review=deps, state=state))
+        register_builtin_handlers(runtime.router, deps, state)
         warm_review_path(deps)
         for extra in extras or []:
             extra(runtime)
