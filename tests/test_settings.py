@@ -237,7 +237,9 @@ def test_secrets_never_appear_in_repr_or_errors(env: pytest.MonkeyPatch) -> None
 
 def test_dotenv_file_is_read_and_real_environment_wins(env: pytest.MonkeyPatch, tmp_path: Path) -> None:
     dotenv = tmp_path / "custom.env"
-    dotenv.write_text("GITHUB_APP_ID=77\nGITHUB_WEBHOOK_SECRET=s\nGITHUB_PRIVATE_KEY=./k.pem\nPORT=4000\n")
+    dotenv.write_text(
+        "GITHUB_APP_ID=77\nGITHUB_WEBHOOK_SECRET=dotenv-webhook-secret\nGITHUB_PRIVATE_KEY=./k.pem\nPORT=4000\n"
+    )
     (tmp_path / "k.pem").write_text(PEM)
     s = Settings.load(env_file=dotenv)
     assert (s.github_app_id, s.port) == ("77", 4000)

@@ -7,6 +7,10 @@ areas increment the counters they are handed, e.g.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import secrets
+
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -19,23 +23,67 @@ from prometheus_client import (
 JOB_DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
 
 
+class InstallationGauge:
+    """A gauge labelled by installation whose label is a keyed hash of the id unless raw ids are allowed.
+
+    Installation ids tie a Kodiai instance to the organisations it serves; ``/metrics`` is often
+    scraped widely, so by default it shows ``HMAC(key, id)`` (12 hex digits, stable for one key) instead.
+    Callers pass the raw id, as to a plain gauge: ``labels(str(id))``, ``remove(str(id))``.
+    """
+
+    def __init__(self, gauge: Gauge, *, raw_ids: bool, key: bytes) -> None:
+        self.gauge = gauge
+        self._raw = raw_ids
+        self._key = key
+
+    def label(self, installation: str) -> str:
+        """The label value shown for ``installation``."""
+        if self._raw:
+            return installation
+        return hmac.new(self._key, installation.encode(), hashlib.sha256).hexdigest()[:12]
+
+    def labels(self, installation: str) -> Gauge:
+        return self.gauge.labels(self.label(installation))
+
+    def remove(self, installation: str) -> None:
+        self.gauge.remove(self.label(installation))
+
+
 class Metrics:
     """Every metric the server exposes at ``GET /metrics``."""
 
-    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+    def __init__(
+        self,
+        registry: CollectorRegistry | None = None,
+        *,
+        raw_installation_ids: bool = False,
+        label_key: bytes | None = None,
+    ) -> None:
+        """``raw_installation_ids``: label by raw installation id (opt-in); otherwise by a hash keyed with
+        ``label_key`` (random per process when not given)."""
         self.registry = registry or CollectorRegistry(auto_describe=True)
         r = self.registry
         self.webhook_deliveries = Counter(
             "kodiai_webhook_deliveries",
             "Webhook deliveries by event name and outcome (accepted, duplicate, filtered, unrouted, "
-            "bad_signature, invalid_json, too_large).",
+            "bad_signature, invalid_json, too_large, busy, body_timeout, trailers).",
             ["event", "outcome"],
             registry=r,
         )
-        self.queue_depth = Gauge(
-            "kodiai_job_queue_depth",
-            "Jobs waiting in each installation's lane.",
-            ["installation"],
+        self.queue_depth = InstallationGauge(
+            Gauge(
+                "kodiai_job_queue_depth",
+                "Jobs waiting in each installation's lane (label: a keyed hash of the installation id "
+                "unless METRICS_INSTALLATION_IDS=true).",
+                ["installation"],
+                registry=r,
+            ),
+            raw_ids=raw_installation_ids,
+            key=label_key or secrets.token_bytes(32),
+        )
+        self.http_request_timeouts = Counter(
+            "kodiai_http_request_timeouts",
+            "Connections closed because a request was not received within HTTP_REQUEST_TIMEOUT_SECONDS.",
             registry=r,
         )
         self.jobs_running = Gauge("kodiai_jobs_running", "Jobs running now, across all lanes.", registry=r)

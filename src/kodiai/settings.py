@@ -36,6 +36,8 @@ DEFAULT_PORT = 3000
 DEFAULT_JOBS_DB_PATH = "./data/kodiai-jobs.db"
 DEFAULT_LEARNING_MEMORY_URI = "./data/kodiai-memory.lance"
 DEFAULT_GITHUB_API_URL = "https://api.github.com"
+#: Shorter webhook secrets are refused at start-up: a short secret can be guessed and then signs anything.
+MIN_WEBHOOK_SECRET_LENGTH = 16
 
 #: The GitHub App settings the webhook server cannot run without.
 GITHUB_APP_SETTINGS = ("GITHUB_APP_ID", "GITHUB_PRIVATE_KEY", "GITHUB_WEBHOOK_SECRET")
@@ -174,6 +176,38 @@ class Settings(BaseSettings):
     review_concurrency: int | None = Field(
         None, ge=1, description="Reviews running at once across installations (default: 2 per CPU, 2–16)."
     )
+    # HTTP limits (issue 15: hostile clients); see kodiai.server.http_limits
+    http_max_header_bytes: int = Field(
+        16 * 1024, ge=1024, le=1024 * 1024, description="Request line + headers, in bytes (else 400)."
+    )
+    http_max_headers: int = Field(100, ge=8, le=10_000, description="Header fields per request (else 431).")
+    http_request_timeout_seconds: float = Field(
+        20,
+        gt=0,
+        description="Deadline to receive a whole request (headers and body); then the connection closes.",
+    )
+    http_keep_alive_seconds: int = Field(5, ge=1, description="Idle keep-alive connections close after this.")
+    http_max_connections: int = Field(
+        1000, ge=1, description="Open connections (or running requests) before new requests get 503."
+    )
+    webhook_body_timeout_seconds: float = Field(
+        10, gt=0, description="Deadline to read a webhook body (GitHub gives up after 10 s); then 408."
+    )
+    webhook_max_inflight_bodies: int = Field(
+        32, ge=1, description="Webhook bodies being read at once; more get 503 without being read."
+    )
+    webhook_inflight_body_bytes: int = Field(
+        128 * 1024 * 1024,
+        ge=25 * 1024 * 1024,
+        description="Bytes of webhook bodies held at once before verification; more get 503.",
+    )
+    # Metrics
+    metrics_token: SecretStr | None = Field(
+        None, description="Bearer token required by GET /metrics (unset: /metrics is open)."
+    )
+    metrics_installation_ids: bool = Field(
+        False, description="Label metrics with raw installation ids (default: a keyed hash of each id)."
+    )
 
     _private_key_pem: str | None = PrivateAttr(None)
 
@@ -188,6 +222,22 @@ class Settings(BaseSettings):
         if not number.is_integer() or not 0 <= number <= 65535:
             raise ValueError(f"expected an integer between 0 and 65535, received {value.strip()}")
         return int(number)
+
+    @field_validator("github_webhook_secret", mode="after")
+    @classmethod
+    def _webhook_secret(cls, value: SecretStr | None) -> SecretStr | None:
+        """A guessable secret lets anyone sign deliveries; empty still means unset (setup mode)."""
+        if value is not None and 0 < len(value.get_secret_value()) < MIN_WEBHOOK_SECRET_LENGTH:
+            raise ValueError(
+                f"must be at least {MIN_WEBHOOK_SECRET_LENGTH} characters (generate one with "
+                "`openssl rand -hex 32` and set the same value in the GitHub App's webhook settings)"
+            )
+        return value
+
+    @field_validator("metrics_token", mode="before")
+    @classmethod
+    def _metrics_token(cls, value: Any) -> Any:
+        return _blank_to_none(value)
 
     @field_validator("bot_allow_list", mode="before")
     @classmethod

@@ -21,7 +21,7 @@ def run_serve(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
         "WORKSPACE_ROOT": str(tmp_path / "ws"),
         "EMBEDDING_PROVIDER": "none",
         "LEARNING_MEMORY_URI": str(tmp_path / "memory.lance"),
-        "GITHUB_WEBHOOK_SECRET": "s",
+        "GITHUB_WEBHOOK_SECRET": "serve-cli-webhook-secret",
         **env,
     }
     return subprocess.run(

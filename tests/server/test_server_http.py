@@ -102,7 +102,8 @@ def test_webhook_chunked_body_over_limit_is_413(tmp_path: Path, fake: FakeGitHub
             for _ in range(100):
                 yield b"y" * 512
 
-        r = httpx.post(f"{srv.url}/webhooks/github", content=chunks(), headers={"X-GitHub-Event": "push"})
+        headers = {"X-GitHub-Event": "push", "X-Hub-Signature-256": "sha256=" + "0" * 64}  # well-formed
+        r = httpx.post(f"{srv.url}/webhooks/github", content=chunks(), headers=headers)
         assert r.status_code == 413
         metrics = httpx.get(f"{srv.url}/metrics").text
         assert 'kodiai_webhook_deliveries_total{event="unverified",outcome="too_large"} 1.0' in metrics
@@ -141,14 +142,17 @@ def test_queue_depth_gauge_per_lane(server) -> None:  # type: ignore[no-untyped-
             headers=signed_headers(body, event="issues", delivery=f"q{i}"),
         )
         assert r.status_code == 200
+    label = rt.metrics.queue_depth.label("9")  # a keyed hash of the id by default
     waiting = eventually(
-        lambda: 'kodiai_job_queue_depth{installation="9"} 2.0' in httpx.get(f"{server.url}/metrics").text
+        lambda: (
+            f'kodiai_job_queue_depth{{installation="{label}"}} 2.0' in httpx.get(f"{server.url}/metrics").text
+        )
     )
     gate.set()
     assert waiting, "two jobs should wait behind the running one in lane 9"
     assert server.recorder.wait_count(3)
     assert eventually(lambda: not rt.queue.lane_ids())
-    assert 'installation="9"' not in httpx.get(f"{server.url}/metrics").text
+    assert f'installation="{label}"' not in httpx.get(f"{server.url}/metrics").text
 
 
 def test_2_unhandled_error_is_500_json_without_stack(tmp_path: Path, fake: FakeGitHub) -> None:

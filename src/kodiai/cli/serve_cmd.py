@@ -3,11 +3,18 @@
 Setup mode when the GitHub App settings are missing (the server still starts; ``GET /`` explains what
 to do). With settings present, a bad key or an unreachable GitHub fails fast with one ``FATAL:`` line
 and exit code 1, as the original.
+
+uvicorn runs the h11 parser with the limits of :mod:`kodiai.server.http_limits` (bounded headers, a
+deadline to receive each request, a connection cap). The socket is bound before the app starts, so
+``--port 0`` works and "Kodiai server started" carries the port actually bound.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import importlib
+import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -52,7 +59,9 @@ def serve(
 ) -> None:
     """Start the webhook server."""
     from kodiai.github.app_auth import GitHubAppError
+    from kodiai.metrics import Metrics
     from kodiai.server.app import create_app
+    from kodiai.server.http_limits import HttpOptions, uvicorn_options
     from kodiai.server.runtime import ServerConfig, build_runtime
     from kodiai.server.stores import open_stores
     from kodiai.settings import Settings, SettingsError
@@ -72,6 +81,11 @@ def serve(
     config = ServerConfig.from_settings(settings, env_file=str(env_file))
     if port is not None:
         config.port = port
+    try:
+        sock = _bind(host, config.port)  # listens only once uvicorn serves; before any store is opened
+    except OSError as exc:
+        raise _fatal(f"Cannot listen on {host}:{config.port}: {exc.strerror or exc}") from None
+    config.port = sock.getsockname()[1]  # the real one when --port 0
     if config.setup_mode:  # no stores are opened in setup mode; still bring the databases up to date
         try:
             apply_migrations(settings.telemetry_db_path, "telemetry")
@@ -85,11 +99,12 @@ def serve(
 
     register = builtin_registrar(settings, [_load_registrar(spec) for spec in handlers or []])
 
+    metrics = Metrics(raw_installation_ids=settings.metrics_installation_ids, label_key=_label_key(settings))
     stores = None
     try:
         if not config.setup_mode:
             stores = open_stores(settings)
-        runtime = build_runtime(config, register_handlers=register, stores=stores)
+        runtime = build_runtime(config, register_handlers=register, stores=stores, metrics=metrics)
     except GitHubAppError as exc:
         if stores is not None:
             stores.close()
@@ -99,8 +114,9 @@ def serve(
             stores.close()
         raise _fatal(redact(f"Start-up failed: {type(exc).__name__}: {exc}")) from None
 
-    app = create_app(runtime)
-    uvicorn.run(
+    http = HttpOptions.from_settings(settings)
+    app = create_app(runtime, http)
+    uv_config = uvicorn.Config(
         app,
         host=host,
         port=config.port,
@@ -112,6 +128,35 @@ def serve(
         # and costs ~10 ms a spawn; asyncio spawns with vfork. Ack throughput differs by ~7 % (benchmarks/
         # webhook.py, 50 clients: 990 vs 1070 deliveries/s in the same session).
         loop="asyncio",
-        http="httptools",
+        # h11, not httptools: httptools bounds neither the header size nor its parse time (one 128 MiB
+        # header held the event loop for ~60 s) and hands chunked trailers to the app as headers.
+        **uvicorn_options(http, on_timeout=runtime.metrics.http_request_timeouts.inc),
         timeout_graceful_shutdown=max(1, int(config.shutdown_grace_seconds)),
     )
+    server = uvicorn.Server(uv_config)
+    server.run(sockets=[sock])
+    if not server.started:
+        raise typer.Exit(code=3)
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A bound (not yet listening) TCP socket, as uvicorn binds one."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _label_key(settings: object) -> bytes | None:
+    """The key of the installation labels in /metrics: derived from the webhook secret, so labels stay
+    the same across restarts without the secret being guessable from them (random in setup mode)."""
+    secret = getattr(settings, "github_webhook_secret", None)
+    if secret is None or not secret.get_secret_value():
+        return None
+    return hmac.new(
+        secret.get_secret_value().encode(), b"kodiai metrics installation label", hashlib.sha256
+    ).digest()

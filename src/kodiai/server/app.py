@@ -23,11 +23,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kodiai.log import get_logger
 from kodiai.server import setup_mode
+from kodiai.server.http_limits import HttpOptions
 from kodiai.server.runtime import Runtime
 from kodiai.server.webhook_asgi import PATH, BodyTooLargeError, WebhookEndpoint, is_webhook_post
 
 NOT_FOUND = "404 Not Found"
 INTERNAL_ERROR = {"error": "Internal Server Error"}
+TOO_MANY_HEADERS = b"Request header fields too many or too large"
 
 
 async def read_limited(request: Request, limit: int) -> bytes:
@@ -77,23 +79,49 @@ class _ErrorBoundary:
                 await JSONResponse(INTERNAL_ERROR, status_code=500)(scope, receive, send)
 
 
+async def _too_many_headers(send: Send) -> None:
+    headers = [
+        (b"content-type", b"text/plain; charset=utf-8"),
+        (b"content-length", str(len(TOO_MANY_HEADERS)).encode()),
+        (b"connection", b"close"),
+    ]
+    await send({"type": "http.response.start", "status": 431, "headers": headers})
+    await send({"type": "http.response.body", "body": TOO_MANY_HEADERS})
+
+
 class KodiaiApp(FastAPI):
     """FastAPI with the webhook hot path served first, outside the framework stack."""
 
     webhook_endpoint: WebhookEndpoint | None = None
+    max_headers: int = HttpOptions.max_headers
+    max_header_bytes: int = HttpOptions.max_header_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not self._headers_within_limits(scope["headers"]):
+            await _too_many_headers(send)
+            return
         endpoint = self.webhook_endpoint
         if endpoint is not None and is_webhook_post(scope):
             await endpoint(scope, receive, send)
             return
         await super().__call__(scope, receive, send)
 
+    def _headers_within_limits(self, headers: list[tuple[bytes, bytes]]) -> bool:
+        """The field count, and the block size again: h11 holds an *incomplete* header block to
+        ``h11_max_incomplete_event_size``, but parses a larger one that arrives whole in one read."""
+        if len(headers) > self.max_headers:
+            return False
+        return sum(len(name) + len(value) for name, value in headers) <= self.max_header_bytes
 
-def create_app(runtime: Runtime) -> FastAPI:
-    """Build the FastAPI app over ``runtime``. Lifespan: replay the job journal; drain on shutdown."""
+
+def create_app(runtime: Runtime, http: HttpOptions | None = None) -> FastAPI:
+    """Build the FastAPI app over ``runtime``. Lifespan: replay the job journal; drain on shutdown.
+
+    ``http``: the per-route limits and the ``/metrics`` token (default: production limits, open metrics).
+    """
     log = get_logger("kodiai.server")
     config = runtime.config
+    http = http or HttpOptions()
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -120,6 +148,8 @@ def create_app(runtime: Runtime) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.runtime = runtime
+    app.max_headers = http.max_headers
+    app.max_header_bytes = http.max_header_bytes
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(_request: Request, exc: StarletteHTTPException) -> Response:
@@ -131,25 +161,43 @@ def create_app(runtime: Runtime) -> FastAPI:
     # framework's middleware chain and request/response objects cost several times the signature check
     # (measured with benchmarks/webhook.py under py-spy). The route below serves the same endpoint for
     # any request the shortcut does not match exactly (e.g. under a root_path).
-    endpoint = WebhookEndpoint(runtime)
+    endpoint = WebhookEndpoint(
+        runtime,
+        body_timeout=http.body_timeout,
+        max_inflight_bodies=http.max_inflight_bodies,
+        inflight_body_bytes=http.inflight_body_bytes,
+    )
     app.webhook_endpoint = endpoint
     app.router.routes.append(Route(PATH, endpoint, methods=["POST"]))
 
     @app.api_route("/health", methods=["GET", "HEAD"])
     async def health() -> JSONResponse:
+        # Liveness: a damaged, deleted or replaced journal would fail every delivery and a restart is the
+        # remedy (start-up then stops with one FATAL line naming the problem). A full disk is not: it
+        # only makes the server not ready, and a restart would drop the writes held in memory.
+        journal = runtime.journal.health() if runtime.journal is not None else None
+        if journal is not None and journal.state == "damaged":
+            return JSONResponse({"status": "unhealthy", "reason": journal.reason}, 503)
         return JSONResponse({"status": "ok"})
 
     @app.api_route("/readiness", methods=["GET", "HEAD"])
     async def readiness() -> JSONResponse:
         if runtime.github is None:
             return JSONResponse({"status": "not ready", "reason": "GitHub App not configured"}, 503)
+        journal = runtime.journal.health() if runtime.journal is not None else None
+        if journal is not None and journal.state != "ok":
+            reason = f"job journal cannot record deliveries: {journal.reason}"
+            log.warning("Readiness check failed: job journal", reason=reason, heldBack=journal.held_back)
+            return JSONResponse({"status": "not ready", "reason": reason}, 503)
         if await asyncio.to_thread(runtime.github.check_connectivity):
             return JSONResponse({"status": "ready"})
         log.warning("Readiness check failed: GitHub API unreachable")
         return JSONResponse({"status": "not ready", "reason": "GitHub API unreachable"}, 503)
 
     @app.api_route("/metrics", methods=["GET", "HEAD"])
-    async def metrics() -> Response:
+    async def metrics(request: Request) -> Response:
+        if not http.metrics_authorized(request.headers.get("authorization")):
+            return PlainTextResponse("Unauthorized", 401, headers={"WWW-Authenticate": "Bearer"})
         body, content_type = runtime.metrics.render()
         return Response(body, media_type=content_type)
 

@@ -7,6 +7,12 @@ ASGI directly and answers exactly what the framework route answered:
 - ``413`` ``{"error":"Payload Too Large"}`` with ``Connection: close`` when the declared
   ``Content-Length`` passes the limit (nothing is read) or the streamed body passes it;
 - ``503`` in setup mode;
+- before any body byte is read (issue 15: unauthenticated clients must not hold memory), with
+  ``Connection: close``: ``401`` (empty body) when ``X-Hub-Signature-256`` is missing or is not
+  ``sha256=`` + 64 lower-case hex digits; ``400`` when the request announces trailers (the signature is
+  taken only from the real headers, which are copied before the body is read); ``503`` when the
+  in-flight body budget (bodies and bytes) is spent;
+- ``408`` with ``Connection: close`` when the body does not arrive within the body deadline;
 - otherwise the :class:`~kodiai.webhook.ingress.IngressResult` of the ingress: an empty ``text/plain``
   body (``401``) or a compact JSON body (``200``/``400``);
 - an uncaught error becomes the logged ``500`` ``{"error":"Internal Server Error"}``.
@@ -14,6 +20,7 @@ ASGI directly and answers exactly what the framework route answered:
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +28,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from kodiai.log import CachedLogger
 from kodiai.webhook.ingress import RECEIVED, IngressResult
+from kodiai.webhook.signature import well_formed
 
 if TYPE_CHECKING:
     from kodiai.server.runtime import Runtime
@@ -30,6 +38,9 @@ JSON_TYPE = b"application/json"
 TEXT_TYPE = b"text/plain; charset=utf-8"
 TOO_LARGE_BODY = b'{"error":"Payload Too Large"}'
 SETUP_MODE_BODY = b'{"error":"Kodiai is in setup mode: GitHub App settings are missing"}'
+BUSY_BODY = b'{"error":"Too many webhook bodies in flight; retry later"}'
+TIMEOUT_BODY = b'{"error":"Request body not received in time"}'
+TRAILERS_BODY = b'{"error":"Trailers are not accepted on this route"}'
 INTERNAL_ERROR_BODY = b'{"error":"Internal Server Error"}'
 WANTED_HEADERS = frozenset({"x-github-delivery", "x-github-event", "x-hub-signature-256", "user-agent"})
 
@@ -40,6 +51,57 @@ class ClientGoneError(Exception):
 
 class BodyTooLargeError(Exception):
     """The request body passed the configured limit while it was being read."""
+
+
+class BodyBudgetError(Exception):
+    """Reading this body would pass the in-flight body budget."""
+
+
+class BodyBudget:
+    """How many webhook bodies, and how many of their bytes, may be held at once before verification.
+
+    GitHub signs only the body, so it must be read before the HMAC check; this bounds what unverified
+    bodies can hold in total (the semaphore refuses instead of queueing: a queued request would still
+    hold its connection). A declared ``Content-Length`` is reserved up front, a chunked body as it comes.
+    """
+
+    def __init__(self, max_bodies: int, max_bytes: int) -> None:
+        self.max_bodies = max_bodies
+        self.max_bytes = max_bytes
+        self.bodies = 0
+        self.bytes = 0
+
+    def open(self) -> BodyLease:
+        """A lease for one body; raises :class:`BodyBudgetError` when every slot is taken."""
+        if self.bodies >= self.max_bodies:
+            raise BodyBudgetError
+        self.bodies += 1
+        return BodyLease(self)
+
+
+class BodyLease:
+    """One body's share of a :class:`BodyBudget` (single event loop: no locking needed)."""
+
+    __slots__ = ("_budget", "held")
+
+    def __init__(self, budget: BodyBudget) -> None:
+        self._budget = budget
+        self.held = 0
+
+    def reserve(self, size: int) -> None:
+        """Hold ``size`` more bytes; raises :class:`BodyBudgetError` when the budget cannot cover them."""
+        extra = size - self.held
+        if extra <= 0:
+            return
+        if self._budget.bytes + extra > self._budget.max_bytes:
+            raise BodyBudgetError
+        self._budget.bytes += extra
+        self.held = size
+
+    def release(self) -> None:
+        self._budget.bytes -= self.held
+        self._budget.bodies -= 1
+        self.held = 0
 
 
 def is_webhook_post(scope: Scope) -> bool:
@@ -66,11 +128,21 @@ def declared_length(raw: list[tuple[bytes, bytes]]) -> int | None:
     return None
 
 
-async def read_body(receive: Receive, limit: int, declared: int | None) -> bytes:
+def announces_trailers(raw: list[tuple[bytes, bytes]]) -> bool:
+    """True when the request has a ``Trailer`` header (fields promised after a chunked body)."""
+    return any(name.lower() == b"trailer" for name, _ in raw)
+
+
+async def read_body(
+    receive: Receive, limit: int, declared: int | None, lease: BodyLease | None = None
+) -> bytes:
     """The whole body; raises :class:`BodyTooLargeError` before reading (declared length) or as soon
-    as the stream passes ``limit``, :class:`ClientGoneError` when the client disconnects."""
+    as the stream passes ``limit``, :class:`BodyBudgetError` when ``lease`` cannot cover it,
+    :class:`ClientGoneError` when the client disconnects."""
     if declared is not None and declared > limit:
         raise BodyTooLargeError
+    if lease is not None and declared is not None:
+        lease.reserve(declared)
     first = b""
     chunks: list[bytes] | None = None
     size = 0
@@ -83,6 +155,8 @@ async def read_body(receive: Receive, limit: int, declared: int | None) -> bytes
             size += len(chunk)
             if size > limit:
                 raise BodyTooLargeError
+            if lease is not None:
+                lease.reserve(size)
             if not first and chunks is None:
                 first = chunk
             else:
@@ -139,9 +213,18 @@ class TrackedSend:
 class WebhookEndpoint:
     """The ASGI callable for ``POST /webhooks/github`` over a runtime's ingress."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        body_timeout: float = 10.0,
+        max_inflight_bodies: int = 32,
+        inflight_body_bytes: int = 128 * 1024 * 1024,
+    ) -> None:
         self._runtime = runtime
         self._limit = runtime.config.max_body_bytes
+        self._body_timeout = body_timeout
+        self.budget = BodyBudget(max_inflight_bodies, max(inflight_body_bytes, self._limit))
         self._log = CachedLogger("kodiai.server")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -160,18 +243,74 @@ class WebhookEndpoint:
             if not tracked.started:
                 await send_response(send, 500, INTERNAL_ERROR_BODY, JSON_TYPE)
 
+    def _refused(self, outcome: str) -> None:
+        self._runtime.metrics.webhook_deliveries.labels("unverified", outcome).inc()
+
     async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         ingress = self._runtime.ingress
         if ingress is None:
             await send_response(send, 503, SETUP_MODE_BODY, JSON_TYPE)
             return
         raw_headers: list[tuple[bytes, bytes]] = scope["headers"]
-        try:
-            body = await read_body(receive, self._limit, declared_length(raw_headers))
-        except BodyTooLargeError:
-            self._runtime.metrics.webhook_deliveries.labels("unverified", "too_large").inc()
-            self._log.warning("Webhook body too large", limitBytes=self._limit)
+        # Copied before the body is read: a server that appends chunked trailers to the scope's header
+        # list (httptools) must not let a trailer supply the signature.
+        headers = webhook_headers(raw_headers)
+        declared = declared_length(raw_headers)
+        if declared is not None and declared > self._limit:
+            self._too_large()
             await send_response(send, 413, TOO_LARGE_BODY, JSON_TYPE, close=True)
             return
-        result = await ingress.handle(webhook_headers(raw_headers), body)
+        if not well_formed(headers.get("x-hub-signature-256")):
+            self._refused("bad_signature")
+            self._log.warning(
+                "Webhook signature verification failed",
+                deliveryId=headers.get("x-github-delivery") or "unknown",
+                eventName=headers.get("x-github-event") or "unknown",
+            )
+            await send_response(send, 401, b"", TEXT_TYPE, close=True)
+            return
+        if announces_trailers(raw_headers):
+            self._refused("trailers")
+            await send_response(send, 400, TRAILERS_BODY, JSON_TYPE, close=True)
+            return
+        try:
+            lease = self.budget.open()
+        except BodyBudgetError:
+            self._busy()
+            await send_response(send, 503, BUSY_BODY, JSON_TYPE, close=True)
+            return
+        try:
+            try:
+                async with asyncio.timeout(self._body_timeout):
+                    body = await read_body(receive, self._limit, declared, lease)
+            except BodyTooLargeError:
+                self._too_large()
+                await send_response(send, 413, TOO_LARGE_BODY, JSON_TYPE, close=True)
+                return
+            except BodyBudgetError:
+                self._busy()
+                await send_response(send, 503, BUSY_BODY, JSON_TYPE, close=True)
+                return
+            except TimeoutError:
+                self._refused("body_timeout")
+                self._log.warning("Webhook body not received in time", timeoutSeconds=self._body_timeout)
+                await send_response(send, 408, TIMEOUT_BODY, JSON_TYPE, close=True)
+                return
+            result = await ingress.handle(headers, body)
+        finally:
+            lease.release()
         await send_result(send, result)
+
+    def _too_large(self) -> None:
+        self._refused("too_large")
+        self._log.warning("Webhook body too large", limitBytes=self._limit)
+
+    def _busy(self) -> None:
+        self._refused("busy")
+        self._log.warning(
+            "Webhook refused: in-flight body budget spent",
+            bodies=self.budget.bodies,
+            bytes=self.budget.bytes,
+            maxBodies=self.budget.max_bodies,
+            maxBytes=self.budget.max_bytes,
+        )

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 
 PREFIX = "sha256="
+_WELL_FORMED = re.compile(r"sha256=[0-9a-f]{64}")
 
 
 def sign(secret: str | bytes, body: bytes) -> str:
@@ -29,3 +31,12 @@ def verify_signature(secret: str | bytes, body: bytes, header: str | None) -> bo
     except UnicodeEncodeError:
         return False
     return hmac.compare_digest(expected, given)
+
+
+def well_formed(header: str | None) -> bool:
+    """True when ``header`` could be a valid signature (``sha256=`` + 64 lower-case hex digits).
+
+    Checked before the body is read: anything else can never verify (see :func:`verify_signature`), so
+    such a request is refused without buffering its body.
+    """
+    return header is not None and _WELL_FORMED.fullmatch(header) is not None
