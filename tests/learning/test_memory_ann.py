@@ -143,26 +143,39 @@ def test_warm_builds_large_repos_only(big: tuple[LanceMemoryStore, np.ndarray]) 
     assert store.warm() == []  # already built
 
 
-def test_writes_and_retirements_during_a_background_warm_are_reconciled(tmp_path: Path) -> None:
-    rng = np.random.default_rng(5)
-    centers = rng.standard_normal((12, DIM))
-    x = clustered(rng, 30_000, centers)
+def test_writes_and_retirements_during_a_background_warm_are_reconciled(
+    tmp_path: Path, data: tuple[np.ndarray, np.ndarray]
+) -> None:
+    """The build is held open (``warm_built_hook``) after its snapshot is read, so every write and the
+    retirement below land during it, whatever the threads' timing; the index must then include them."""
+    x, centers = data
     store = open_store(tmp_path)
     write_all(store, x)
-    extra = clustered(rng, 40, centers)
-    worker = threading.Thread(target=store.warm)
+    extra = clustered(np.random.default_rng(5), 40, centers)
+    snapshot_built, release = threading.Event(), threading.Event()
+
+    def hold(repo: str) -> None:
+        snapshot_built.set()
+        release.wait(timeout=120)
+
+    store.warm_built_hook = hold
+    built: list[list[str]] = []
+    worker = threading.Thread(target=lambda: built.append(store.warm()), daemon=True)
     worker.start()
-    overlapped = 0
-    for j in range(0, 40, 4):
-        overlapped += "acme/big" in store._building
-        write_all(store, extra[j : j + 4], start=50_000 + j)
-        # queries during the build are answered (by LanceDB) and see the new rows
-        q = extra[j]
-        assert store.retrieve_memories(q, "acme/big", 1)[0].distance == pytest.approx(0.0, abs=1e-6)
-    overlapped += "acme/big" in store._building
-    store.retire("acme/big", 7)
-    worker.join()
-    assert overlapped > 0, "the writes did not overlap the build; make the repo bigger"
+    try:
+        assert snapshot_built.wait(timeout=120), "warm() never built the index"
+        for j in range(0, 40, 4):
+            assert "acme/big" in store._building and store._vectors.peek("acme/big") is None
+            write_all(store, extra[j : j + 4], start=50_000 + j)
+            # queries during the build are answered (by LanceDB) and see the new rows
+            hit = store.retrieve_memories(extra[j], "acme/big", 1)[0]
+            assert hit.distance == pytest.approx(0.0, abs=1e-6)
+        store.retire("acme/big", 7)
+        assert "acme/big" in store._building and store._vectors.peek("acme/big") is None
+    finally:
+        release.set()
+        worker.join(timeout=120)
+    assert built == [["acme/big"]]
     index = store._vectors.peek("acme/big")
     assert isinstance(index, AnnIndex) and len(index) == len(x) + 40 - 1
     for j in range(40):

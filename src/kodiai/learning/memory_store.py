@@ -109,6 +109,10 @@ class LanceMemoryStore:
         self._keys: set[tuple[str, int | None, str]] | None = None
         self._vectors = VectorCache(options.vector_cache_bytes)
         self._building: set[str] = set()
+        #: Test seam, None in production: called by :meth:`warm` on its own thread, without the lock,
+        #: with the repo whose index was just built from its snapshot, before the writes and retirements
+        #: made meanwhile are reconciled into it. A test blocks in it to overlap writes with a build.
+        self.warm_built_hook: Callable[[str], None] | None = None
         # Handlers may call from several threads; the caches and id counter are guarded by one lock.
         self._lock = threading.RLock()
 
@@ -307,6 +311,8 @@ class LanceMemoryStore:
             return False
         entry = self._new_index(ids, matrix)
         del matrix
+        if self.warm_built_hook is not None:
+            self.warm_built_hook(repo)
         with self._lock:
             live = load_ids(self._table, where)
             gone = np.setdiff1d(ids, live, assume_unique=True)
