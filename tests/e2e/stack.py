@@ -23,7 +23,6 @@ from typing import Any
 
 import httpx
 
-from kodiai.learning.onnx_minilm import default_cache_dir
 from kodiai.webhook.signature import sign
 from support.fake_anthropic import FAKE_API_KEY, FakeAnthropic
 from support.fake_github import FakeGitHub
@@ -65,8 +64,6 @@ class KodiaiProcess:
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "CLAUDE_CODE_MAX_RETRIES": "0",
             "HOME": str(tmp / "home"),
-            # the CLI gets a fresh HOME; the ONNX export of the embedding model stays in the user's cache
-            "KODIAI_CACHE_DIR": os.environ.get("KODIAI_CACHE_DIR") or str(default_cache_dir()),
             **env,
         }
         (tmp / "home").mkdir(exist_ok=True)

