@@ -3,7 +3,40 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import HealthCheck, settings
 
 # Embeddings load from the installed package only; never reach for a model hub in tests.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# onnxruntime keeps a device id and a telemetry database under the user's cache home otherwise.
+os.environ["ORT_DISABLE_TELEMETRY"] = "1"
+
+# Property tests: the same examples on every run (a failure reproduces; `print_blob` prints how), and no
+# timing in the verdict: no per-example deadline, no "too slow" health check (a loaded 2-core machine is
+# slow). `HYPOTHESIS_PROFILE=explore` draws new examples (and keeps failures in .hypothesis/).
+settings.register_profile(
+    "kodiai",
+    derandomize=True,
+    database=None,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile("explore", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "kodiai"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _caches_stay_in_the_session_temp_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Nothing under ``~/.cache``: cache homes point into this run's temp dir, one for the whole run
+    (shared by the xdist workers), so whatever a cache holds is made once per run, not once per test."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    cache = root / "cache"
+    cache.mkdir(exist_ok=True)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(cache))
+        yield
