@@ -3,7 +3,7 @@
 It records its argv, working directory, pid and selected environment variables to ``$FAKE_CLI_RECORD``,
 answers ``initialize``, and after the prompt either emits ``system/init`` + a ``result`` (mode
 ``result``) or emits ``system/init`` and then sleeps, ignoring stdin EOF (mode ``hang``) — a CLI that
-only stops when it is terminated.
+only stops when it is terminated. Once hanging it creates ``$FAKE_CLI_RECORD.hanging``.
 """
 
 from __future__ import annotations
@@ -92,6 +92,7 @@ def main() -> None:
                 }
             )
             if mode == "hang":
+                open(os.environ["FAKE_CLI_RECORD"] + ".hanging", "w").close()
                 while True:
                     time.sleep(1)
             if mode == "tool":

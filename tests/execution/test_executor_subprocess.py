@@ -3,10 +3,12 @@ environment it is started with, and that a timeout really terminates it."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import stat
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -15,7 +17,7 @@ from pydantic import SecretStr
 from conftest import INSTALLATION, OWNER, PR, REPO, make_client
 from kodiai.execution.executor import ClaudeAgentExecutor
 from kodiai.execution.options import ModelCredentials
-from kodiai.execution.types import ExecutionContext
+from kodiai.execution.types import ExecutionContext, ExecutionResult
 from support.fake_github import FakeGitHub
 from support.fake_github_pr import PrState
 
@@ -100,17 +102,46 @@ async def test_cli_started_with_mapped_flags_and_env(
     assert seen["env"]["GITHUB_PRIVATE_KEY"] == ""
 
 
+class SkippableClockLoop(asyncio.SelectorEventLoop):
+    """An event loop whose clock the test moves forward: a timeout elapses when the test says so."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.skipped = 0.0
+
+    def time(self) -> float:
+        return super().time() + self.skipped
+
+
 @pytest.mark.slow
-async def test_timeout_terminates_cli_subprocess(
+def test_timeout_terminates_cli_subprocess(
     tmp_path: Path, fake_gh: FakeGitHub, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """§1.10 timeout: a CLI that never answers is cancelled after the timeout and its process is gone
-    (stdin closed, then terminated by the SDK's shielded cleanup)."""
+    (stdin closed, then terminated by the SDK's shielded cleanup). The timeout elapses (on the loop's
+    clock) only once the CLI hangs, so however slow its start-up is, the timeout cuts a running CLI."""
     record = tmp_path / "record.json"
+    hanging = tmp_path / "record.json.hanging"
     monkeypatch.setenv("FAKE_CLI_RECORD", str(record))
     monkeypatch.setenv("FAKE_CLI_MODE", "hang")
+    timeout = 600
 
-    result = await executor(fake_gh, fake_cli(tmp_path)).execute(context(tmp_path, dynamic_timeout_seconds=1))
+    async def scenario() -> ExecutionResult:
+        loop = asyncio.get_running_loop()
+        assert isinstance(loop, SkippableClockLoop)
+        run = asyncio.ensure_future(
+            executor(fake_gh, fake_cli(tmp_path)).execute(context(tmp_path, dynamic_timeout_seconds=timeout))
+        )
+        started = time.monotonic()
+        while not hanging.exists():
+            assert not run.done(), "the run ended before the CLI was hanging"
+            assert time.monotonic() - started < 120, "the fake CLI never started"
+            await asyncio.sleep(0.02)
+        loop.skipped += timeout
+        return await run
+
+    with asyncio.Runner(loop_factory=SkippableClockLoop) as runner:
+        result = runner.run(scenario())
 
     assert result.is_timeout is True and result.conclusion == "error" and result.published is False
     pid = json.loads(record.read_text(encoding="utf-8"))["pid"]
