@@ -18,7 +18,7 @@ from kodiai.config import (
     RepoConfigError,
     RepoConfigResult,
     load_repo_config,
-    parse_repo_config,
+    load_repo_config_file,
 )
 from kodiai.config.schema import repo_config_json_schema
 
@@ -30,8 +30,7 @@ def _read(path: Path) -> tuple[Path, RepoConfigResult, bool]:
     if path.is_dir():
         file = path / CONFIG_FILENAME
         return file, load_repo_config(path), file.is_file()
-    text = path.read_bytes().decode("utf-8", errors="replace")
-    return path, parse_repo_config(text), True
+    return path, load_repo_config_file(path), True
 
 
 def _yaml_text(data: object) -> str:

@@ -43,10 +43,10 @@ def retrieval_settings(config_path: Path | None) -> tuple[dict[str, Any], str | 
     """``topK``/``distanceThreshold``, ``cutStrategy`` and ``calibration`` from a ``.kodiai.yml``."""
     if config_path is None:
         return {}, None, None
-    from kodiai.config import RepoConfigError, parse_repo_config
+    from kodiai.config import RepoConfigError, load_repo_config_file
 
     try:
-        parsed = parse_repo_config(config_path.read_text(encoding="utf-8"))
+        parsed = load_repo_config_file(config_path)
     except (OSError, RepoConfigError) as exc:
         raise _fail(f"{config_path}: {exc}") from exc
     retrieval = parsed.config.knowledge.retrieval

@@ -17,9 +17,13 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from kodiai.config.issues import issue_strings
 from kodiai.config.js_scalars import YamlTimestamp
 from kodiai.config.models import SECTIONS, RepoConfig
-from kodiai.config.yaml_loader import YamlSyntaxError, load_yaml
+from kodiai.config.yaml_loader import MAX_DOCUMENT_CHARS, YamlSyntaxError, load_yaml
+from kodiai.workspace_files import WorkspaceFileError, read_regular_file, read_workspace_file
 
 CONFIG_FILENAME = ".kodiai.yml"
+#: Bytes read at most: any document within the parser's character limit fits (UTF-8: <= 4 bytes a
+#: character); a larger file is refused by ``fstat`` before a byte of it is read.
+MAX_CONFIG_BYTES = 4 * MAX_DOCUMENT_CHARS
 ROOT_ISSUE = "Config is not an object, using all defaults"
 
 
@@ -121,6 +125,8 @@ def _field_name(alias: str) -> str:
 def parse_repo_config(text: str | bytes) -> RepoConfigResult:
     """Parse the text of a `.kodiai.yml` file. Raises `RepoConfigError` on a YAML syntax error."""
     if isinstance(text, bytes):
+        if len(text) > MAX_CONFIG_BYTES:
+            raise RepoConfigError(f"Invalid .kodiai.yml: the file is larger than {MAX_CONFIG_BYTES} bytes")
         text = text.decode("utf-8", errors="replace")
     try:
         document = load_yaml(text)
@@ -132,12 +138,29 @@ def parse_repo_config(text: str | bytes) -> RepoConfigResult:
 
 
 def load_repo_config(workspace_dir: str | Path) -> RepoConfigResult:
-    """Read exactly `<workspace_dir>/.kodiai.yml` (no `.yaml` variant); absent means all defaults."""
-    path = Path(workspace_dir) / CONFIG_FILENAME
+    """Read exactly `<workspace_dir>/.kodiai.yml` (no `.yaml` variant); absent means all defaults.
+
+    The file comes from the pull request, so it is read with :func:`read_workspace_file`: a symbolic
+    link, FIFO, device or a file over `MAX_CONFIG_BYTES` is a whole-file failure (`RepoConfigError`, the
+    job's `config_error` comment) decided before anything is read. Blocking: async callers use a thread.
+    """
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return RepoConfigResult(config=RepoConfig(), warnings=[])
+        raw = read_workspace_file(workspace_dir, CONFIG_FILENAME, max_bytes=MAX_CONFIG_BYTES)
+    except WorkspaceFileError as exc:
+        raise RepoConfigError(f"Invalid .kodiai.yml: the file {exc.reason}") from None
     except OSError as exc:
-        raise RepoConfigError(f"Invalid .kodiai.yml: cannot read {path}: {exc.strerror or exc}") from exc
+        raise RepoConfigError(f"Invalid .kodiai.yml: cannot read it: {exc.strerror or exc}") from None
+    if raw is None:
+        return RepoConfigResult(config=RepoConfig(), warnings=[])
+    return parse_repo_config(raw)
+
+
+def load_repo_config_file(path: str | Path) -> RepoConfigResult:
+    """Parse a config file an operator named (`kodiai config validate FILE`): symbolic links followed,
+    but a FIFO, device or oversized file is refused (`RepoConfigError`) at once instead of hanging or
+    filling memory. Other I/O errors propagate as `OSError` (the CLI tells "cannot read" apart)."""
+    try:
+        raw = read_regular_file(path, max_bytes=MAX_CONFIG_BYTES)
+    except WorkspaceFileError as exc:
+        raise RepoConfigError(f"Invalid .kodiai.yml: {exc.path} {exc.reason}") from None
     return parse_repo_config(raw)

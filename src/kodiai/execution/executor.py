@@ -90,7 +90,8 @@ class ClaudeAgentExecutor:
         scope: anyio.CancelScope | None = None
         timeout_seconds: float = 0
         try:
-            config = self._config_loader(context.workspace_dir, log)
+            # parsing a large `.kodiai.yml` is seconds of pure Python: never on the event loop
+            config = await anyio.to_thread.run_sync(self._config_loader, context.workspace_dir, log)
             timeout_seconds = (
                 context.dynamic_timeout_seconds
                 if context.dynamic_timeout_seconds is not None
