@@ -11,10 +11,12 @@ All PyGithub calls are blocking; async callers use ``asyncio.to_thread``.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from urllib3 import Retry
 
@@ -25,6 +27,9 @@ from kodiai.log import get_logger, redact
 DEFAULT_API_URL = "https://api.github.com"
 CONNECTIVITY_TTL_SECONDS = 30.0
 TOKEN_REFRESH_MARGIN = timedelta(minutes=5)
+#: An installation token is printable ASCII without spaces (``ghs_…``; older GHES: hex). It goes into an
+#: HTTP header and git's environment, so a line break in it must never pass.
+_TOKEN_RE = re.compile(r"[\x21-\x7e]{1,1024}")
 
 
 class GitHubAppError(RuntimeError):
@@ -110,11 +115,9 @@ class GitHubApp:
                 raise GitHubAppError(
                     f"Could not mint an installation token for installation {installation_id}: {_describe(exc)}"
                 ) from None
-            expires = access.expires_at
-            if expires.tzinfo is None:
-                expires = expires.replace(tzinfo=UTC)
-            self._tokens[installation_id] = (access.token, expires)
-            return access.token
+            token, expires = _validated_token(access, installation_id)
+            self._tokens[installation_id] = (token, expires)
+            return token
 
     def installation_client(self, installation_id: int) -> Github:
         """A PyGithub client acting as the installation (same base URL and retry policy).
@@ -148,6 +151,30 @@ class GitHubApp:
         with self._lock:
             self._last_check = (self._clock(), ok)
         return ok
+
+
+def _validated_token(access: Any, installation_id: int) -> tuple[str, datetime]:
+    """``(token, expires_at)`` of a token response, or :class:`GitHubAppError`.
+
+    A 201 without a usable ``token`` (a proxy's or a broken GitHub's answer) must not be cached: every
+    client would then send no credentials until it expired, and clones would run anonymously."""
+    problem = f"GitHub's token response for installation {installation_id} is unusable"
+    token, expires = _attribute(access, "token"), _attribute(access, "expires_at")
+    if not isinstance(token, str) or not _TOKEN_RE.fullmatch(token):
+        raise GitHubAppError(f"{problem}: no token (or not a token string); nothing was cached")
+    if not isinstance(expires, datetime):
+        raise GitHubAppError(f"{problem}: expires_at missing or not a timestamp; nothing was cached")
+    if expires.tzinfo is None:
+        expires = expires.replace(tzinfo=UTC)
+    return token, expires
+
+
+def _attribute(access: Any, name: str) -> Any:
+    """PyGithub raises on reading a malformed attribute (an unparseable ``expires_at``): that is ``None``."""
+    try:
+        return getattr(access, name)
+    except Exception:
+        return None
 
 
 def _describe(exc: BaseException) -> str:
