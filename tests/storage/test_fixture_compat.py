@@ -11,7 +11,7 @@ import pytest
 
 from kodiai.storage.migrations import apply_migrations, migration_status
 from kodiai.storage.telemetry import RetrievalQualityRecord, TelemetryStore
-from storage.fixture_paths import FIXTURE_DBS, UPSTREAM_SCHEMA
+from storage.fixture_paths import UPSTREAM_SCHEMA, copy_fixture_db
 
 
 def _dump(path: Path) -> dict[str, list[tuple[object, ...]]]:
@@ -40,17 +40,15 @@ def _schema(path: Path) -> tuple[dict[str, list[str]], set[str]]:
         conn.close()
 
 
-def test_fixture_telemetry_has_the_documented_rows() -> None:
-    rows = _dump(FIXTURE_DBS / "kodiai-telemetry.db")
+def test_fixture_telemetry_has_the_documented_rows(tmp_path: Path) -> None:
+    rows = _dump(copy_fixture_db("telemetry", tmp_path))  # opened on a copy: ../shared may be read-only
     assert len(rows["executions"]) == 25 and len(rows["retrieval_quality"]) == 25
 
 
 @pytest.mark.parametrize("name", ["telemetry", "knowledge"])
 def test_fixture_db_migrates_keeps_rows_and_is_upstream_superset(tmp_path: Path, name: str) -> None:
     """Rows identical before/after, schema ⊇ upstream_schema_cd3cee39.json, a second upgrade is a no-op."""
-    source = FIXTURE_DBS / f"kodiai-{name}.db"
-    path = tmp_path / source.name
-    path.write_bytes(source.read_bytes())
+    path = copy_fixture_db(name, tmp_path)
     before = _dump(path)
     applied = apply_migrations(path, name)
     assert applied == [s.id for s in migration_status(path, name)]
