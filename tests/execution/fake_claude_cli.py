@@ -13,7 +13,17 @@ import os
 import sys
 import time
 
-WATCHED = ("CLAUDE_CODE_ENTRYPOINT", "ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN", "GITHUB_PRIVATE_KEY")
+WATCHED = (
+    "CLAUDE_CODE_ENTRYPOINT",
+    "ANTHROPIC_API_KEY",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+    "GITHUB_PRIVATE_KEY",
+    "GITHUB_WEBHOOK_SECRET",
+    "VOYAGE_API_KEY",
+    "METRICS_TOKEN",
+    "PATH",
+    "HOME",
+)
 
 
 def out(message: dict[str, object]) -> None:

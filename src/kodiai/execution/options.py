@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import get_args
 
 from claude_agent_sdk import ClaudeAgentOptions
 from claude_agent_sdk.types import McpSdkServerConfig, SystemPromptPreset
@@ -21,6 +22,7 @@ from pydantic import BaseModel, SecretStr
 from kodiai.execution.config_view import ExecutorConfig
 from kodiai.execution.tools import allowed_tool_patterns
 from kodiai.execution.types import ExecutionContext
+from kodiai.settings import Settings
 
 ENTRYPOINT = "kodiai-github-app"
 READ_TOOLS = [
@@ -35,13 +37,25 @@ READ_TOOLS = [
 WRITE_TOOLS = ["Edit", "Write", "MultiEdit"]
 WEB_TOOLS = ["WebSearch", "WebFetch"]
 READ_ONLY_DENY = [*WRITE_TOOLS, "NotebookEdit"]
-#: Process secrets of the app itself, blanked in the CLI's environment (the SDK inherits os.environ).
+#: Process secrets of the app itself, blanked in the CLI's environment (the SDK inherits os.environ and
+#: can only override variables, not drop them). Every secret setting is blanked (see `app_secret_names`).
 APP_SECRETS = (
     "GITHUB_PRIVATE_KEY",
     "GITHUB_PRIVATE_KEY_BASE64",
     "GITHUB_WEBHOOK_SECRET",
     "VOYAGE_API_KEY",
 )
+
+
+def app_secret_names() -> frozenset[str]:
+    """``APP_SECRETS`` plus the variable of every ``SecretStr`` setting, so a secret added to
+    :class:`~kodiai.settings.Settings` later (e.g. ``METRICS_TOKEN``) is kept from the CLI too. The
+    model credentials among them are set again, explicitly, by :func:`cli_env`."""
+    names = set(APP_SECRETS)
+    for name, field in Settings.model_fields.items():
+        if field.annotation is SecretStr or SecretStr in get_args(field.annotation):
+            names.add(name.upper())
+    return frozenset(names)
 
 
 class ModelCredentials(BaseModel):
@@ -71,7 +85,7 @@ def tool_lists(context: ExecutionContext, server_names: list[str]) -> tuple[list
 def cli_env(credentials: ModelCredentials, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """Overrides for the CLI's environment: entrypoint, model credentials, app secrets blanked."""
     source = os.environ if environ is None else environ
-    env = {name: "" for name in APP_SECRETS if name in source}
+    env = {name: "" for name in app_secret_names() if name in source}
     env["CLAUDE_CODE_ENTRYPOINT"] = ENTRYPOINT
     if credentials.claude_code_oauth_token is not None:
         env["CLAUDE_CODE_OAUTH_TOKEN"] = credentials.claude_code_oauth_token.get_secret_value()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import os
 import shutil
 import subprocess
 import tempfile
@@ -20,6 +19,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from kodiai.github.branch_names import validate_branch_name
+from kodiai.github.git_env import git_child_env
 from kodiai.log import get_logger, redact
 
 PREFIX = "kodiai-"
@@ -74,8 +74,10 @@ async def run_git(
     token: str | None = None,
     git_binary: str = "git",
 ) -> str:
-    """Run ``git <args>`` without a shell; return stdout; raise :class:`GitCommandError` (redacted)."""
-    env = {**os.environ, **auth_env(base_url, token)}
+    """Run ``git <args>`` without a shell; return stdout; raise :class:`GitCommandError` (redacted).
+
+    git gets an allow-listed environment (:func:`git_child_env`), never the server's secrets."""
+    env = git_child_env(auth_env(base_url, token))
     proc = await asyncio.create_subprocess_exec(
         git_binary,
         *args,
@@ -116,7 +118,7 @@ class Workspace:
     def git_blocking(self, *args: str, timeout: float = 300) -> tuple[int, str]:
         """Run ``git <args>`` synchronously with the workspace's auth; ``(exit code, stdout)``, never raises
         on a non-zero exit (for synchronous callers running in a worker thread)."""
-        env = {**os.environ, **auth_env(self._base_url, self._token)}
+        env = git_child_env(auth_env(self._base_url, self._token))
         try:
             done = subprocess.run(
                 [self._git_binary, *args],

@@ -14,6 +14,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
+from kodiai.github.git_env import git_child_env
 from kodiai.log import get_logger
 from kodiai.text.js import js_trim
 
@@ -33,7 +34,9 @@ def run_git(args: Sequence[str], cwd: str) -> GitResult:
     """Run ``git <args>`` in ``cwd``; a missing directory is a failed command, not an exception."""
     if not Path(cwd).is_dir():
         return GitResult(returncode=128, stdout="")
-    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        ["git", *args], cwd=cwd, env=git_child_env(), capture_output=True, text=True, check=False
+    )
     return GitResult(returncode=proc.returncode, stdout=proc.stdout)
 
 

@@ -13,6 +13,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, Field
 
+from kodiai.github.git_env import git_child_env
 from kodiai.log import get_logger
 from kodiai.review.usage import UsageEvidence, build_search_terms, parse_git_grep_output
 
@@ -47,9 +48,14 @@ GrepRunner = Callable[[Sequence[str]], Awaitable[GrepResult]]
 
 
 async def run_git(argv: Sequence[str]) -> GrepResult:
-    """Run ``argv`` (a ``git`` command) and capture stdout; the process is killed if the call is cancelled."""
+    """Run ``argv`` (a ``git`` command, allow-listed environment) and capture stdout; the process is killed
+    if the call is cancelled."""
     proc = await asyncio.create_subprocess_exec(
-        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL
+        *argv,
+        env=git_child_env(),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
     )
     try:
         stdout, _ = await proc.communicate()
