@@ -12,6 +12,7 @@ must be atomic use :meth:`LockedConnection.transaction` (``BEGIN IMMEDIATE`` …
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -24,7 +25,8 @@ BUSY_TIMEOUT_MS = 5000
 
 
 def connect(path: str | Path, *, foreign_keys: bool = False, read_only: bool = False) -> sqlite3.Connection:
-    """Open ``path`` (or ``:memory:``) with the house pragmas; parent directories are created.
+    """Open ``path`` (or ``:memory:``) with the house pragmas; parent directories are created, and a new
+    database file is created with mode 0600 (:func:`create_private_file`).
 
     ``read_only`` opens an existing file without creating it or its directories (operator reports);
     a missing file then raises :class:`FileNotFoundError`.
@@ -42,6 +44,7 @@ def connect(path: str | Path, *, foreign_keys: bool = False, read_only: bool = F
         return conn
     if target != MEMORY:
         Path(target).parent.mkdir(parents=True, exist_ok=True)
+        create_private_file(target)
     conn = sqlite3.connect(target, check_same_thread=False, isolation_level=None)
     try:
         conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
@@ -53,6 +56,23 @@ def connect(path: str | Path, *, foreign_keys: bool = False, read_only: bool = F
         conn.close()
         raise
     return conn
+
+
+def create_private_file(path: str | Path) -> bool:
+    """Create ``path`` empty with mode 0600 unless it exists; True when it was created.
+
+    SQLite would create a new database with 0644 (0666 less the umask): readable by every local user,
+    and the jobs database holds pending webhook payloads. An empty file is a valid empty database, and
+    SQLite gives the ``-wal``/``-shm`` (and ``-journal``) files the mode of the database file, so they
+    are 0600 too — without touching the process-wide umask, which other threads share. An existing
+    file keeps its mode (see docs/deployment.md to tighten an older one).
+    """
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    except FileExistsError:
+        return False
+    os.close(fd)
+    return True
 
 
 def checkpoint_passive(conn: sqlite3.Connection) -> tuple[int, int, int]:
