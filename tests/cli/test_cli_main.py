@@ -8,7 +8,7 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from kodiai.cli.main import COMMANDS, GROUPS, build_app
+from kodiai.cli.main import COMMANDS, GROUPS, app
 
 PROBE = """
 import sys
@@ -17,7 +17,7 @@ try:
     main({args!r})
 except SystemExit as exit:
     code = exit.code
-heavy = sorted(m for m in ("lancedb", "torch", "sentence_transformers") if m in sys.modules)
+heavy = sorted(m for m in ("lancedb", "torch", "sentence_transformers", "numpy", "pyarrow") if m in sys.modules)
 print("HEAVY=" + ",".join(heavy))
 """
 
@@ -28,27 +28,35 @@ def _run(args: list[str]) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize("args", [["config", "schema"], ["db", "--help"], ["telemetry", "--help"]])
+@pytest.mark.parametrize(
+    "args",
+    [["config", "schema"], ["db", "--help"], ["telemetry", "--help"], ["memory", "--help"], ["review", "-h"]],
+)
 def test_light_commands_do_not_import_the_vector_or_model_stack(args: list[str]) -> None:
     proc = _run(args)
     assert proc.returncode == 0, proc.stderr
     assert "HEAVY=\n" in proc.stdout
 
 
-def test_a_single_group_is_still_a_group_not_a_collapsed_command() -> None:
-    """With one command registered, typer would run it without its name; the root callback prevents that."""
-    result = CliRunner().invoke(build_app("serve"), ["serve", "--help"])
+def test_a_command_runs_under_its_name() -> None:
+    result = CliRunner().invoke(app, ["serve", "--help"])
     assert result.exit_code == 0 and "Start the webhook server" in result.output
 
 
-def test_memory_group_carries_calibrate_whichever_way_it_is_built() -> None:
-    for cli in (build_app("memory"), build_app()):
-        result = CliRunner().invoke(cli, ["memory", "--help"])
-        assert result.exit_code == 0 and "calibrate" in result.output
+def test_memory_group_carries_calibrate() -> None:
+    result = CliRunner().invoke(app, ["memory", "--help"])
+    assert result.exit_code == 0 and "calibrate" in result.output
+    result = CliRunner().invoke(app, ["memory", "calibrate", "--help"])
+    assert result.exit_code == 0 and "--data" in result.output
+
+
+def test_an_unknown_command_suggests_the_closest() -> None:
+    result = CliRunner().invoke(app, ["reveiw"])
+    assert result.exit_code == 2 and "review" in result.output
 
 
 def test_full_help_lists_every_command_and_group() -> None:
-    result = CliRunner().invoke(build_app(), ["--help"])
+    result = CliRunner().invoke(app, ["--help"])
     assert result.exit_code == 0
     for name in [*COMMANDS, *GROUPS]:
         assert name in result.output

@@ -34,7 +34,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_dry_run_prints_prompt_and_retrieval_context(repo: Path) -> None:
     """--dry-run prints the retrieval context and the exact prompt; the model is not called."""
     result = runner.invoke(
-        app, ["review", "--repo", str(repo), "--base", "main", "--head", "topic", "--dry-run"]
+        app, ["review", "--path", str(repo), "--base", "main", "--head", "topic", "--dry-run"]
     )
     assert result.exit_code == 0, result.output
     out = result.stdout
@@ -51,7 +51,7 @@ def test_dry_run_prints_prompt_and_retrieval_context(repo: Path) -> None:
 def test_dry_run_json(repo: Path) -> None:
     """--dry-run --json prints the whole context as JSON (prompt included, verbatim)."""
     result = runner.invoke(
-        app, ["review", "--repo", str(repo), "--base", "main", "--head", "topic", "--dry-run", "--json"]
+        app, ["review", "--path", str(repo), "--base", "main", "--head", "topic", "--dry-run", "--json"]
     )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
@@ -62,11 +62,12 @@ def test_dry_run_json(repo: Path) -> None:
 
 def test_unknown_ref_is_a_clear_error(repo: Path) -> None:
     """A ref that does not exist exits 1 naming which ref (base or head) was wrong; nothing on stdout."""
-    result = runner.invoke(app, ["review", "--repo", str(repo), "--base", "nope", "--dry-run"])
+    result = runner.invoke(app, ["review", "--path", str(repo), "--base", "nope", "--dry-run"])
     assert result.exit_code == 1
     assert "kodiai review: base ref 'nope' is not a commit" in result.output
+    assert "--base" in result.output
     result = runner.invoke(
-        app, ["review", "--repo", str(repo), "--base", "main", "--head", "nope2", "--dry-run"]
+        app, ["review", "--path", str(repo), "--base", "main", "--head", "nope2", "--dry-run"]
     )
     assert result.exit_code == 1
     assert "kodiai review: head ref 'nope2' is not a commit" in result.output
@@ -75,7 +76,7 @@ def test_unknown_ref_is_a_clear_error(repo: Path) -> None:
 
 def test_run_without_credentials_refuses(repo: Path) -> None:
     """Without --dry-run and without model credentials the command explains what is missing (exit 2)."""
-    result = runner.invoke(app, ["review", "--repo", str(repo), "--base", "main", "--head", "topic"])
+    result = runner.invoke(app, ["review", "--path", str(repo), "--base", "main", "--head", "topic"])
     assert result.exit_code == 2
     assert "CLAUDE_CODE_OAUTH_TOKEN or ANTHROPIC_API_KEY" in result.output
 
@@ -102,7 +103,7 @@ def test_run_with_claude_cli_prints_what_would_be_posted(
     )
 
     result = runner.invoke(
-        app, ["review", "--repo", str(repo), "--base", "main", "--head", "topic", "--cli-path", str(cli)]
+        app, ["review", "--path", str(repo), "--base", "main", "--head", "topic", "--cli-path", str(cli)]
     )
 
     assert result.exit_code == 0, result.output
@@ -169,7 +170,7 @@ def test_dry_run_retrieves_from_local_store_with_local_embeddings(
         app,
         [
             "review",
-            "--repo",
+            "--path",
             str(root),
             "--base",
             "main",
@@ -205,7 +206,7 @@ def test_model_failure_exits_1_with_the_reason(
             monkeypatch.setenv(name, value)
         monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_API_KEY)
         git("checkout", "-q", "topic", cwd=repo)
-        result = runner.invoke(app, ["review", "--repo", str(repo), "--base", "main", "--head", "topic"])
+        result = runner.invoke(app, ["review", "--path", str(repo), "--base", "main", "--head", "topic"])
     assert result.exit_code == 1, result.output
     assert "conclusion: error" in result.output
     assert "the review did not complete" in result.output and "500" in result.output

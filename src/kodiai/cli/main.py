@@ -1,18 +1,25 @@
 """The ``kodiai`` command. Each command group lives in its own module and is composed here.
 
-Some groups pull in heavy libraries when imported (LanceDB, the embedding model's stack), so the console
-entry point :func:`main` imports only the group named on the command line: ``kodiai config validate``
-or ``kodiai serve`` do not pay for ``kodiai memory``. ``app`` (what tests drive with typer's runner)
-is the whole CLI, built on first access.
+Some command modules pull in heavy libraries (LanceDB, the embedding stack, the Claude SDK), so no
+module is imported until its command runs or shows its own help: the root group holds a
+:class:`DeferredCommand` per command, which lists itself from :data:`SUMMARIES` and loads the real
+command on first use. ``kodiai --help`` imports no command module at all; ``kodiai db --help`` imports
+only ``db_cmd``. ``app`` (what tests drive with typer's runner) is the whole CLI.
+
+``-h`` is an alias of ``--help`` everywhere: click contexts inherit ``help_option_names`` from the root.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from functools import partial
 from importlib import import_module
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import typer
+from typer.core import TyperCommand, TyperGroup, TyperOption
 
 HELP = "Kodiai: self-hosted GitHub App that reviews pull requests with Claude and learns from past findings."
 
@@ -29,51 +36,149 @@ GROUPS = {
     "memory": "kodiai.cli.memory_cmd",
     "eval": "kodiai.cli.eval_cmd",
 }
+#: Commands attached to a group from another module: (group, name) → (module, function).
+EXTRA_COMMANDS = {("memory", "calibrate"): ("kodiai.cli.calibrate_cmd", "calibrate")}
+
+#: One-line help shown in a parent's command list without importing the command's module. Must equal
+#: the first line of the command's own help (a test checks); a name missing here is imported to list it.
+SUMMARIES = {
+    "serve": "Start the webhook server.",
+    "review": "Review a pull request (a GitHub URL) or a local branch (--base/--head).",
+    "config": "Check a .kodiai.yml file and export its JSON Schema.",
+    "db": "Apply and inspect database migrations (additive only).",
+    "telemetry": "Operator reports over the telemetry and knowledge databases.",
+    "memory": "Learned memory: import, search, list, stats, purge-stale, retire.",
+    "eval": "Offline evaluations of the learned memory.",
+    "jobs": "List and retry webhook deliveries in the job journal.",
+    "memory calibrate": (
+        "Derive a headgap profile for the embedder from a labelled set; print it as .kodiai.yml YAML."
+    ),
+}
+
+CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
 
 
-def _group(name: str) -> typer.Typer:
-    group: typer.Typer = import_module(GROUPS[name]).app
-    if name == "memory" and not any(c.name == "calibrate" for c in group.registered_commands):
-        group.command("calibrate")(import_module("kodiai.cli.calibrate_cmd").calibrate)
-    return group
+def _flag_aware_display_type(self: TyperOption, ctx: Any) -> str | None:
+    """typer 0.29's rich help prints a flag's value type (``--dry-run <bool>``) though a flag takes no
+    value; its plain help does not. Same rule here: no type for flags."""
+    if self.is_flag and self.metavar is None:
+        return None
+    return _typer_display_type_rich(self, ctx)
 
 
-def build_app(only: str | None = None) -> typer.Typer:
-    """The CLI with every command, or with just ``only`` (a command or group name) registered."""
-    cli = typer.Typer(name="kodiai", help=HELP, no_args_is_help=True, add_completion=False)
+_typer_display_type_rich = TyperOption.display_type_rich
+setattr(TyperOption, "display_type_rich", _flag_aware_display_type)  # noqa: B010 (mypy: method assign)
 
-    @cli.callback()
-    def _root() -> None:
-        """Kodiai: self-hosted GitHub App that reviews pull requests with Claude and learns from past findings."""
 
-    for name, (module, function) in COMMANDS.items():
-        if only in (None, name):
-            cli.command(name)(getattr(import_module(module), function))
-    for name in GROUPS:
-        if only in (None, name):
-            cli.add_typer(_group(name), name=name)
-    return cli
+class DeferredCommand(TyperCommand):
+    """A command whose module is imported only when it runs (or shows its own help).
+
+    The parent lists it by ``summary``. Click's group invokes ``sub_ctx.command``, i.e. the command
+    :meth:`make_context` built the context for, so delegating that one method runs the real command.
+    """
+
+    def __init__(self, name: str, summary: str, load: Callable[[], Any]) -> None:
+        super().__init__(name=name, help=summary, add_help_option=False)
+        self._load = load
+        self._command: Any = None
+
+    def load(self) -> Any:
+        if self._command is None:
+            self._command = self._load()
+        return self._command
+
+    def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+        return self.load().make_context(info_name, args, parent=parent, **extra)
+
+
+_loaded: dict[str, Any] = {}
+
+
+def _command(name: str) -> Any:
+    """The real click command for a top-level command or group (built once per process)."""
+    if name not in _loaded:
+        holder = typer.Typer()
+        holder.callback()(_noop)  # a group with a callback keeps its single sub-command a sub-command
+        if name in COMMANDS:
+            module, function = COMMANDS[name]
+            holder.command(name)(getattr(import_module(module), function))
+        else:
+            holder.add_typer(import_module(GROUPS[name]).app, name=name)
+        command = typer.main.get_command(holder).commands[name]  # type: ignore[attr-defined]
+        for (group, extra), (module, function) in EXTRA_COMMANDS.items():
+            if group == name:
+                command.add_command(
+                    DeferredCommand(extra, _summary(f"{group} {extra}"), _function_loader(module, function))
+                )
+        _loaded[name] = command
+    return _loaded[name]
+
+
+def _function_loader(module: str, function: str) -> Callable[[], Any]:
+    def load() -> Any:
+        holder = typer.Typer()
+        holder.callback()(_noop)
+        holder.command("command")(getattr(import_module(module), function))
+        return typer.main.get_command(holder).commands["command"]  # type: ignore[attr-defined]
+
+    return load
+
+
+def _noop() -> None:
+    """(placeholder callback)"""
+
+
+def _summary(name: str) -> str:
+    if name in SUMMARIES:
+        return SUMMARIES[name]
+    command = _command(name)
+    return str(command.help or "").strip().splitlines()[0] if command.help else ""
+
+
+class RootGroup(TyperGroup):
+    """The ``kodiai`` group: every command deferred."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        for name in [*COMMANDS, *GROUPS]:
+            self.add_command(DeferredCommand(name, _summary(name), partial(_command, name)))
+
+
+def package_version() -> str:
+    try:
+        return version("kodiai")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
+        return "unknown"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"kodiai {package_version()}")
+        raise typer.Exit()
+
+
+app = typer.Typer(
+    name="kodiai",
+    help=HELP,
+    cls=RootGroup,
+    no_args_is_help=True,
+    add_completion=False,
+    context_settings=CONTEXT_SETTINGS,
+)
+
+
+@app.callback()
+def _root(
+    show_version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """Kodiai: self-hosted GitHub App that reviews pull requests with Claude and learns from past findings."""
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point: build only the command the arguments name, then run it."""
-    args = sys.argv[1:] if argv is None else argv
-    first = next((a for a in args if not a.startswith("-")), None)
-    only = first if first in COMMANDS or first in GROUPS else None
-    build_app(only)(args=args, prog_name="kodiai")
-
-
-_full_app: typer.Typer | None = None
-
-
-def __getattr__(name: str) -> Any:
-    """``from kodiai.cli.main import app``: the whole CLI, built once."""
-    global _full_app
-    if name == "app":
-        if _full_app is None:
-            _full_app = build_app()
-        return _full_app
-    raise AttributeError(name)
+    """Console entry point."""
+    app(args=sys.argv[1:] if argv is None else argv, prog_name="kodiai")
 
 
 if __name__ == "__main__":  # pragma: no cover

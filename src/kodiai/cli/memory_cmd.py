@@ -13,27 +13,23 @@ import json
 import os
 import sqlite3
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from kodiai.learning.adaptive_threshold import AdaptiveThresholdResult
-from kodiai.learning.calibration import resolve_cut
-from kodiai.learning.confidence import ConfidenceConfig
-from kodiai.learning.embeddings import EmbeddingProvider, build_embedding_provider
-from kodiai.learning.isolation import IsolationLayer
-from kodiai.learning.memory_schema import InvalidNameError, validate_repo
-from kodiai.learning.memory_store import LanceMemoryStore
-from kodiai.learning.pipeline import RetrievalOutcome, retrieve_context
-from kodiai.learning.provenance import HistoryEvent, MemoryProvenance, assemble, load_facts, retired_by_repo
-from kodiai.learning.provenance_sources import ReadOnlyKnowledge, open_existing_store
-from kodiai.learning.setup import finding_memory_text, memory_record_fields, open_store_for_provider
-from kodiai.learning.types import LearningMemoryRecord
 from kodiai.storage.db_path import resolve_knowledge_db_path
+
+if TYPE_CHECKING:  # the learning stack (LanceDB, numpy, the embedder) loads only when a command runs
+    from kodiai.learning.adaptive_threshold import AdaptiveThresholdResult
+    from kodiai.learning.embeddings import EmbeddingProvider
+    from kodiai.learning.memory_store import LanceMemoryStore
+    from kodiai.learning.pipeline import RetrievalOutcome
+    from kodiai.learning.provenance import HistoryEvent, MemoryProvenance
+    from kodiai.learning.provenance_sources import ReadOnlyKnowledge
+    from kodiai.learning.types import LearningMemoryRecord
 
 app = typer.Typer(
     help="Learned memory: import, search, list, stats, purge-stale, retire.", no_args_is_help=True
@@ -72,6 +68,8 @@ def _fail(message: str) -> typer.Exit:
 
 
 def _provider(name: str, voyage_api_key: str | None) -> EmbeddingProvider:
+    from kodiai.learning.embeddings import build_embedding_provider
+
     try:
         return build_embedding_provider(name, voyage_api_key=voyage_api_key)
     except ValueError as exc:
@@ -79,6 +77,8 @@ def _provider(name: str, voyage_api_key: str | None) -> EmbeddingProvider:
 
 
 def _store(uri: str, provider: EmbeddingProvider, *, mark_stale: bool = True) -> LanceMemoryStore:
+    from kodiai.learning.setup import open_store_for_provider
+
     try:
         store = open_store_for_provider(uri, provider, mark_stale=mark_stale)
     except (ValueError, OSError) as exc:
@@ -89,6 +89,10 @@ def _store(uri: str, provider: EmbeddingProvider, *, mark_stale: bool = True) ->
 
 
 def _parse_import_line(line: str, provider: EmbeddingProvider) -> tuple[LearningMemoryRecord, str]:
+    from kodiai.learning.memory_schema import validate_repo
+    from kodiai.learning.setup import finding_memory_text, memory_record_fields
+    from kodiai.learning.types import LearningMemoryRecord
+
     data = json.loads(line)
     if not isinstance(data, dict):
         raise ValueError("expected a JSON object")
@@ -117,6 +121,10 @@ def import_memories(
     voyage_api_key: VoyageKeyOpt = None,
 ) -> None:
     """Embed and store memories. Every line is checked first: one bad line aborts with nothing written."""
+    from pydantic import ValidationError
+
+    from kodiai.learning.memory_schema import InvalidNameError
+
     if not file.is_file():
         raise _fail(f"no such file: {file}")
     provider = _provider(provider_name, voyage_api_key)
@@ -255,6 +263,12 @@ def search(
     as_json: JsonOpt = False,
 ) -> None:
     """Run the whole retrieval chain and print every stage."""
+    from kodiai.learning.calibration import resolve_cut
+    from kodiai.learning.confidence import ConfidenceConfig
+    from kodiai.learning.isolation import IsolationLayer
+    from kodiai.learning.memory_schema import InvalidNameError, validate_repo
+    from kodiai.learning.pipeline import retrieve_context
+
     try:
         validate_repo(repo)
     except InvalidNameError as exc:
@@ -290,6 +304,8 @@ def search(
 def _knowledge(db: str | None) -> tuple[ReadOnlyKnowledge | None, str | None]:
     """The knowledge DB read-only, or ``(None, note)`` when the default path has no file. A path given
     with ``--knowledge-db`` or ``KNOWLEDGE_DB_PATH`` that does not exist is an error: never created."""
+    from kodiai.learning.provenance_sources import ReadOnlyKnowledge
+
     path, source = resolve_knowledge_db_path(db, os.environ)
     if not Path(path).is_file():
         if source == "default":
@@ -327,6 +343,8 @@ def stats(
     as_json: JsonOpt = False,
 ) -> None:
     """Counts per repo (with outcomes, and retired findings from the knowledge DB) and per embedding model."""
+    from kodiai.learning.provenance import retired_by_repo
+
     provider = _provider(provider_name, voyage_api_key)
     store = _store(uri, provider, mark_stale=False)
     s = store.stats()
@@ -427,6 +445,10 @@ def list_memories(
     as_json: JsonOpt = False,
 ) -> None:
     """Every memory with its provenance: repo, PR, comment URL, outcome history, who added or retired it."""
+    from kodiai.learning.memory_schema import InvalidNameError, validate_repo
+    from kodiai.learning.provenance import assemble, load_facts
+    from kodiai.learning.provenance_sources import open_existing_store
+
     if repo is not None:
         try:
             validate_repo(repo)
@@ -518,6 +540,8 @@ def retire(
     ] = None,
 ) -> None:
     """Remove one finding's memory so it is never retrieved again (recorded like `@kodiai forget`)."""
+    from kodiai.learning.memory_schema import InvalidNameError
+
     provider = _provider(provider_name, voyage_api_key)
     store = _store(uri, provider, mark_stale=False)
     try:

@@ -21,9 +21,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-import uvicorn
-
-from kodiai.log import configure_logging, get_logger, redact
 
 
 def _load_registrar(spec: str) -> Callable[..., None]:
@@ -58,7 +55,10 @@ def serve(
     ] = None,
 ) -> None:
     """Start the webhook server."""
+    import uvicorn  # here, not at module level: `kodiai serve --help` stays fast
+
     from kodiai.github.app_auth import GitHubAppError
+    from kodiai.log import configure_logging, get_logger, redact
     from kodiai.metrics import Metrics
     from kodiai.server.app import create_app
     from kodiai.server.http_limits import HttpOptions, uvicorn_options

@@ -2,7 +2,9 @@
 
 A local-workspace adapter: the checkout is the workspace, the PR's facts come from git (title and body of
 the head commit, its author, the commits of ``base..head``), there is no GitHub to ask for the author's
-tier or for advisories, and learned memory is the same LanceDB table ``kodiai memory import`` writes. The
+tier or for advisories, and learned memory is the same LanceDB table ``kodiai memory import`` writes.
+For ``kodiai review URL`` the facts and commits are the real PR's instead (a :class:`PullContext`, built
+by :mod:`kodiai.handlers.review.remote`) and the workspace is its clone. The
 prompt it builds is the one the bot would send for that range. :func:`run_local_review` then runs the
 executor with GitHub replaced by a recorder, so what would have been posted is shown instead.
 """
@@ -13,6 +15,7 @@ import os
 import re
 import subprocess
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Literal
@@ -71,9 +74,22 @@ class RetrievalReport(BaseModel):
     results: list[RetrievedMemory] = Field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class PullContext:
+    """A real pull request under review: its facts from the API, its clone (with the token, so a shallow
+    clone can be deepened for the merge base) and its commit listing."""
+
+    facts: PullRequestFacts
+    workspace: Workspace
+    commits: CommitSource | None = None
+    url: str | None = None
+
+
 class LocalReview(BaseModel):
     owner: str
     repo: str
+    number: int = LOCAL_PR_NUMBER
+    url: str | None = None
     base_ref: str
     head_ref: str
     base_sha: str
@@ -100,11 +116,12 @@ def git(repo: Path, *args: str) -> str:
 
 
 def repo_identity(repo: Path, override: str | None) -> tuple[str, str]:
-    """``owner/name`` from ``--repo-name``, else the ``origin`` remote, else ``local/<directory>``."""
+    """``owner/name`` from ``--repo``, else the ``origin`` remote, else ``local/<directory>``."""
     if override:
         owner, _, name = override.partition("/")
-        if not owner or not name:
-            raise LocalReviewError(f"--repo-name must look like owner/name, got {override!r}")
+        if not owner or not name or "/" in name:
+            hint = " (a local checkout is --path)" if Path(override).exists() else ""
+            raise LocalReviewError(f"--repo must look like owner/name, got {override!r}{hint}")
         return owner, name
     try:
         url = git(repo, "remote", "get-url", "origin").strip()
@@ -130,7 +147,20 @@ def _resolve(repo: Path, ref: str, which: str) -> str:
     try:
         return git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").strip()
     except LocalReviewError:
-        raise LocalReviewError(f"{which} ref {ref!r} is not a commit in {repo}") from None
+        option = "--base" if which == "base" else "--head"
+        raise LocalReviewError(
+            f"{which} ref {ref!r} is not a commit in {repo}: pass an existing branch, tag or commit as "
+            f"{option} (`git branch -a` lists branches; fetch the remote one first if it is missing)"
+        ) from None
+
+
+def check_not_empty(repo: Path, base_sha: str, head_sha: str, base: str, head: str) -> None:
+    """An empty range has nothing to review: say so rather than build a prompt about no changes."""
+    if base_sha == head_sha or not git(repo, "diff", "--name-only", f"{base_sha}...{head_sha}").strip():
+        raise LocalReviewError(
+            f"no changes between base {base!r} and head {head!r} ({base_sha[:12]}...{head_sha[:12]}): "
+            "nothing to review; check that --head is the branch with the changes and --base its target"
+        )
 
 
 def local_facts(repo: Path, base: str, head: str, repo_name: str | None) -> PullRequestFacts:
@@ -233,15 +263,36 @@ async def build_local_review(
     memory_uri: str | None = None,
     repo_name: str | None = None,
     now: datetime | None = None,
+    pull: PullContext | None = None,
 ) -> LocalReview:
-    """Everything the model would be given for ``base...head`` of the repository at ``repo_path``."""
-    if (
-        not (repo_path / ".git").exists()
-        and git(repo_path, "rev-parse", "--is-inside-work-tree").strip() != "true"
-    ):
-        raise LocalReviewError(f"{repo_path} is not a git repository")
-    facts = local_facts(repo_path, base, head, repo_name)
-    config, warnings = load_config_at(repo_path, facts.head_sha)
+    """Everything the model would be given for ``base...head`` of the repository at ``repo_path``.
+
+    With ``pull``, the PR's own facts (title, body, author, counts from the API) and commit listing are
+    used, ``pull.workspace`` is the checkout and ``base``/``head`` are its git refs to diff."""
+    if not repo_path.is_dir():
+        raise LocalReviewError(f"{repo_path} does not exist: pass a git checkout as --path")
+    if not (repo_path / ".git").exists():
+        try:
+            inside = git(repo_path, "rev-parse", "--is-inside-work-tree").strip() == "true"
+        except LocalReviewError:
+            inside = False
+        if not inside:
+            raise LocalReviewError(f"{repo_path} is not a git repository: pass a git checkout as --path")
+    if pull is None:
+        if repo_name is not None:
+            repo_identity(repo_path, repo_name)  # a malformed --repo fails before any git work
+        facts = local_facts(repo_path, base, head, repo_name)
+        check_not_empty(repo_path, facts.base_sha, facts.head_sha, base, head)
+        workspace = Workspace(repo_path, base_url="https://github.com", token="")
+        commits: CommitSource | None = _commit_source(repo_path, facts.base_sha, facts.head_sha)
+        diff_base, diff_base_ref = facts.base_sha, None
+        head_rev = facts.head_sha
+        base_label, head_label = base, head
+    else:
+        facts, workspace, commits = pull.facts, pull.workspace, pull.commits
+        diff_base, diff_base_ref, head_rev = base, facts.base_ref, head
+        base_label, head_label = facts.base_ref, facts.head_ref
+    config, warnings = load_config_at(repo_path, git(repo_path, "rev-parse", head_rev).strip())
     log = stderr_logger(os.environ.get("LOG_LEVEL") or "warn", repo=facts.full_name)
     memory: LearnedMemory | None = None
     no_store_reason: str | None = None
@@ -251,19 +302,21 @@ async def build_local_review(
         except Exception as exc:  # retrieval is fail-open (spec/review.md §1 step 32)
             no_store_reason = redact(f"{type(exc).__name__}: {exc}")
             log.warning("Learned memory could not be opened (fail-open)", err=no_store_reason)
-    sources = GatherSources(
-        commits=_commit_source(repo_path, facts.base_sha, facts.head_sha),
-        memory=memory,
-        now=now,
-    )
-    workspace = Workspace(repo_path, base_url="https://github.com", token="")
+    sources = GatherSources(commits=commits, memory=memory, now=now)
     try:
         gathered = await gather(
-            facts, config, workspace, sources, log, base=facts.base_sha, base_ref=None, head=facts.head_sha
+            facts, config, workspace, sources, log, base=diff_base, base_ref=diff_base_ref, head=head_rev
         )
     finally:
         if memory is not None:
             memory.store.close()
+    if not gathered.changed_files:
+        raise LocalReviewError(
+            f"no file to review between base {base_label!r} and head {head_label!r}: every changed file "
+            "matches review.skipPaths in .kodiai.yml"
+            if gathered.diff.changed_files
+            else f"no changes between base {base_label!r} and head {head_label!r}: nothing to review"
+        )
     plan = plan_review(plan_input(facts, config, gathered))
     retrieval = _report(gathered.retrieval, memory_uri)
     if retrieval.status == "no-store" and no_store_reason:
@@ -275,8 +328,10 @@ async def build_local_review(
     return LocalReview(
         owner=facts.owner,
         repo=facts.repo,
-        base_ref=base,
-        head_ref=head,
+        number=facts.number,
+        url=pull.url if pull is not None else None,
+        base_ref=base_label,
+        head_ref=head_label,
         base_sha=facts.base_sha,
         head_sha=facts.head_sha,
         title=facts.title,
@@ -295,7 +350,7 @@ def local_output_key(review: LocalReview) -> str:
         installation_id=0,
         owner=review.owner,
         repo=review.repo,
-        pr_number=LOCAL_PR_NUMBER,
+        pr_number=review.number,
         action="local",
         delivery_id="local",
         head_sha=review.head_sha,
@@ -311,7 +366,7 @@ async def run_local_review(
     cli_path: str | Path | None = None,
 ) -> tuple[ExecutionResult, RecordingGitHub]:
     """Execute the review prompt on ``workspace``; return the result and the recorded output."""
-    recorder = RecordingGitHub(LOCAL_PR_NUMBER, review.head_sha)
+    recorder = RecordingGitHub(review.number, review.head_sha)
     executor = ClaudeAgentExecutor(
         installation_client=None,
         credentials=credentials,
@@ -326,7 +381,7 @@ async def run_local_review(
         owner=review.owner,
         repo=review.repo,
         event_type="pull_request.opened",
-        pr_number=LOCAL_PR_NUMBER,
+        pr_number=review.number,
         prompt=review.prompt,
         trigger_body=review.prompt,
         review_output_key=local_output_key(review),

@@ -1,0 +1,180 @@
+"""Every command's help: fast, light (no heavy module imported), ``-h`` as ``--help``, flags without a type.
+
+Each help runs in a fresh interpreter, as a user's shell would run it. The timing assertion is on the
+child's CPU time (user + system): on a 2-core machine shared with other jobs, wall time measures the
+machine's load, not the command; both are printed. The heavy-module check does not depend on timing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+from typer.testing import CliRunner
+
+from kodiai.cli.main import COMMANDS, EXTRA_COMMANDS, GROUPS, SUMMARIES, app, package_version
+
+HEAVY = (
+    "lancedb",
+    "pyarrow",
+    "faiss",
+    "onnxruntime",
+    "tokenizers",
+    "numpy",
+    "torch",
+    "sentence_transformers",
+    "claude_agent_sdk",
+    "mcp",
+    "github",
+    "uvicorn",
+    "kodiai.server",
+    "kodiai.handlers",
+    "kodiai.learning.memory_store",
+)
+#: Commands whose own module imports the learning stack at module level (eval_cmd, calibrate_cmd: owned
+#: elsewhere). Their help is still correct, only slow; the marks are strict so a fix shows up here.
+HEAVY_MODULES_ELSEWHERE = {"eval", "memory calibrate"}
+
+PROBE = """
+import json, resource, sys, time
+start = time.perf_counter()
+from kodiai.cli.main import main
+code = 0
+try:
+    main({args!r})
+except SystemExit as exit:
+    code = exit.code or 0
+usage = resource.getrusage(resource.RUSAGE_SELF)
+heavy = sorted(m for m in {heavy!r} if m in sys.modules)
+print("PROBE=" + json.dumps({{"code": code, "heavy": heavy, "cpu": usage.ru_utime + usage.ru_stime,
+                             "wall": time.perf_counter() - start}}))
+"""
+
+runner = CliRunner()
+
+
+def _subcommands() -> list[list[str]]:
+    """Every command path of the CLI, read from the loaded app."""
+    import typer.main
+
+    root = typer.main.get_command(app)
+    paths: list[list[str]] = [[]]
+    for name in [*COMMANDS, *GROUPS]:
+        command = root.commands[name].load()  # type: ignore[attr-defined]
+        paths.append([name])
+        paths.extend([name, sub] for sub in getattr(command, "commands", {}))
+    return paths
+
+
+ALL = [[], *[[n] for n in COMMANDS], *[[g] for g in GROUPS]]
+
+
+def _probe(args: list[str]) -> dict[str, object]:
+    started = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE.format(args=args, heavy=HEAVY)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    line = next(line for line in proc.stdout.splitlines() if line.startswith("PROBE="))
+    data: dict[str, object] = json.loads(line.removeprefix("PROBE="))
+    data["process_wall"] = time.perf_counter() - started
+    data["output"] = proc.stdout
+    return data
+
+
+def test_importing_the_cli_app_imports_no_heavy_module() -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; import typer.main; from kodiai.cli.main import app; typer.main.get_command(app); "
+            f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+
+
+def _cases() -> list[object]:
+    cases: list[object] = []
+    for path in _subcommands():
+        name = " ".join(path)
+        slow = name in HEAVY_MODULES_ELSEWHERE or (len(path) == 2 and " ".join(path[:1]) == "eval")
+        marks = (
+            [pytest.mark.xfail(strict=True, reason="the command module imports the learning stack")]
+            if slow
+            else []
+        )
+        cases.append(pytest.param(path, id=name or "kodiai", marks=marks))
+    return cases
+
+
+@pytest.mark.parametrize("path", _cases())
+def test_help_is_fast_and_imports_no_heavy_module(path: list[str]) -> None:
+    data = _probe([*path, "--help"])
+    print(
+        f"kodiai {' '.join(path)} --help: cpu {data['cpu']:.2f}s, in-process wall {data['wall']:.2f}s, "
+        f"process wall {data['process_wall']:.2f}s"
+    )
+    assert data["code"] == 0
+    assert "Usage: kodiai" in str(data["output"])
+    assert data["heavy"] == [], f"heavy modules imported: {data['heavy']}"
+    assert float(str(data["cpu"])) < 3.0
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: " ".join(p) or "kodiai")
+def test_dash_h_is_help_everywhere(path: list[str]) -> None:
+    long = runner.invoke(app, [*path, "--help"])
+    short = runner.invoke(app, [*path, "-h"])
+    assert long.exit_code == 0 and short.exit_code == 0
+    assert short.output == long.output
+    assert "-h" in long.output
+
+
+def test_leaf_commands_accept_dash_h() -> None:
+    for path in (["db", "status"], ["memory", "search"], ["config", "validate"], ["review"]):
+        result = runner.invoke(app, [*path, "-h"])
+        assert result.exit_code == 0, (path, result.output)
+        assert "Usage: kodiai " + " ".join(path) in result.output
+
+
+def test_version() -> None:
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert result.output.strip() == f"kodiai {package_version()}"
+    assert re.fullmatch(r"\d+\.\d+\.\d+.*", package_version())
+
+
+def test_flags_show_no_value_type_and_reject_a_value() -> None:
+    """A flag takes no value: its help shows none (typer 0.29's rich help printed ``<bool>``)."""
+    for path in _subcommands():
+        result = runner.invoke(app, [*path, "--help"], terminal_width=200)
+        assert result.exit_code == 0, (path, result.output)
+        assert "<bool>" not in result.output, path
+    review = runner.invoke(app, ["review", "--help"], terminal_width=200)
+    assert re.search(r"--dry-run\s+Print the prompt", review.output)
+    rejected = runner.invoke(app, ["review", "--dry-run", "true", "--base", "main"])
+    assert rejected.exit_code != 0
+
+
+def test_summaries_match_each_command_s_own_help() -> None:
+    """The root and group listings come from SUMMARIES without importing: they must not drift."""
+    import typer.main
+
+    root = typer.main.get_command(app)
+    for name in [*COMMANDS, *GROUPS]:
+        command = root.commands[name].load()  # type: ignore[attr-defined]
+        assert SUMMARIES[name] == (command.help or "").strip().splitlines()[0], name
+    for (group, name), _ in EXTRA_COMMANDS.items():
+        extra = root.commands[group].load().commands[name].load()  # type: ignore[attr-defined]
+        assert SUMMARIES[f"{group} {name}"] == (extra.help or "").strip().splitlines()[0]
