@@ -8,21 +8,32 @@ server in setup mode can register *their* App into its ``.env``):
 ``GET /setup/callback?code=…&state=…``, which exchanges the code with
 ``POST {GITHUB_API_URL}/app-manifests/{code}/conversions`` and writes the credentials to ``.env``.
 Secrets are never shown on a page or written to a log.
+
+One registration per ``.env``: :func:`write_env` refuses a file that already holds credentials
+(:class:`AlreadyRegisteredError`, :func:`registration_refusal` says why, for the pages), writes every
+value quoted so that it reads back exactly, and refuses values that could inject another setting
+(control characters, ``${``). After a registration the server's setup token must be spent (the caller
+clears ``Runtime.setup_token``, and :func:`token_ok` never matches an empty token).
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import html
+import io
 import json
 import os
 import re
 import secrets
+import tempfile
+import unicodedata
 from pathlib import Path
 from typing import Any
 
 import httpx
-from dotenv import set_key
+from dotenv import dotenv_values
+from dotenv.parser import parse_stream
 
 from kodiai.github.workspace import git_base_url_for
 
@@ -113,6 +124,8 @@ def render_manifest_form(action_url: str, manifest: dict[str, Any]) -> str:
 
 
 def render_done(slug: str, html_url: str, env_file: Path) -> str:
+    if not html_url.startswith(("https://", "http://")):  # only a web link goes into the href
+        html_url = f"https://github.com/apps/{slug}"
     return _page(
         "Kodiai is registered",
         f"<p>GitHub App <strong>{html.escape(slug)}</strong> created. Its credentials were written to "
@@ -157,22 +170,122 @@ async def exchange_code(
     return data
 
 
-def write_env(env_file: Path, conversion: dict[str, Any]) -> None:
-    """Write the app credentials into ``env_file`` (other lines kept; file mode 0600).
+#: Settings whose value in ``.env`` means a GitHub App is already registered there.
+CREDENTIAL_KEYS = (
+    "GITHUB_APP_ID",
+    "GITHUB_PRIVATE_KEY",
+    "GITHUB_PRIVATE_KEY_BASE64",
+    "GITHUB_WEBHOOK_SECRET",
+)
+_FORBIDDEN_CATEGORIES = frozenset({"Cc", "Zl", "Zp"})  # control characters, line and paragraph separators
 
-    The private key is stored base64-encoded on one line (``GITHUB_PRIVATE_KEY`` accepts that form).
-    """
-    env_file.parent.mkdir(parents=True, exist_ok=True)
-    if not env_file.exists():
-        env_file.touch(mode=0o600)
-    os.chmod(env_file, 0o600)
-    pem_b64 = base64.b64encode(str(conversion["pem"]).encode()).decode()
-    values = {
-        "GITHUB_APP_ID": str(conversion["id"]),
-        "GITHUB_PRIVATE_KEY": pem_b64,
-        "GITHUB_WEBHOOK_SECRET": str(conversion["webhook_secret"]),
+
+class AlreadyRegisteredError(SetupError):
+    """``.env`` already holds GitHub App credentials: a second registration must not overwrite them."""
+
+
+def registered_credentials(env_file: Path) -> list[str]:
+    """The credential settings with a non-empty value in ``env_file`` (empty when absent)."""
+    if not env_file.is_file():
+        return []
+    values = dotenv_values(env_file)
+    return [key for key in CREDENTIAL_KEYS if (values.get(key) or "").strip()]
+
+
+def registration_refusal(env_file: Path) -> str | None:
+    """Why a registration must not start or complete (credentials already there), or ``None``."""
+    present = registered_credentials(env_file)
+    if not present:
+        return None
+    return (
+        f"{env_file} already holds GitHub App credentials ({', '.join(present)}); a second registration "
+        "would overwrite them. Restart `kodiai serve` to use them, or remove them from the file to "
+        "register a new App."
+    )
+
+
+def env_value(key: str, value: object) -> str:
+    """``value`` as a ``.env`` value that reads back exactly (python-dotenv's single-quote rule: ``\\``
+    and ``\'`` escaped). Values that could change other settings are refused: control characters and
+    line separators (a newline would start a new setting) and ``${`` (python-dotenv, and so the
+    settings loader, expands it even inside quotes)."""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise SetupError(f"GitHub's manifest conversion has a non-text {key} value")
+    text = str(value)
+    if not text:
+        raise SetupError(f"GitHub's manifest conversion has an empty {key} value")
+    if any(unicodedata.category(ch) in _FORBIDDEN_CATEGORIES for ch in text) or "${" in text:
+        raise SetupError(
+            f"GitHub's manifest conversion has a {key} value with control characters or '${{'; refused"
+        )
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def conversion_env(conversion: dict[str, Any]) -> dict[str, str]:
+    """The settings a manifest conversion gives (unquoted), each checked by :func:`env_value`."""
+    app_id = conversion.get("id")
+    if isinstance(app_id, bool) or not re.fullmatch(r"[1-9][0-9]{0,19}", str(app_id)):
+        raise SetupError("GitHub's manifest conversion has no numeric app id")
+    pem = conversion.get("pem")
+    if not isinstance(pem, str) or "PRIVATE KEY" not in pem:
+        raise SetupError("GitHub's manifest conversion has no PEM private key")
+    values: dict[str, object] = {
+        "GITHUB_APP_ID": str(app_id),
+        # stored base64-encoded on one line (``GITHUB_PRIVATE_KEY`` accepts that form)
+        "GITHUB_PRIVATE_KEY": base64.b64encode(pem.encode()).decode(),
+        "GITHUB_WEBHOOK_SECRET": conversion.get("webhook_secret"),
     }
     if conversion.get("client_id"):
-        values["GITHUB_CLIENT_ID"] = str(conversion["client_id"])
+        values["GITHUB_CLIENT_ID"] = conversion["client_id"]
     for key, value in values.items():
-        set_key(str(env_file), key, value, quote_mode="never")
+        env_value(key, value)  # raises on anything that cannot be written safely
+    return {key: str(value) for key, value in values.items()}
+
+
+def write_env(env_file: Path, conversion: dict[str, Any]) -> None:
+    """Write the app credentials into ``env_file`` (other lines kept; file mode 0600), atomically.
+
+    Refuses (:class:`AlreadyRegisteredError`) when the file already holds credentials, and refuses
+    values that could inject another setting (:func:`env_value`). The written file is read back with
+    python-dotenv (what the settings loader uses) and must give exactly these values.
+    """
+    reason = registration_refusal(env_file)
+    if reason is not None:
+        raise AlreadyRegisteredError(reason)
+    values = conversion_env(conversion)
+    target = env_file.resolve() if env_file.is_symlink() else env_file
+    original = target.read_text(encoding="utf-8") if target.is_file() else None
+    kept = [
+        binding.original.string
+        for binding in parse_stream(io.StringIO(original or ""))
+        if binding.key not in values  # empty placeholders of these settings are replaced
+    ]
+    text = "".join(kept)
+    if text and not text.endswith("\n"):
+        text += "\n"
+    text += "".join(f"{key}={env_value(key, value)}\n" for key, value in values.items())
+    _replace_private(target, text)
+    read_back = dotenv_values(target)
+    if any(read_back.get(key) != value for key, value in values.items()):
+        if original is None:
+            target.unlink(missing_ok=True)
+        else:
+            _replace_private(target, original)
+        raise SetupError(f"{env_file} did not read back as written; it was left unchanged")
+
+
+def _replace_private(path: Path, text: str) -> None:
+    """Write ``text`` to a 0600 temp file beside ``path``, fsync, then rename it over ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
