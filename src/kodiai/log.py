@@ -10,6 +10,7 @@ inside carries it. Secrets never belong in an event: :func:`redact` masks tokens
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -67,7 +68,12 @@ def _epoch_ms(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> Muta
 
 
 def _orjson_dumps(obj: Any, **_kw: Any) -> str:
-    return orjson.dumps(obj, default=repr).decode()
+    try:
+        return orjson.dumps(obj, default=repr).decode()
+    except TypeError:
+        # What orjson refuses and a request can carry (a lone surrogate from a JSON escape, an integer
+        # beyond 64 bits): the standard library writes both as valid JSON. A log line must never raise.
+        return json.dumps(obj, default=repr, skipkeys=True)
 
 
 def level_from_env(value: str | None = None) -> int:

@@ -128,6 +128,34 @@ class Metrics:
             ["method"],
             registry=r,
         )
+        self._add_journal_metrics(r)
+
+    def _add_journal_metrics(self, r: CollectorRegistry) -> None:
+        """Delivery guarantees: what was answered, and whether the job journal keeps up."""
+        self.webhook_responses = Counter(
+            "kodiai_webhook_responses",
+            "Answers to POST /webhooks/github by HTTP status (a 500 means the delivery was not recorded).",
+            ["status"],
+            registry=r,
+        )
+        self.journal_write_failures = Counter(
+            "kodiai_journal_write_failures",
+            "Job journal write batches (or probes) that failed, e.g. on a full disk.",
+            registry=r,
+        )
+        self.journal_held_back_writes = Gauge(
+            "kodiai_journal_held_back_writes",
+            "Deferred journal writes (attempt, handler done, final status) held in memory until they land.",
+            registry=r,
+        )
+        self.journal_wal_bytes = Gauge(
+            "kodiai_journal_wal_bytes", "Size of the job journal's WAL file after the last commit.", registry=r
+        )
+        self.jobs_dead = Counter(
+            "kodiai_jobs_dead",
+            "Deliveries moved to the dead-letter state (their job was cut by a process exit every attempt).",
+            registry=r,
+        )
 
     def render(self) -> tuple[bytes, str]:
         """The exposition text and its content type."""

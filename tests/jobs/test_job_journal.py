@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from kodiai.jobs.dispatcher import DeliveryDispatcher
+from kodiai.jobs.dispatcher import MAX_ATTEMPTS, DeliveryDispatcher
 from kodiai.jobs.journal import JobJournal, JournalEntry
 from kodiai.webhook.bot_filter import BotFilter
 from kodiai.webhook.events import WebhookEvent
@@ -127,17 +127,22 @@ async def test_replay_runs_only_unfinished_handlers_once(tmp_path: Path) -> None
     journal2.close()
 
 
-async def test_replayed_only_once_then_abandoned(tmp_path: Path) -> None:
-    """Unfinished jobs are replayed once: a delivery that did not finish after its replay is abandoned."""
+async def test_a_delivery_whose_job_was_cut_max_attempts_times_is_dead_with_its_body(tmp_path: Path) -> None:
+    """Attempts count job starts; after MAX_ATTEMPTS starts cut by a dying process the delivery is dead
+    (not replayed again), with its error and its stored body kept for `kodiai jobs retry`."""
     journal = JobJournal.open(tmp_path / "j.db")
     journal.accept(entry("poison"), now=T0)
-    journal.start_attempt("poison", now=T0)
-    journal.start_attempt("poison", now=T0)  # first run + a replay, both cut short
+    for _ in range(MAX_ATTEMPTS):
+        journal.start_attempt("poison", now=T0)  # each start cut short by a crash
     ran: list[tuple[str, str]] = []
     dispatcher = DeliveryDispatcher(make_router(ran), journal)
     assert await dispatcher.replay_unfinished() == 0
     assert ran == []
-    assert journal.get("poison")["status"] == "abandoned"  # type: ignore[index]
+    row = journal.get("poison")
+    assert row is not None and row["status"] == "dead" and row["attempts"] == MAX_ATTEMPTS
+    assert "gave up after 3 attempts" in row["error"]
+    assert journal._db.fetch_one("SELECT COUNT(*) FROM delivery_payloads") == (1,)
+    await dispatcher.drain(0)
     journal.close()
 
 

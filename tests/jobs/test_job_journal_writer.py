@@ -27,7 +27,8 @@ async def test_concurrent_accepts_dedup_within_and_across_batches(tmp_path: Path
         assert sum(results) == 50
         assert {d for d, ok in zip(ids, results, strict=True) if ok} == {f"d{i}" for i in range(50)}
         assert len(journal.unfinished()) == 50
-        assert all(e.attempts == 1 and e.payload == {"x": 1} for e in journal.unfinished())
+        # no attempt yet: attempts count job starts, not intake
+        assert all(e.attempts == 0 and e.payload == {"x": 1} for e in journal.unfinished())
     finally:
         journal.close()
 

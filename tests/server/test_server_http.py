@@ -134,8 +134,8 @@ def test_queue_depth_gauge_per_lane(server) -> None:  # type: ignore[no-untyped-
     rt.router.register(
         "issues.opened", recording_handler(rt, server.recorder, "gated", gate=gate), name="gated"
     )
-    for i in range(3):
-        body = b'{"action":"opened","installation":{"id":9},"sender":{"login":"a","type":"User"}}'
+    for i in range(3):  # distinct bodies: a repeated body under a new delivery id is a replay (deduplicated)
+        body = b'{"action":"opened","installation":{"id":9},"sender":{"login":"a","type":"User"},"n":%d}' % i
         r = httpx.post(
             f"{server.url}/webhooks/github",
             content=body,

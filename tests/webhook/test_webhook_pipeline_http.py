@@ -167,6 +167,7 @@ def test_acknowledged_before_the_job_finishes(env: Env) -> None:
     r = env.post("issues", payload, "d-slow")
     assert r.status_code == 200
     assert env.recorder.records == []
-    assert rt.journal is not None and rt.journal.get("d-slow")["status"] == "pending"  # type: ignore[index]
+    row = rt.journal.get("d-slow") if rt.journal is not None else None
+    assert row is not None and row["status"] in ("pending", "running")  # running once its job has started
     gate.set()
     assert env.recorder.wait_count(1)

@@ -35,6 +35,7 @@ GROUPS = {
     "telemetry": "kodiai.cli.telemetry_cmd",
     "memory": "kodiai.cli.memory_cmd",
     "eval": "kodiai.cli.eval_cmd",
+    "jobs": "kodiai.cli.jobs_cmd",
 }
 #: Commands attached to a group from another module: (group, name) → (module, function).
 EXTRA_COMMANDS = {("memory", "calibrate"): ("kodiai.cli.calibrate_cmd", "calibrate")}

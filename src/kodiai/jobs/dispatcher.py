@@ -2,29 +2,47 @@
 
 The webhook route acknowledges at once and hands the event here. Each dispatch runs as a tracked
 task: the journal records every handler that finishes and the final status, unfinished deliveries
-are replayed once at start-up, and :meth:`DeliveryDispatcher.drain` lets in-flight work finish for a
-grace period on shutdown (what it cannot finish stays pending and is replayed by the next process).
+are replayed at start-up, and :meth:`DeliveryDispatcher.drain` lets in-flight work finish for a grace
+period on shutdown (what it cannot finish stays pending and is replayed by the next process).
+
+Attempts are counted when a job of the delivery starts in its lane (the lanes' ``on_job_start`` hook), once
+per dispatch, and given back when a graceful shutdown cuts the job: only a process that died under a
+running job uses one up. So a backlog waiting in a lane survives any number of restarts, while a job that
+kills the process (a poison delivery) stops after ``MAX_ATTEMPTS`` and is moved to ``dead`` with its body,
+for ``kodiai jobs list``/``retry``. A running server picks up what ``kodiai jobs retry`` requeued every
+``REQUEUE_POLL_SECONDS``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from structlog.contextvars import bind_contextvars, reset_contextvars
 
-from kodiai.jobs.journal import JobJournal
+from kodiai.jobs.journal import JobJournal, JournalEntry
+from kodiai.jobs.lanes import CURRENT_DELIVERY
 from kodiai.log import CachedLogger
 from kodiai.metrics import Metrics
 from kodiai.webhook.events import WebhookEvent
 from kodiai.webhook.router import EventRouter
 
-MAX_ATTEMPTS = 2  # the first run plus one replay
+MAX_ATTEMPTS = 3  # job starts cut short by the process dying, before the delivery is dead-lettered
+REQUEUE_POLL_SECONDS = 2.0
 
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+@dataclass
+class _Active:
+    """One dispatch in flight: whether this dispatch already counted its attempt."""
+
+    counted: bool = False
 
 
 class DeliveryDispatcher:
@@ -37,12 +55,19 @@ class DeliveryDispatcher:
         *,
         metrics: Metrics | None = None,
         clock: Callable[[], datetime] = utcnow,
+        max_attempts: int = MAX_ATTEMPTS,
+        requeue_poll_seconds: float = REQUEUE_POLL_SECONDS,
     ) -> None:
         self.router = router
         self.journal = journal
         self._metrics = metrics
         self._clock = clock
+        self._max_attempts = max_attempts
+        self._poll = requeue_poll_seconds
         self._tasks: set[asyncio.Task[None]] = set()
+        self._active: dict[str, _Active] = {}
+        self._prepared: list[JournalEntry] | None = None
+        self._poller: asyncio.Task[None] | None = None
         self._log = CachedLogger("kodiai.jobs.dispatcher")
 
     @property
@@ -50,33 +75,31 @@ class DeliveryDispatcher:
         return len(self._tasks)
 
     def submit(
-        self,
-        event: WebhookEvent,
-        *,
-        journaled: bool = True,
-        skip: frozenset[str] = frozenset(),
-        attempt_recorded: bool = False,
+        self, event: WebhookEvent, *, journaled: bool = True, skip: frozenset[str] = frozenset()
     ) -> None:
-        """Schedule the dispatch (fire and forget; failures are logged, never raised).
-
-        ``attempt_recorded``: the journal already counted this attempt (set at intake).
-        """
-        count = journaled and not attempt_recorded
+        """Schedule the dispatch (fire and forget; failures are logged, never raised)."""
+        if journaled:
+            self._active[event.id] = _Active()
         task = asyncio.create_task(
-            self._run(event, journaled=journaled, skip=skip, count_attempt=count), name=f"dispatch-{event.id}"
+            self._run(event, journaled=journaled, skip=skip), name=f"dispatch-{event.id}"
         )
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _run(
-        self, event: WebhookEvent, *, journaled: bool, skip: frozenset[str], count_attempt: bool
-    ) -> None:
+    async def job_starting(self, delivery_id: str) -> None:
+        """Lanes' ``on_job_start``: the first job of a dispatch to start counts the delivery's attempt."""
+        active = self._active.get(delivery_id)
+        if active is None or active.counted:
+            return
+        active.counted = True
+        await self.journal.start_attempt_async(delivery_id, now=self._clock())
+
+    async def _run(self, event: WebhookEvent, *, journaled: bool, skip: frozenset[str]) -> None:
         # Every log line of the dispatch carries the delivery (what kodiai.log.bind_delivery does, without
         # its generator context manager: measurable on the hot path).
         tokens = bind_contextvars(delivery_id=event.id, eventName=event.name)
+        current = CURRENT_DELIVERY.set(event.id)
         try:
-            if count_attempt:
-                self.journal.start_attempt(event.id, now=self._clock())
             try:
                 # Per-handler progress matters only when several handlers share the delivery; with one,
                 # the final status written right after it says the same thing in one write.
@@ -92,6 +115,9 @@ class DeliveryDispatcher:
                 self._log.warning(
                     "Dispatch interrupted by shutdown; left pending for replay", deliveryId=event.id
                 )
+                active = self._active.get(event.id)
+                if journaled and active is not None and active.counted:
+                    self.journal.release_attempt_later(event.id)  # not the job's fault: no attempt used
                 raise
             except Exception as exc:
                 self._log.error(
@@ -112,21 +138,51 @@ class DeliveryDispatcher:
                 else:
                     self.journal.finish_later(event.id, now=self._clock(), status="done")
         finally:
+            if journaled:
+                self._active.pop(event.id, None)
+            CURRENT_DELIVERY.reset(current)
             reset_contextvars(**tokens)
 
-    async def replay_unfinished(self) -> int:
-        """Re-dispatch journal rows left pending by the previous process (each at most once more)."""
-        replayed = 0
+    # ------------------------------------------------------------------ start-up replay
+    def prepare_replay(self) -> int:
+        """Read what the previous process left open, before the server starts (a journal that cannot be
+        read then fails start-up with one FATAL line, not a traceback in the lifespan). Deliveries whose
+        attempts are used up move to ``dead``. Returns how many will be replayed."""
+        entries: list[JournalEntry] = []
+        self.journal.reopen_requeued()
         for entry in self.journal.unfinished():
-            if entry.attempts >= MAX_ATTEMPTS:
-                self._log.error(
-                    "Abandoning delivery after a replay did not finish",
-                    deliveryId=entry.delivery_id,
-                    eventName=entry.event_name,
-                    attempts=entry.attempts,
-                )
-                self.journal.finish(entry.delivery_id, now=self._clock(), status="abandoned")
-                continue
+            if entry.status == "running" and entry.attempts >= self._max_attempts:
+                self._dead_letter(entry)
+            else:
+                entries.append(entry)
+        self._prepared = entries
+        return len(entries)
+
+    def _dead_letter(self, entry: JournalEntry) -> None:
+        error = (
+            f"gave up after {entry.attempts} attempts: the process stopped while a job of this delivery was"
+            " running, each time"
+        )
+        if entry.error:
+            error += f"; earlier error: {entry.error}"
+        self._log.error(
+            "Delivery moved to the dead-letter state",
+            deliveryId=entry.delivery_id,
+            eventName=entry.event_name,
+            attempts=entry.attempts,
+            hint=f"kodiai jobs list --state dead; kodiai jobs retry {entry.delivery_id}",
+        )
+        self.journal.finish(entry.delivery_id, now=self._clock(), status="dead", error=error[:2000])
+        if self._metrics:
+            self._metrics.jobs_dead.inc()
+
+    async def replay_unfinished(self) -> int:
+        """Re-dispatch journal rows left open by the previous process (see :meth:`prepare_replay`), then
+        start watching for deliveries ``kodiai jobs retry`` requeues."""
+        if self._prepared is None:
+            self.prepare_replay()
+        entries, self._prepared = self._prepared or [], []
+        for entry in entries:
             self._log.info(
                 "Replaying unfinished delivery from job journal",
                 deliveryId=entry.delivery_id,
@@ -134,20 +190,47 @@ class DeliveryDispatcher:
                 attempts=entry.attempts,
                 handlersDone=entry.handlers_done,
             )
-            event = WebhookEvent(
-                id=entry.delivery_id,
-                name=entry.event_name,
-                payload=entry.payload,
-                installation_id=entry.installation_id,
-            )
-            self.submit(event, skip=frozenset(entry.handlers_done))
-            replayed += 1
-        if self._metrics and replayed:
-            self._metrics.journal_replayed.inc(replayed)
-        return replayed
+            self._resubmit(entry)
+        if self._metrics and entries:
+            self._metrics.journal_replayed.inc(len(entries))
+        if self._poller is None and self._poll > 0:
+            self._poller = asyncio.create_task(self._watch_requeued(), name="journal-requeued")
+        return len(entries)
+
+    def _resubmit(self, entry: JournalEntry) -> None:
+        event = WebhookEvent(
+            id=entry.delivery_id,
+            name=entry.event_name,
+            payload=entry.payload,
+            installation_id=entry.installation_id,
+        )
+        self.submit(event, skip=frozenset(entry.handlers_done))
+
+    async def _watch_requeued(self) -> None:
+        while True:
+            await asyncio.sleep(self._poll)
+            try:
+                entries = await self.journal.claim_requeued_async()
+            except Exception as exc:  # a failing journal is reported by /readiness; try again later
+                self._log.warning("Requeued deliveries not read", err=f"{type(exc).__name__}: {exc}")
+                continue
+            for entry in entries:
+                if entry.delivery_id in self._active:
+                    continue
+                self._log.info(
+                    "Retrying requeued delivery (kodiai jobs retry)",
+                    deliveryId=entry.delivery_id,
+                    eventName=entry.event_name,
+                )
+                self._resubmit(entry)
 
     async def drain(self, grace_seconds: float) -> int:
         """Wait up to ``grace_seconds`` for in-flight dispatches; cancel the rest. Returns how many were cut."""
+        if self._poller is not None:
+            self._poller.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._poller
+            self._poller = None
         pending = set(self._tasks)
         if not pending:
             return 0

@@ -1,9 +1,16 @@
 """The durable side of webhook intake: delivery dedup and the job journal, in one SQLite file.
 
 A delivery is *accepted* by appending one row to ``delivery_journal`` (its id is the dedup key, kept
-≥ 24 h) and, when it has work to do, its body to ``delivery_payloads``, in one transaction. This happens before the webhook is acknowledged, so a crash or a
-deploy after the 200 loses nothing: unfinished rows are replayed once at start-up. Handlers that
+≥ 24 h; the sha256 of its body is a second dedup key inside the same window) and, when it has work to do,
+its body to ``delivery_payloads``, in one transaction. This happens before the webhook is acknowledged, so
+a crash or a deploy after the 200 loses nothing: unfinished rows are replayed at start-up. Handlers that
 already finished for a delivery are recorded individually and skipped on replay.
+
+What is promised is *at least once*: a job whose completion was not yet written when the process died
+runs again, and the handlers' effects are idempotent (the review output marker, the write key). An
+attempt is counted when a job of the delivery starts (status ``running``), not at intake or replay; a
+delivery whose job was running every time the process died, ``MAX_ATTEMPTS`` times, becomes ``dead``
+(kept with its body and error; ``kodiai jobs retry`` puts it back as ``requeued``).
 """
 
 from __future__ import annotations
@@ -11,37 +18,90 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import zstandard
 from pydantic import BaseModel, Field
 
+from kodiai.jobs.journal_guard import (
+    FileIdentity,
+    JournalDamagedError,
+    JournalUnavailableError,
+    damaged_message,
+    detach,
+    ensure_identity,
+    integrity_problem,
+    is_corruption,
+    rescue_copy,
+    write_sidecar,
+)
 from kodiai.jobs.journal_writer import Checkpointer, JournalWriter, WriteOp
+from kodiai.log import get_logger
 from kodiai.storage.connection import MEMORY, LockedConnection, connect
 from kodiai.storage.migrations import apply_migrations_to
 from kodiai.webhook.body import parse_json
+
+if TYPE_CHECKING:
+    from kodiai.metrics import Metrics
 
 DEDUP_WINDOW = timedelta(hours=24)
 FINISHED_RETENTION = timedelta(days=7)
 EVICT_EVERY = 1000
 PAYLOAD_ZSTD_LEVEL = 1  # 2.2 KB for a 24 KB pull_request body in 35 µs (level 3: 2.1 KB in 46 µs)
+WAL_LIMIT_BYTES = 16 * 1024 * 1024  # a TRUNCATE checkpoint once the WAL passes this (and journal_size_limit)
+TRUNCATE_BUSY_MS = 250  # how long a TRUNCATE checkpoint may wait for readers (intake waits meanwhile)
+TRUNCATE_RETRY_SECONDS = 0.5
 
-JournalStatus = Literal["pending", "done", "failed", "abandoned"]
-FINAL_STATUSES = ("done", "failed", "abandoned")
+JournalStatus = Literal["pending", "running", "requeued", "done", "failed", "dead", "abandoned"]
+FINAL_STATUSES = ("done", "failed", "abandoned")  # their bodies are dropped; a dead row keeps its body
+OPEN_STATUSES = ("pending", "running", "requeued")  # replayed at start-up
 
 
 @dataclass(frozen=True, slots=True)
 class Intake:
-    """What intake records for one delivery (a plain record: it is built on the acknowledgement path)."""
+    """What intake records for one delivery (a plain record: it is built on the acknowledgement path).
+
+    ``digest``: the body's sha256 (hex) when a replayed body under a new delivery id must count as a
+    duplicate too (the webhook ingress always passes it).
+    """
 
     delivery_id: str
     event_name: str
     action: str | None
     installation_id: int
     body: bytes
+    digest: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Duplicate:
+    """Intake's answer for a delivery already recorded: by its id, or by the same body under another id."""
+
+    of: str
+    by: Literal["id", "body"]
+
+    def __bool__(self) -> bool:
+        return False
+
+
+Acceptance = Literal[True] | Duplicate
+
+
+@dataclass(frozen=True, slots=True)
+class JournalHealth:
+    """``ok``; ``failing`` (writes fail now, e.g. a full disk: not ready, nothing lost in memory yet);
+    ``damaged`` (corrupt, deleted or replaced: every new delivery would fail; the process must be
+    restarted on a sound file)."""
+
+    state: Literal["ok", "failing", "damaged"]
+    reason: str | None = None
+    held_back: int = 0
 
 
 class JournalEntry(BaseModel):
@@ -55,6 +115,7 @@ class JournalEntry(BaseModel):
     status: JournalStatus = "pending"
     attempts: int = 0
     handlers_done: list[str] = Field(default_factory=list)
+    error: str | None = None
 
 
 def _iso(now: datetime) -> str:
@@ -100,6 +161,7 @@ class JobJournal:
         *,
         dedup_window: timedelta = DEDUP_WINDOW,
         path: str | Path | None = None,
+        wal_limit_bytes: int = WAL_LIMIT_BYTES,
     ) -> None:
         self._db = conn
         self._path = path
@@ -109,19 +171,66 @@ class JobJournal:
         self._writer: JournalWriter | None = None
         self._pending_evict = False
         self._codec = PayloadCodec()
+        self._log = get_logger("kodiai.jobs.journal")
+        self._metrics: Metrics | None = None
+        self._identity = FileIdentity.of(path) if path is not None and str(path) != MEMORY else None
+        self._instance = ""
+        self._companions: list[FileIdentity] = []  # this process's -wal and -shm (see journal_guard.detach)
+        self._damaged: str | None = None
+        self._rescued = False
+        self._wal = Path(f"{path}-wal") if self._identity is not None else None
+        self._wal_limit = wal_limit_bytes
+        self._truncate_after = 0.0
 
     @classmethod
-    def open(cls, path: str | Path, *, dedup_window: timedelta = DEDUP_WINDOW) -> JobJournal:
-        """Open (creating) the jobs database, apply ``migrations/jobs`` and move rows left in the tables of
-        the first schema across."""
-        raw = connect(path)
+    def open(
+        cls,
+        path: str | Path,
+        *,
+        dedup_window: timedelta = DEDUP_WINDOW,
+        wal_limit_bytes: int = WAL_LIMIT_BYTES,
+    ) -> JobJournal:
+        """Open (creating) the jobs database: integrity check, ``migrations/jobs``, rows left in the tables
+        of the first schema moved across, and the journal's identity checked against the copy beside it.
+
+        Raises :class:`~kodiai.jobs.journal_guard.JournalDamagedError` (one line) on a damaged, missing
+        or swapped journal.
+        """
+        created = str(path) == MEMORY or not Path(path).exists() or Path(path).stat().st_size == 0
         try:
+            raw = connect(path)
+        except sqlite3.DatabaseError as exc:
+            if is_corruption(exc):
+                raise JournalDamagedError(damaged_message(path, str(exc))) from None
+            raise
+        try:
+            problem = integrity_problem(raw)
+            if problem is not None:
+                raise JournalDamagedError(damaged_message(path, f"PRAGMA quick_check: {problem}"))
             apply_migrations_to(raw, "jobs")
             _adopt_first_schema_rows(raw)
+            instance = ensure_identity(raw, path, created=created)
+            raw.execute(f"PRAGMA journal_size_limit={int(wal_limit_bytes)}")
+        except sqlite3.DatabaseError as exc:
+            raw.close()
+            if is_corruption(exc):
+                raise JournalDamagedError(damaged_message(path, str(exc))) from None
+            raise
         except BaseException:
             raw.close()
             raise
-        return cls(LockedConnection(raw), dedup_window=dedup_window, path=path)
+        journal = cls(
+            LockedConnection(raw), dedup_window=dedup_window, path=path, wal_limit_bytes=wal_limit_bytes
+        )
+        journal._instance = instance
+        journal._companions = [
+            c for c in (FileIdentity.of(f"{path}-wal"), FileIdentity.of(f"{path}-shm")) if c
+        ]
+        return journal
+
+    @property
+    def path(self) -> str | Path | None:
+        return self._path
 
     def close(self) -> None:
         """Stop the writer (after it applies what is queued), then close the connection."""
@@ -131,7 +240,82 @@ class JobJournal:
         if self._checkpointer is not None:
             self._checkpointer.stop()
             self._checkpointer = None
+        if self._rescued and self._path is not None:  # what finished since the first copy: a final one
+            try:
+                with self._db.lock:
+                    copy = rescue_copy(self._db.raw, self._path)
+                self._log.error("Job journal rescue copy saved at shutdown", rescuedCopy=str(copy))
+            except (OSError, sqlite3.Error) as exc:
+                self._log.error("Job journal rescue copy failed", err=f"{type(exc).__name__}: {exc}")
         self._db.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """``BEGIN IMMEDIATE`` … ``COMMIT``; a failed COMMIT (a full disk fails there, when the WAL grows)
+        is rolled back too, so the connection is never left inside a transaction."""
+        with self._db.lock:
+            conn = self._db.raw
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    with suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
+                raise
+
+    # ------------------------------------------------------------------ health
+    def health(self) -> JournalHealth:
+        """What ``/health`` and ``/readiness`` report about the journal."""
+        if self._damaged is not None:
+            return JournalHealth("damaged", self._damaged)
+        if self._identity is not None:
+            problem = self._identity.problem()
+            if problem is not None:
+                return JournalHealth("damaged", problem)
+        writer = self._writer
+        if writer is not None and (writer.failure is not None or writer.backlog):
+            reason = writer.failure or "held-back writes not yet applied"
+            return JournalHealth("failing", reason, writer.backlog)
+        return JournalHealth("ok")
+
+    def _check_file(self) -> None:
+        """Before each batch and on idle ticks (writer thread): notice a journal deleted or replaced under us."""
+        if self._damaged is not None or self._identity is None:
+            return
+        problem = self._identity.problem()
+        if problem is not None:
+            self._mark_damaged(problem, rescue=True)
+
+    def _mark_damaged(self, reason: str, *, rescue: bool = False) -> None:
+        if self._damaged is not None:
+            return
+        self._damaged = reason
+        rescued: str | None = None
+        detached: list[str] = []
+        if rescue and self._path is not None:
+            try:
+                with self._db.lock:
+                    rescued = str(rescue_copy(self._db.raw, self._path))
+                self._rescued = True
+                detached = detach(self._companions)  # never to be applied to another file at the path
+                write_sidecar(self._path, self._instance)  # a restart on an empty file must not pass silently
+            except (OSError, sqlite3.Error) as exc:
+                self._log.error("Job journal rescue copy failed", err=f"{type(exc).__name__}: {exc}")
+        self._log.error(
+            "Job journal damaged; refusing new deliveries (jobs already accepted keep running)",
+            reason=reason,
+            rescuedCopy=rescued,
+            detached=detached,
+            hint="see docs/operations.md, 'Job journal damage'",
+        )
+
+    def _on_write_failure(self, exc: BaseException) -> None:
+        if self._metrics is not None:
+            self._metrics.journal_write_failures.inc()
+        if is_corruption(exc):
+            self._mark_damaged(f"job journal {self._path} is damaged: {exc}")
 
     # ------------------------------------------------------------------ intake
     def accept(
@@ -146,8 +330,7 @@ class JobJournal:
         """Remember the delivery id and (if ``journal``) journal the event; False if already seen.
 
         ``raw_payload`` is the body as received (stored verbatim, no re-serialisation; else the entry's
-        payload is serialised); ``started`` records the first attempt at once when the caller dispatches
-        right away.
+        payload is serialised); ``started`` records an attempt at once (status ``running``).
         """
         intake = Intake(
             entry.delivery_id,
@@ -156,55 +339,127 @@ class JobJournal:
             entry.installation_id,
             _payload_bytes(entry, raw_payload),
         )
-        return self._accept_now(intake, now=now, journal=journal, started=started)
+        return bool(self._accept_now(intake, now=now, journal=journal, started=started))
 
-    def _accept_now(self, intake: Intake, *, now: datetime, journal: bool, started: bool) -> bool:
+    def _accept_now(self, intake: Intake, *, now: datetime, journal: bool, started: bool) -> Acceptance:
         """Intake in its own transaction (no writer), evicting every ``EVICT_EVERY`` acceptances."""
-        with self._db.transaction() as conn:
-            accepted = _accept_in(conn, intake, now=now, journal=journal, started=started, codec=self._codec)
-        if accepted and self._bump():
+        with self._transaction() as conn:
+            verdict = self._intake_in(conn, intake, now=now, journal=journal, started=started)
+        if verdict is True and self._bump():
             self.evict(now=now)
-        return accepted
+        return verdict
 
     # ------------------------------------------------------------------ group commit (server use)
-    def start_writer(self) -> None:
+    def start_writer(self, metrics: Metrics | None = None) -> None:
         """Route the ``*_async``/``*_later`` methods through the group-commit writer thread, and move WAL
         checkpoints off this connection onto a thread of their own (see :mod:`kodiai.jobs.journal_writer`)."""
+        self._metrics = metrics
         if self._writer is None:
-            self._writer = JournalWriter(self._apply_batch)
+            backlog = metrics.journal_held_back_writes.set if metrics is not None else None
+            self._writer = JournalWriter(
+                self._apply_batch,
+                probe=self._probe,
+                idle=self._idle,
+                on_failure=self._on_write_failure,
+                on_backlog=backlog,
+            )
         if self._checkpointer is None and self._path is not None and str(self._path) != MEMORY:
             self._db.execute("PRAGMA wal_autocheckpoint=0")
             self._checkpointer = Checkpointer(self._path)
 
     async def accept_async(self, intake: Intake, *, now: datetime, journal: bool = True) -> bool:
-        """Accept with the first attempt recorded, through the writer; resolves after the COMMIT."""
+        """Accept through the writer; resolves after the COMMIT. False for a duplicate."""
+        return bool(await self.intake_async(intake, now=now, journal=journal))
+
+    async def intake_async(self, intake: Intake, *, now: datetime, journal: bool = True) -> Acceptance:
+        """:meth:`accept_async` that says what a duplicate duplicates (by id, or by body digest).
+
+        Raises the write's error when the delivery could not be recorded (the caller must not acknowledge
+        it), :class:`~kodiai.jobs.journal_guard.JournalUnavailableError` when the journal is damaged.
+        """
         if self._writer is None:
-            return self._accept_now(intake, now=now, journal=journal, started=True)
+            if self._damaged is not None:
+                raise JournalUnavailableError(self._damaged)
+            return self._accept_now(intake, now=now, journal=journal, started=False)
 
-        def apply(conn: sqlite3.Connection) -> bool:
-            accepted = _accept_in(conn, intake, now=now, journal=journal, started=True, codec=self._codec)
-            self._pending_evict = self._pending_evict or (accepted and self._bump())
-            return accepted
+        def apply(conn: sqlite3.Connection) -> Acceptance:
+            verdict = self._intake_in(conn, intake, now=now, journal=journal, started=False)
+            self._pending_evict = self._pending_evict or (verdict is True and self._bump())
+            return verdict
 
-        future = self._writer.submit(apply, wait=True)
+        future = self._writer.submit(apply, wait=True, intake=True, label=f"intake {intake.delivery_id}")
         assert future is not None
-        result: bool = await future
+        result: Acceptance = await future
         return result
 
     def finish_later(
         self, delivery_id: str, *, now: datetime, status: JournalStatus = "done", error: str | None = None
     ) -> None:
-        """Queue :meth:`finish` behind the intake writes (no waiting; ordering is kept)."""
+        """Queue :meth:`finish` behind the intake writes (no waiting; ordering is kept; retried until it
+        lands)."""
         if self._writer is None:
             self.finish(delivery_id, now=now, status=status, error=error)
             return
-        self._writer.submit(lambda conn: _finish_in(conn, delivery_id, now, status, error), wait=False)
+        self._writer.submit(
+            lambda conn: _finish_in(conn, delivery_id, now, status, error),
+            wait=False,
+            retry=True,
+            label=f"{status} {delivery_id}",
+        )
 
     def mark_handler_done_later(self, delivery_id: str, handler: str) -> None:
         if self._writer is None:
             self.mark_handler_done(delivery_id, handler)
             return
-        self._writer.submit(lambda conn: _mark_done_in(conn, delivery_id, handler), wait=False)
+        self._writer.submit(
+            lambda conn: _mark_done_in(conn, delivery_id, handler),
+            wait=False,
+            retry=True,
+            label=f"handler {handler} done {delivery_id}",
+        )
+
+    async def start_attempt_async(self, delivery_id: str, *, now: datetime) -> int:
+        """A job of the delivery is starting: count the attempt (status ``running``) before it runs.
+
+        Returns the attempt number. When the write fails it is held back and retried (the job still
+        runs: the delivery was acknowledged), and the error is raised to the caller for its log.
+        """
+        if self._writer is None:
+            return self.start_attempt(delivery_id, now=now)
+        future = self._writer.submit(
+            lambda conn: _start_in(conn, delivery_id, now),
+            wait=True,
+            retry=True,
+            label=f"attempt {delivery_id}",
+        )
+        assert future is not None
+        attempts: int = await future
+        return attempts
+
+    def release_attempt_later(self, delivery_id: str) -> None:
+        """The attempt was cut by a graceful shutdown, not by the job: give it back (status ``pending``)."""
+        if self._writer is None:
+            with self._transaction() as conn:
+                _release_in(conn, delivery_id)
+            return
+        self._writer.submit(
+            lambda conn: _release_in(conn, delivery_id),
+            wait=False,
+            retry=True,
+            label=f"release {delivery_id}",
+        )
+
+    async def claim_requeued_async(self) -> list[JournalEntry]:
+        """Deliveries ``kodiai jobs retry`` put back (status ``requeued``), now marked ``pending`` and
+        returned for dispatch; claimed in one write, so two servers never both take one."""
+        if self._writer is None:
+            with self._transaction() as conn:
+                rows = _claim_requeued_in(conn)
+        else:
+            future = self._writer.submit(_claim_requeued_in, wait=True, label="claim requeued")
+            assert future is not None
+            rows = await future
+        return [entry for entry, _problem in self._entries(rows) if entry is not None]
 
     def _bump(self) -> bool:
         self._inserts += 1
@@ -216,23 +471,31 @@ class JobJournal:
         The batch is first applied without savepoints (two statements less per op, measured with
         benchmarks/webhook.py). If any op raises, that transaction is rolled back whole and the batch is
         applied again with one savepoint per op. Ops only run SQL (their rolled-back first attempt
-        leaves nothing behind), so a redo is safe.
+        leaves nothing behind), so a redo is safe. A damaged journal refuses intake ops (the rest still
+        run: they record work already accepted).
         """
+        self._check_file()
+        if self._damaged is not None:
+            refused = JournalUnavailableError(self._damaged)
+            for op in ops:
+                if op.intake:
+                    op.error = refused
+            ops = [op for op in ops if not op.intake]
+            if not ops:
+                return
         try:
-            with self._db.transaction() as conn:
+            with self._transaction() as conn:
                 for op in ops:
                     op.result = op.apply(conn)
         except Exception:
             for op in ops:
                 op.result, op.error = None, None
             self._apply_isolated(ops)
-        if self._pending_evict:
-            self._pending_evict = False
-            self.evict(now=datetime.now(UTC))
+        self._after_commit()
 
     def _apply_isolated(self, ops: list[WriteOp]) -> None:
         """Every op in one transaction, each in a savepoint so one failure stays local."""
-        with self._db.transaction() as conn:
+        with self._transaction() as conn:
             for op in ops:
                 conn.execute("SAVEPOINT op")
                 try:
@@ -242,50 +505,126 @@ class JobJournal:
                     op.error = exc
                 conn.execute("RELEASE op")
 
+    def _after_commit(self) -> None:
+        """Upkeep after a batch landed; it never fails the batch (its ops are already committed)."""
+        try:
+            if self._pending_evict:
+                self._pending_evict = False
+                self.evict(now=datetime.now(UTC))
+            self._limit_wal()
+        except sqlite3.Error as exc:
+            self._log.warning("Job journal upkeep failed", err=f"{type(exc).__name__}: {exc}")
+
+    def _limit_wal(self) -> None:
+        """TRUNCATE checkpoint once the WAL passes its limit (PASSIVE ones alone fall behind under load)."""
+        if self._wal is None:
+            return
+        try:
+            size = self._wal.stat().st_size
+        except FileNotFoundError:
+            size = 0
+        if self._metrics is not None:
+            self._metrics.journal_wal_bytes.set(size)
+        now = time.monotonic()
+        if size <= self._wal_limit or now < self._truncate_after:
+            return
+        self._truncate_after = now + TRUNCATE_RETRY_SECONDS
+        with self._db.lock:
+            conn = self._db.raw
+            conn.execute(f"PRAGMA busy_timeout={TRUNCATE_BUSY_MS}")
+            try:
+                busy, _log, _done = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            finally:
+                conn.execute("PRAGMA busy_timeout=5000")
+        if busy:
+            self._log.warning("Job journal WAL checkpoint could not finish; retrying", walBytes=size)
+
+    def _probe(self) -> None:
+        """A one-row write: does the journal take writes again?"""
+        self._check_file()
+        now = _iso(datetime.now(UTC))
+        with self._transaction() as conn:
+            conn.execute("UPDATE journal_meta SET probed_at = ? WHERE id = 1", (now,))
+
+    def _idle(self) -> None:
+        self._check_file()
+
     def seen(self, delivery_id: str) -> bool:
         rows = self._db.query("SELECT 1 FROM delivery_journal WHERE delivery_id = ?", (delivery_id,))
         return bool(rows)
 
     # ------------------------------------------------------------------ progress
-    def start_attempt(self, delivery_id: str, *, now: datetime) -> None:
-        self._db.execute(
-            "UPDATE delivery_journal SET attempts = attempts + 1, started_at = ? WHERE delivery_id = ?",
-            (_iso(now), delivery_id),
-        )
+    def start_attempt(self, delivery_id: str, *, now: datetime) -> int:
+        with self._transaction() as conn:
+            return _start_in(conn, delivery_id, now)
 
     def mark_handler_done(self, delivery_id: str, handler: str) -> None:
         """Record that one handler finished for this delivery (skipped if the delivery is replayed)."""
-        with self._db.lock:
-            _mark_done_in(self._db.raw, delivery_id, handler)
+        with self._transaction() as conn:
+            _mark_done_in(conn, delivery_id, handler)
 
     def finish(
         self, delivery_id: str, *, now: datetime, status: JournalStatus = "done", error: str | None = None
     ) -> None:
-        """Final status; a finished delivery's stored body is dropped with it (only pending rows replay)."""
-        with self._db.transaction() as conn:
+        """Final status; a finished delivery's stored body is dropped with it (a dead one keeps it)."""
+        with self._transaction() as conn:
             _finish_in(conn, delivery_id, now, status, error)
 
     # ------------------------------------------------------------------ recovery and upkeep
+    def reopen_requeued(self) -> int:
+        """At start-up: requeued deliveries are replayed with the rest (status ``pending``)."""
+        with self._transaction() as conn:
+            return int(
+                conn.execute(
+                    "UPDATE delivery_journal SET status = 'pending' WHERE status = 'requeued'"
+                ).rowcount
+            )
+
     def unfinished(self) -> list[JournalEntry]:
-        """Rows still pending (in flight or queued when the last process stopped), oldest first."""
+        """Rows still open (queued, running or requeued when the last process stopped), oldest first.
+        A row whose stored body cannot be read is moved to ``dead`` with the reason."""
         rows = self._db.query(
             "SELECT j.delivery_id, j.event_name, j.action, j.installation_id, p.payload, j.status, j.attempts,"
-            " j.handlers_done FROM delivery_journal j JOIN delivery_payloads p USING (seq)"
-            " WHERE j.status = 'pending' ORDER BY j.seq"
+            " j.handlers_done, j.error FROM delivery_journal j JOIN delivery_payloads p USING (seq)"
+            " WHERE j.status IN ('pending', 'running', 'requeued') ORDER BY j.seq"
         )
-        return [
-            JournalEntry(
-                delivery_id=r["delivery_id"],
-                event_name=r["event_name"],
-                action=r["action"],
-                installation_id=r["installation_id"],
-                payload=self._codec.decode(r["payload"]),
-                status=r["status"],
-                attempts=r["attempts"],
-                handlers_done=json.loads(r["handlers_done"]),
+        out: list[JournalEntry] = []
+        for entry, problem in self._entries(rows):
+            if entry is not None:
+                out.append(entry)
+            elif problem is not None:
+                delivery, reason = problem
+                self._log.error(
+                    "Stored delivery body unreadable; moved to dead", deliveryId=delivery, err=reason
+                )
+                self.finish(delivery, now=datetime.now(UTC), status="dead", error=reason)
+        return out
+
+    def _entries(
+        self, rows: list[sqlite3.Row]
+    ) -> Iterator[tuple[JournalEntry | None, tuple[str, str] | None]]:
+        for r in rows:
+            try:
+                payload = self._codec.decode(r["payload"])
+                if not isinstance(payload, dict):
+                    raise ValueError("not a JSON object")
+            except (ValueError, UnicodeDecodeError, RecursionError, zstandard.ZstdError) as exc:
+                yield None, (r["delivery_id"], f"stored body unreadable: {type(exc).__name__}: {exc}"[:2000])
+                continue
+            yield (
+                JournalEntry(
+                    delivery_id=r["delivery_id"],
+                    event_name=r["event_name"],
+                    action=r["action"],
+                    installation_id=r["installation_id"],
+                    payload=payload,
+                    status=r["status"],
+                    attempts=r["attempts"],
+                    handlers_done=json.loads(r["handlers_done"]),
+                    error=r["error"],
+                ),
+                None,
             )
-            for r in rows
-        ]
 
     def get(self, delivery_id: str) -> dict[str, Any] | None:
         """The journal row of a delivery that had work (deliveries acknowledged without work: ``None``)."""
@@ -296,10 +635,10 @@ class JobJournal:
 
     def evict(self, *, now: datetime) -> int:
         """Forget delivery ids older than the dedup window, finished rows past their retention, and any
-        stored body of a row that is no longer pending. Returns how many delivery rows went."""
+        stored body of a row that is no longer open or dead. Returns how many delivery rows went."""
         cutoff = _iso(now - self._window)
         finished_cutoff = _iso(now - max(FINISHED_RETENTION, self._window))
-        with self._db.transaction() as conn:
+        with self._transaction() as conn:
             removed = conn.execute(
                 "DELETE FROM delivery_journal WHERE received_at < ? AND status = 'ignored'", (cutoff,)
             ).rowcount
@@ -308,8 +647,8 @@ class JobJournal:
                 (finished_cutoff,),
             ).rowcount
             conn.execute(
-                "DELETE FROM delivery_payloads WHERE seq NOT IN"
-                " (SELECT seq FROM delivery_journal WHERE status = 'pending')"
+                "DELETE FROM delivery_payloads WHERE seq NOT IN (SELECT seq FROM delivery_journal"
+                " WHERE status IN ('pending', 'running', 'requeued', 'dead'))"
             )
         return int(removed)
 
@@ -319,41 +658,87 @@ class JobJournal:
         )
         return {r["status"]: int(r["n"]) for r in rows}
 
+    def _intake_in(
+        self, conn: sqlite3.Connection, intake: Intake, *, now: datetime, journal: bool, started: bool
+    ) -> Acceptance:
+        return _accept_in(
+            conn, intake, now=now, window=self._window, journal=journal, started=started, codec=self._codec
+        )
+
 
 def _accept_in(
     conn: sqlite3.Connection,
     intake: Intake,
     *,
     now: datetime,
+    window: timedelta,
     journal: bool,
     started: bool,
     codec: PayloadCodec,
-) -> bool:
-    """The intake statements, inside the caller's transaction; False when the id was already seen."""
+) -> Acceptance:
+    """The intake statements, inside the caller's transaction; a :class:`Duplicate` when already seen."""
     received = _iso(now)
+    if intake.digest is not None:
+        row = conn.execute(
+            "SELECT delivery_id FROM delivery_journal WHERE body_sha256 = ? AND received_at >= ? LIMIT 1",
+            (intake.digest, _iso(now - window)),
+        ).fetchone()
+        if row is not None and row[0] != intake.delivery_id:
+            return Duplicate(of=str(row[0]), by="body")
     first = journal and started
+    status = ("running" if first else "pending") if journal else "ignored"
     cur = conn.execute(
         "INSERT OR IGNORE INTO delivery_journal (delivery_id, event_name, action, installation_id, status,"
-        " attempts, received_at, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        " attempts, received_at, started_at, body_sha256) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             intake.delivery_id,
             intake.event_name,
             intake.action,
             intake.installation_id,
-            "pending" if journal else "ignored",
+            status,
             1 if first else 0,
             received,
             received if first else None,
+            intake.digest,
         ),
     )
     if cur.rowcount == 0:
-        return False
+        return Duplicate(of=intake.delivery_id, by="id")
     if journal:
         conn.execute(
             "INSERT INTO delivery_payloads (seq, payload) VALUES (?, ?)",
             (cur.lastrowid, codec.encode(intake.body)),
         )
     return True
+
+
+def _start_in(conn: sqlite3.Connection, delivery_id: str, now: datetime) -> int:
+    row = conn.execute(
+        "UPDATE delivery_journal SET status = 'running', attempts = attempts + 1, started_at = ?"
+        " WHERE delivery_id = ? AND status IN ('pending', 'running') RETURNING attempts",
+        (_iso(now), delivery_id),
+    ).fetchone()
+    return int(row[0]) if row is not None else 0
+
+
+def _release_in(conn: sqlite3.Connection, delivery_id: str) -> None:
+    conn.execute(
+        "UPDATE delivery_journal SET status = 'pending', attempts = MAX(attempts - 1, 0)"
+        " WHERE delivery_id = ? AND status = 'running'",
+        (delivery_id,),
+    )
+
+
+def _claim_requeued_in(conn: sqlite3.Connection) -> list[sqlite3.Row]:
+    cur = conn.cursor()
+    cur.row_factory = sqlite3.Row
+    rows = cur.execute(
+        "SELECT j.delivery_id, j.event_name, j.action, j.installation_id, p.payload, j.status, j.attempts,"
+        " j.handlers_done, j.error FROM delivery_journal j JOIN delivery_payloads p USING (seq)"
+        " WHERE j.status = 'requeued' ORDER BY j.seq"
+    ).fetchall()
+    conn.execute("UPDATE delivery_journal SET status = 'pending' WHERE status = 'requeued'")
+    return list(rows)
 
 
 def _finish_in(

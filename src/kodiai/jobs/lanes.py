@@ -4,11 +4,17 @@ The original's queue (spec/platform.md §4.1) plus three production guards: a pe
 on how many jobs may wait in one lane (beyond it new jobs are shed with a clear log), and idle lanes
 pruned as soon as they have nothing waiting or running. The log messages are the original's, which
 operators' runbooks grep for.
+
+Each job runs in the context (log bindings included) of the code that enqueued it, not in the lane
+worker's: a worker is started by the first job of a burst, so every queued job would otherwise log that
+first job's ``delivery_id``. Before a job of a delivery starts, ``on_job_start`` is awaited with its
+delivery id: the dispatcher counts the journal's attempt there, when work really starts.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import itertools
 import time
 from collections import deque
@@ -22,6 +28,13 @@ from kodiai.log import CachedLogger
 from kodiai.metrics import Metrics
 
 T = TypeVar("T")
+JobStartHook = Callable[[str], Awaitable[None]]
+
+#: The delivery a dispatch is running for (set by the dispatcher): the delivery of a job whose context
+#: does not name one.
+CURRENT_DELIVERY: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "kodiai_current_delivery", default=None
+)
 
 
 class JobContext(BaseModel):
@@ -59,6 +72,8 @@ class _Job:
     context: JobContext
     future: asyncio.Future[Any]
     enqueued_at: float
+    delivery_id: str | None = None
+    context_vars: contextvars.Context | None = None
 
 
 @dataclass
@@ -78,7 +93,9 @@ class JobQueue:
         max_lane_length: int = 100,
         metrics: Metrics | None = None,
         clock: Callable[[], float] = time.monotonic,
+        on_job_start: JobStartHook | None = None,
     ) -> None:
+        self.on_job_start = on_job_start
         self._lanes: dict[int, _Lane] = {}
         self._timeout = job_timeout if job_timeout and job_timeout > 0 else None
         self._max = max_lane_length
@@ -145,6 +162,8 @@ class JobQueue:
             context=ctx,
             future=asyncio.get_running_loop().create_future(),
             enqueued_at=self._clock(),
+            delivery_id=ctx.delivery_id or CURRENT_DELIVERY.get(),
+            context_vars=contextvars.copy_context(),
         )
         lane.waiting.append(job)
         self._set_depth(installation_id, lane)
@@ -156,8 +175,10 @@ class JobQueue:
             pendingCount=lane.running,
             **ctx.log_fields(),
         )
-        if lane.worker is None:
-            lane.worker = asyncio.create_task(self._work(installation_id, lane))
+        if lane.worker is None:  # in a fresh context: the worker outlives this caller's bindings
+            lane.worker = asyncio.create_task(
+                self._work(installation_id, lane), context=contextvars.Context()
+            )
         result: T = await job.future
         return result
 
@@ -171,7 +192,7 @@ class JobQueue:
                     continue
                 lane.running = 1
                 self._set_depth(installation_id, lane)
-                await self._run(installation_id, lane, job)
+                await asyncio.create_task(self._run(installation_id, lane, job), context=job.context_vars)
                 lane.running = 0
         finally:
             lane.running = 0
@@ -196,6 +217,7 @@ class JobQueue:
             self._metrics.jobs_running.inc()
         outcome = "ok"
         try:
+            await self._starting(job)
             async with asyncio.timeout(self._timeout):
                 result = await job.fn()
         except TimeoutError:
@@ -226,6 +248,17 @@ class JobQueue:
                 if histogram is None:
                     histogram = self._durations[key] = self._metrics.job_duration.labels(*key)
                 histogram.observe(self._clock() - started)
+
+    async def _starting(self, job: _Job) -> None:
+        """Tell ``on_job_start`` (the journal's attempt count); its failure never stops the job."""
+        if self.on_job_start is None or job.delivery_id is None:
+            return
+        try:
+            await self.on_job_start(job.delivery_id)
+        except Exception as exc:
+            self._log.warning(
+                "Job start not recorded", deliveryId=job.delivery_id, err=f"{type(exc).__name__}: {exc}"
+            )
 
     def _fail(self, job: _Job, exc: BaseException, started: float, fields: dict[str, Any]) -> None:
         self._log.error(

@@ -181,8 +181,8 @@ def build_runtime(
     if stale:
         log.info("Cleaned up stale workspaces from previous run", staleCount=stale)
 
-    journal = JobJournal.open(config.jobs_db_path)
-    journal.start_writer()
+    journal = JobJournal.open(config.jobs_db_path)  # damaged, missing or swapped: JournalDamagedError
+    journal.start_writer(metrics)
     router = EventRouter(BotFilter(slug, config.bot_allow_list))
     runtime = Runtime(
         config=config,
@@ -198,6 +198,10 @@ def build_runtime(
         if register_handlers is not None:
             register_handlers(runtime)
         runtime.dispatcher = DeliveryDispatcher(router, journal, metrics=metrics)
+        queue.on_job_start = runtime.dispatcher.job_starting  # attempts count when a job really starts
+        replay = runtime.dispatcher.prepare_replay()  # read now: an unreadable journal fails start-up here
+        if replay:
+            log.info("Unfinished deliveries found in the job journal", toReplay=replay)
         runtime.ingress = WebhookIngress(
             secret=config.webhook_secret.get_secret_value(),
             router=router,

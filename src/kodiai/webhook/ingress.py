@@ -2,11 +2,19 @@
 
 Order: signature over the exact bytes → JSON check and routing fields (invalid → 400, *not* marked seen:
 PARITY fix; the full payload is parsed when a handler reads it, see :mod:`kodiai.webhook.routing`) →
-dedup + journal in one SQLite transaction (before the 200) → background dispatch → 200 at once.
+dedup (by delivery id, and by the body's sha256 inside the dedup window) + journal in one SQLite
+transaction (before the 200) → background dispatch → 200 at once.
+
+A journal that cannot record the delivery answers 500: it was not acknowledged (GitHub shows it failed and
+it can be redelivered). Once the delivery is committed nothing may turn it into an error answer: a failure
+to log or dispatch after the commit is logged and the answer is still 200 (a 500 there would make GitHub's
+redelivery a "duplicate" of work that never started).
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import re
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -16,15 +24,22 @@ from pydantic import BaseModel, ConfigDict
 
 from kodiai.jobs.dispatcher import DeliveryDispatcher
 from kodiai.jobs.journal import Intake, JobJournal
-from kodiai.log import CachedLogger
+from kodiai.log import CachedLogger, get_logger
 from kodiai.metrics import Metrics
 from kodiai.webhook.body import parse_json
-from kodiai.webhook.events import build_event, build_lazy_event, repository_name, sender_login
+from kodiai.webhook.events import (
+    WebhookEvent,
+    build_event,
+    build_lazy_event,
+    repository_name,
+    sender_login,
+)
 from kodiai.webhook.router import EventRouter
 from kodiai.webhook.routing import routing_view
 from kodiai.webhook.signature import verify_signature
 
 RECEIVED = {"received": True}
+INTERNAL_ERROR = {"error": "Internal Server Error"}
 _EVENT_LABEL = re.compile(r"[a-z_]{1,64}")
 
 
@@ -59,11 +74,19 @@ class WebhookIngress:
         self._clock = clock
         self._log = CachedLogger("kodiai.webhook")
         self._counters: dict[tuple[str, str], Any] = {}
+        self._statuses: dict[int, Any] = {}
         self._fixed: dict[tuple[int, str], IngressResult] = {}
 
     async def handle(self, headers: Mapping[str, str], body: bytes) -> IngressResult:
         """Process one delivery. ``headers`` is read by lower-case name (a dict with lower-case keys, as the
         raw endpoint builds, or Starlette's case-insensitive ``Headers``)."""
+        try:
+            return await self._handle(headers, body)
+        except Exception:  # the endpoint answers 500 (logged there): count it with the others
+            self._count_status(500)
+            raise
+
+    async def _handle(self, headers: Mapping[str, str], body: bytes) -> IngressResult:
         delivery_id = headers.get("x-github-delivery") or "unknown"
         event_name = headers.get("x-github-event") or "unknown"
         received_at = self._clock()
@@ -95,24 +118,59 @@ class WebhookIngress:
             event = build_event(delivery_id, event_name, payload)
 
         has_work = not self.router.filtered(event) and bool(self.router.handlers_for(event))
-        intake = Intake(delivery_id, event_name, event.action, event.installation_id, body)
-        if not await self.journal.accept_async(intake, now=received_at, journal=has_work):
-            self._log.info("Duplicate delivery skipped", deliveryId=delivery_id, eventName=event_name)
+        digest = hashlib.sha256(body).hexdigest()
+        intake = Intake(delivery_id, event_name, event.action, event.installation_id, body, digest)
+        try:
+            verdict = await self.journal.intake_async(intake, now=received_at, journal=has_work)
+        except Exception as exc:  # not recorded, so not acknowledged
+            self._log.error(
+                "Job journal write failed; delivery not acknowledged",
+                deliveryId=delivery_id,
+                eventName=event_name,
+                err=f"{type(exc).__name__}: {exc}",
+            )
+            return self._result(500, INTERNAL_ERROR, "journal_error", event_name)
+        if not verdict:
+            if verdict.by == "body":
+                self._log.warning(
+                    "Replayed webhook body skipped: same body as an earlier delivery",
+                    deliveryId=delivery_id,
+                    eventName=event_name,
+                    duplicateOf=verdict.of,
+                )
+            else:
+                self._log.info("Duplicate delivery skipped", deliveryId=delivery_id, eventName=event_name)
             return self._result(200, RECEIVED, "duplicate", event_name)
+        return self._committed(event, headers, received_at, has_work)
 
-        self._log.info(
-            "Webhook accepted and queued for dispatch",
-            deliveryId=delivery_id,
-            eventName=event_name,
-            action=event.action,
-            installationId=event.installation_id,
-            repository=repository_name(event.routing),
-            sender=sender_login(event.routing),
-            receivedAt=received_at.isoformat(),
-            userAgent=headers.get("user-agent") or "unknown",
-        )
-        self.dispatcher.submit(event, journaled=has_work, attempt_recorded=True)
-        return self._result(200, RECEIVED, "accepted" if has_work else "ignored", event_name)
+    def _committed(
+        self, event: WebhookEvent, headers: Mapping[str, str], received_at: datetime, has_work: bool
+    ) -> IngressResult:
+        """After the COMMIT: log, dispatch, acknowledge. Any failure here is logged, never answered."""
+        outcome = "accepted" if has_work else "ignored"
+        try:
+            self._log.info(
+                "Webhook accepted and queued for dispatch",
+                deliveryId=event.id,
+                eventName=event.name,
+                action=loggable(event.action),
+                installationId=event.installation_id,
+                repository=loggable(repository_name(event.routing)),
+                sender=loggable(sender_login(event.routing)),
+                receivedAt=received_at.isoformat(),
+                userAgent=headers.get("user-agent") or "unknown",
+            )
+        except Exception as exc:
+            _after_commit_failed("log", event.id, exc)
+        try:
+            self.dispatcher.submit(event, journaled=has_work)
+        except Exception as exc:  # journaled work still runs at the next start (it stays pending)
+            _after_commit_failed("dispatch", event.id, exc)
+        try:
+            return self._result(200, RECEIVED, outcome, event.name)
+        except Exception as exc:
+            _after_commit_failed("count", event.id, exc)
+            return IngressResult.model_construct(status=200, body=RECEIVED, outcome=outcome)
 
     def _result(
         self, status: int, body: dict[str, Any] | None, outcome: str, event_name: str
@@ -124,6 +182,7 @@ class WebhookIngress:
                 label, outcome
             )
         counter.inc()
+        self._count_status(status)
         if body is not RECEIVED and body is not None:
             return IngressResult.model_construct(status=status, body=body, outcome=outcome)
         result = self._fixed.get((status, outcome))  # the frozen acknowledgements, built once each
@@ -132,3 +191,32 @@ class WebhookIngress:
                 status=status, body=body, outcome=outcome
             )
         return result
+
+    def _count_status(self, status: int) -> None:
+        counter = self._statuses.get(status)
+        if counter is None:
+            counter = self._statuses[status] = self.metrics.webhook_responses.labels(str(status))
+        counter.inc()
+
+
+def loggable(text: str | None) -> str | None:
+    """Request-derived text safe to render: lone surrogates (valid in JSON escapes, not in UTF-8) become
+    ``\\udXXX`` escapes."""
+    if text is None or text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+def _after_commit_failed(step: str, delivery_id: str, exc: Exception) -> None:
+    """Report a failure after the commit on a fresh logger, with nothing request-derived but the id."""
+    with contextlib.suppress(Exception):  # logging itself may be what failed: nothing more to do then
+        get_logger("kodiai.webhook").error(
+            "Webhook post-commit step failed; the delivery stays acknowledged",
+            step=step,
+            deliveryId=loggable(delivery_id),
+            err=loggable(f"{type(exc).__name__}: {exc}"),
+        )

@@ -1,0 +1,131 @@
+"""`kodiai jobs list|retry`: see and recover what the job journal holds (the dead-letter state above all).
+
+The jobs database is the one ``kodiai serve`` uses: ``--db``, else ``JOBS_DB_PATH`` from the environment or
+the ``--env-file`` (default ``.env``), else ``./data/kodiai-jobs.db``. Both commands work beside a running
+server; a retried delivery is picked up by it within seconds, or at its next start.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+app = typer.Typer(help="List and retry webhook deliveries in the job journal.", no_args_is_help=True)
+
+DbOpt = Annotated[str | None, typer.Option("--db", help="Jobs DB (default: JOBS_DB_PATH, as kodiai serve).")]
+EnvFileOpt = Annotated[Path, typer.Option("--env-file", help="Dotenv file read for JOBS_DB_PATH.")]
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(message, err=True)
+    return typer.Exit(1)
+
+
+def _db_path(db: str | None, env_file: Path) -> Path:
+    if db:
+        return Path(db)
+    from kodiai.settings import Settings, SettingsError
+
+    try:
+        settings = Settings.load(env_file=env_file, require_github_app=False)
+    except SettingsError as exc:
+        raise _fail(f"Settings are invalid: {exc}") from None
+    return Path(settings.jobs_db_path)
+
+
+def _existing(path: Path) -> Path:
+    if not path.is_file():
+        raise _fail(f"No jobs database at {path} (set --db or JOBS_DB_PATH)")
+    return path
+
+
+@app.command("list")
+def list_cmd(
+    state: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--state",
+            help="pending, running, requeued, dead, done, failed (repeatable; default: all but done).",
+        ),
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="At most this many rows, newest first.")] = 100,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    db: DbOpt = None,
+    env_file: EnvFileOpt = Path(".env"),
+) -> None:
+    """List journaled deliveries (a dead one shows its last error: retry it with `kodiai jobs retry`)."""
+    from kodiai.jobs.journal_admin import DEFAULT_STATES, STATES, list_deliveries
+    from kodiai.storage.connection import connect
+
+    states = tuple(state) if state else DEFAULT_STATES
+    unknown = [s for s in states if s not in STATES]
+    if unknown:
+        raise _fail(f"Unknown state {', '.join(unknown)}; expected one of {', '.join(STATES)}")
+    conn = connect(_existing(_db_path(db, env_file)), read_only=True)
+    try:
+        rows = list_deliveries(conn, states, limit=limit)
+    finally:
+        conn.close()
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    _print_table(rows)
+
+
+def _print_table(rows: list[dict[str, Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=160, soft_wrap=False, highlight=False)
+    if not rows:
+        console.print("No deliveries in those states.")
+        return
+    table = Table("Delivery", "Event", "Inst", "Status", "Att", "Received", "Error")
+    for r in rows:
+        event = r["event_name"] + (f".{r['action']}" if r["action"] else "")
+        error = (r["error"] or "").replace("\n", " ")
+        table.add_row(
+            r["delivery_id"],
+            event,
+            str(r["installation_id"]),
+            r["status"],
+            str(r["attempts"]),
+            str(r["received_at"])[:19],
+            error[:70] + ("…" if len(error) > 70 else ""),
+        )
+    console.print(table)
+
+
+@app.command("retry")
+def retry_cmd(
+    delivery_ids: Annotated[list[str] | None, typer.Argument(help="Dead deliveries to run again.")] = None,
+    all_dead: Annotated[bool, typer.Option("--all-dead", help="Every dead delivery.")] = False,
+    db: DbOpt = None,
+    env_file: EnvFileOpt = Path(".env"),
+) -> None:
+    """Put dead deliveries back in the queue (attempts reset); a running server picks them up in seconds."""
+    import sqlite3
+
+    from kodiai.jobs.journal_admin import retry
+    from kodiai.storage.connection import connect
+
+    if bool(delivery_ids) == all_dead:
+        raise _fail("Name one or more delivery ids, or pass --all-dead")
+    conn = connect(_existing(_db_path(db, env_file)))
+    try:
+        result = retry(conn, list(delivery_ids or []), all_dead=all_dead)
+    except sqlite3.Error as exc:
+        raise _fail(f"Retry failed (nothing changed): {exc}") from None
+    finally:
+        conn.close()
+    for delivery in result.requeued:
+        typer.echo(f"requeued {delivery}")
+    for delivery, reason in result.refused.items():
+        typer.echo(f"not retried {delivery}: {reason}", err=True)
+    if not result.requeued and not result.refused:
+        typer.echo("No dead deliveries.")
+    if result.refused:
+        raise typer.Exit(1)

@@ -1,0 +1,89 @@
+"""Operator access to the job journal (``kodiai jobs list|retry``), on a connection of its own.
+
+These run beside a live server: reads use a read-only connection; a retry is one short write transaction
+that only moves ``dead`` rows to ``requeued``. The server claims requeued rows within
+``REQUEUE_POLL_SECONDS`` (or at its next start), so the CLI never dispatches anything itself.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Any
+
+#: What ``kodiai jobs list --state`` accepts (``ignored`` rows are dedup-only ids, never listed).
+STATES = ("pending", "running", "requeued", "dead", "done", "failed", "abandoned")
+#: Listed when no state is given: everything not finished well.
+DEFAULT_STATES = ("pending", "running", "requeued", "dead", "failed", "abandoned")
+
+_COLUMNS = (
+    "delivery_id, event_name, action, installation_id, status, attempts, received_at, started_at,"
+    " finished_at, error, handlers_done"
+)
+
+
+def list_deliveries(conn: sqlite3.Connection, states: tuple[str, ...], *, limit: int) -> list[dict[str, Any]]:
+    """Journal rows in ``states``, newest first (at most ``limit``)."""
+    marks = ", ".join("?" for _ in states)
+    cur = conn.cursor()
+    cur.row_factory = sqlite3.Row
+    rows = cur.execute(
+        f"SELECT {_COLUMNS} FROM delivery_journal WHERE status IN ({marks}) ORDER BY seq DESC LIMIT ?",
+        (*states, int(limit)),
+    ).fetchall()
+    return [dict(r) for r in rows]
+
+
+@dataclass
+class RetryResult:
+    requeued: list[str] = field(default_factory=list)
+    refused: dict[str, str] = field(default_factory=dict)
+
+
+def retry(conn: sqlite3.Connection, delivery_ids: list[str], *, all_dead: bool = False) -> RetryResult:
+    """Move dead deliveries (named, or all) back to ``requeued`` with their attempts reset."""
+    result = RetryResult()
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if all_dead:
+            rows = conn.execute(
+                "SELECT delivery_id FROM delivery_journal WHERE status = 'dead' ORDER BY seq"
+            ).fetchall()
+            targets = [str(r[0]) for r in rows]
+        else:
+            targets = []
+            for delivery in delivery_ids:
+                reason = _refusal(conn, delivery)
+                if reason is None:
+                    targets.append(delivery)
+                else:
+                    result.refused[delivery] = reason
+        for delivery in targets:
+            conn.execute(
+                "UPDATE delivery_journal SET status = 'requeued', attempts = 0, finished_at = NULL"
+                " WHERE delivery_id = ? AND status = 'dead'",
+                (delivery,),
+            )
+            result.requeued.append(delivery)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return result
+
+
+def _refusal(conn: sqlite3.Connection, delivery: str) -> str | None:
+    row = conn.execute(
+        "SELECT j.status, p.seq IS NOT NULL FROM delivery_journal j LEFT JOIN delivery_payloads p USING (seq)"
+        " WHERE j.delivery_id = ?",
+        (delivery,),
+    ).fetchone()
+    if row is None or row[0] == "ignored":
+        return "no such delivery with work in the journal"
+    status, has_body = str(row[0]), bool(row[1])
+    if status != "dead":
+        return f"not dead (status {status}); only dead deliveries are retried"
+    if not has_body:
+        return "its stored body is gone"
+    return None

@@ -1,0 +1,113 @@
+"""Restart storms: ``kodiai serve`` stopped N ∈ {2, 3} times by SIGTERM or ``kill -9`` during a burst of 30
+deliveries to one installation (0.5 s jobs; each start of ``kodiai serve`` costs several seconds of CPU, which
+bounds the test's length more than the jobs do). Every acknowledged delivery runs to completion at least once,
+its GitHub effect (a comment carrying its marker) appears exactly once, and none is dead-lettered.
+
+Before attempts were counted at job start, the deliveries waiting in the lane used up an attempt at intake
+and another at each replay's submission, so the second restart abandoned most of them without a run.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from server.kodiai_proc import KodiaiServe, wait_until
+from server.storm_handlers import REPO, marker
+from support.fake_github import FakeGitHub
+from support.fake_github_pr import PrState, install_pr_routes
+
+pytestmark = pytest.mark.slow
+
+DELIVERIES = 30
+JOB_SECONDS = 0.5
+
+
+@pytest.fixture(scope="module")
+def github() -> Iterator[tuple[FakeGitHub, PrState]]:
+    fake = FakeGitHub()
+    fake.add_installation(1, account="acme")
+    state = install_pr_routes(fake)
+    with fake:
+        yield fake, state
+
+
+def records(path: Path) -> list[tuple[str, str]]:
+    if not path.exists():
+        return []
+    return [(kind, delivery) for kind, delivery in (line.split() for line in path.read_text().splitlines())]
+
+
+def effects(state: PrState, deliveries: list[str], offset: int) -> Counter[str]:
+    owner, name = REPO.split("/")
+    seen: Counter[str] = Counter()
+    for i, delivery in enumerate(deliveries):
+        for comment in state.issue_comments(owner, name, offset + i):
+            if marker(delivery) in comment["body"]:
+                seen[delivery] += 1
+    return seen
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "kill-9"])
+@pytest.mark.parametrize("restarts", [2, 3])
+def test_every_acknowledged_delivery_completes_once_through_a_restart_storm(
+    tmp_path: Path, github: tuple[FakeGitHub, PrState], sig: signal.Signals, restarts: int
+) -> None:
+    fake, state = github
+    record = tmp_path / "record.txt"
+    server = KodiaiServe(
+        tmp_path,
+        fake,
+        handlers="storm_handlers:register",
+        KODIAI_TEST_RECORD_FILE=str(record),
+        KODIAI_TEST_JOB_SECONDS=str(JOB_SECONDS),
+        SHUTDOWN_GRACE_SECONDS="0.2",  # SIGTERM cuts the running job (a real deploy allows 30 s)
+    )
+    offset = 1000 * restarts + (100 if sig == signal.SIGKILL else 0)  # one issue per delivery, per test
+    acknowledged: list[str] = []
+    server.start()
+    try:
+        for i in range(DELIVERIES):
+            body = json.dumps(
+                {"action": "opened", "installation": {"id": 1}, "issue": {"number": offset + i}}
+            ).encode()
+            delivery = f"storm-{sig.name}-{restarts}-{i}"
+            if server.deliver(body, delivery).status_code == 200:
+                acknowledged.append(delivery)
+        assert len(acknowledged) == DELIVERIES
+
+        for _ in range(restarts):
+            finished = sum(1 for kind, _d in records(record) if kind == "done")
+
+            def progressed_and_running(before: int = finished) -> bool:
+                lines = records(record)
+                done = sum(1 for kind, _d in lines if kind == "done")
+                return done > before and bool(lines) and lines[-1][0] == "start"
+
+            # stop only while a job runs, and only after the last restart made progress
+            wait_until(progressed_and_running, 60, "a finished job and a running one", server)
+            server.stop(sig, timeout=30)
+            server.start()
+
+        def all_done() -> bool:
+            statuses = server.statuses()
+            return all(statuses.get(d) == "done" for d in acknowledged)
+
+        wait_until(all_done, 60, "every acknowledged delivery done in the journal", server)
+    finally:
+        code = server.stop(signal.SIGTERM, timeout=30)
+    assert code in (0, -signal.SIGTERM)
+
+    completed = Counter(d for kind, d in records(record) if kind == "done")
+    assert set(completed) == set(acknowledged), "every acknowledged delivery runs to completion"
+    seen = effects(state, acknowledged, offset)
+    assert {d: seen[d] for d in acknowledged if seen[d] != 1} == {}, "each effect appears exactly once"
+    rows = server.journal("SELECT status, COUNT(*) FROM delivery_journal GROUP BY status")
+    assert rows == [("done", DELIVERIES)]
+    stops = sum(1 for e in server.log_lines() if e.get("msg") == "Kodiai server started")
+    assert stops == restarts + 1
