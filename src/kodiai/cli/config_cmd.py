@@ -20,7 +20,11 @@ from kodiai.config import (
     load_repo_config,
     load_repo_config_file,
 )
+from kodiai.config.loader import MAX_CONFIG_BYTES
 from kodiai.config.schema import repo_config_json_schema
+from kodiai.config.unknown_keys import UnknownKey, unknown_keys
+from kodiai.config.yaml_loader import load_yaml
+from kodiai.workspace_files import read_regular_file
 
 app = typer.Typer(help="Check a .kodiai.yml file and export its JSON Schema.", no_args_is_help=True)
 
@@ -31,6 +35,18 @@ def _read(path: Path) -> tuple[Path, RepoConfigResult, bool]:
         file = path / CONFIG_FILENAME
         return file, load_repo_config(path), file.is_file()
     return path, load_repo_config_file(path), True
+
+
+def _document(file: Path) -> object:
+    """The parsed YAML document (already known to parse), for the advisories parsing itself ignores."""
+    raw = read_regular_file(file, max_bytes=MAX_CONFIG_BYTES)
+    return load_yaml(raw.decode("utf-8", errors="replace"))
+
+
+def _kind(document: object) -> str:
+    return (
+        "a list" if isinstance(document, list) else "empty" if document is None else type(document).__name__
+    )
 
 
 def _yaml_text(data: object) -> str:
@@ -57,11 +73,14 @@ def validate(
         Path, typer.Argument(help="A .kodiai.yml file, or a directory containing one.", show_default=True)
     ] = Path("."),
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Exit 1 on any warning or advisory.")] = False,
 ) -> None:
-    """Print the resolved config and the sections that fell back to defaults.
+    """Check a .kodiai.yml: warnings first (unknown keys with the closest known one, sections that fell back
+    to their defaults, advisories), then the resolved config.
 
-    Exit status: 0 when the file parses (even with warnings), 1 on a YAML syntax error, 2 when PATH
-    does not exist.
+    Exit status: 0 when the file parses (even with warnings, unless --strict), 1 on a YAML syntax error, a
+    document that is not a mapping, or any warning with --strict; 2 when PATH does not exist or cannot be
+    read. Parsing is the original's: unknown keys are ignored there; these are advisories.
     """
     out = Console(file=sys.stdout, soft_wrap=True, width=120)
     err = Console(file=sys.stderr, soft_wrap=True, width=120)
@@ -70,6 +89,7 @@ def validate(
         raise typer.Exit(2)
     try:
         file, result, exists = _read(path)
+        document = _document(file) if exists else {}
     except RepoConfigError as exc:
         if as_json:
             print(json.dumps({"path": str(path), "error": str(exc)}, indent=2))
@@ -79,27 +99,50 @@ def validate(
     except OSError as exc:
         err.print(f"[red]error:[/red] cannot read {path}: {exc.strerror or exc}")
         raise typer.Exit(2) from exc
+    if exists and not isinstance(document, dict):
+        message = (
+            f"{file} must be a mapping of settings (e.g. `review:`), not {_kind(document)}; "
+            "Kodiai would ignore it and use all defaults"
+        )
+        if as_json:
+            print(json.dumps({"path": str(file), "error": message}, indent=2))
+        else:
+            err.print(f"[red]error:[/red] {message}", markup=False, highlight=False)
+        raise typer.Exit(1)
+    unknown = unknown_keys(document)
     config = result.config.to_yaml_dict()
+    count = len(unknown) + len(result.warnings) + len(result.advisories)
     if as_json:
         payload = {
             "path": str(file),
             "found": exists,
-            "config": config,
+            "unknown_keys": [u.model_dump() for u in unknown],
             "warnings": [w.model_dump() for w in result.warnings],
             "advisories": result.advisories,
+            "config": config,
         }
         print(json.dumps(payload, indent=2, ensure_ascii=False))
-        return
-    status = f"# {file}" if exists else f"# no {CONFIG_FILENAME} in {path}: all defaults"
-    print(status)
-    print(_yaml_text(config), end="")
-    for advice in result.advisories:
-        out.print(f"[yellow]Advisory:[/yellow] {advice}")
+    else:
+        _print_warnings(out, unknown, result)
+        status = f"# {file}" if exists else f"# no {CONFIG_FILENAME} in {path}: all defaults"
+        print(status)
+        print(_yaml_text(config), end="")
+        if count:
+            out.print(f"[yellow]{count} warning(s): see the top of this output.[/yellow]")
+        else:
+            out.print("[green]OK: no warnings.[/green]")
+    if strict and count:
+        raise typer.Exit(1)
+
+
+def _print_warnings(out: Console, unknown: list[UnknownKey], result: RepoConfigResult) -> None:
+    for key in unknown:
+        out.print(f"[yellow]Warning:[/yellow] {key.message()}", markup=True, highlight=False)
     if result.warnings:
         out.print(_warnings_table(result))
         out.print(f"[yellow]{len(result.warnings)} section(s) invalid: defaults used for them.[/yellow]")
-    else:
-        out.print("[green]OK: no warnings.[/green]")
+    for advice in result.advisories:
+        out.print(f"[yellow]Advisory:[/yellow] {advice}")
 
 
 @app.command("schema")

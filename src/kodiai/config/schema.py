@@ -56,9 +56,23 @@ def repo_config_json_schema() -> dict[str, Any]:
     """The JSON Schema of `.kodiai.yml`."""
     body = RepoConfig.model_json_schema(by_alias=True, schema_generator=_ConfigSchemaGenerator)
     body.pop("title", None)
+    _close_objects(body)
     return {
         "$schema": DIALECT,
         "title": ".kodiai.yml",
         **body,
-        "description": "Kodiai per-repository configuration (.kodiai.yml). Unknown keys are ignored.",
+        "description": "Kodiai per-repository configuration (.kodiai.yml). Kodiai ignores unknown keys; this "
+        "schema marks them as errors so an editor catches a typo that would silently keep a default.",
     }
+
+
+def _close_objects(node: Any) -> None:
+    """``additionalProperties: false`` on every settings object (free-form maps keep theirs)."""
+    if isinstance(node, dict):
+        if "properties" in node and "additionalProperties" not in node:
+            node["additionalProperties"] = False
+        for value in node.values():
+            _close_objects(value)
+    elif isinstance(node, list):
+        for item in node:
+            _close_objects(item)
