@@ -68,20 +68,28 @@ async def _bare_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
 
 
 # The same uvicorn configuration for both servers, the one `kodiai serve` uses: the asyncio loop (see
-# serve_cmd for why not uvloop) + httptools, named here so a missing one fails.
+# serve_cmd for why not uvloop) + its h11 protocol with the HTTP limits. `--parser httptools` runs the
+# former parser instead, for comparison (it has no header limit: issue 15).
 UVICORN = {
     "host": "127.0.0.1",
     "log_level": "error",
     "access_log": False,
     "loop": "asyncio",
-    "http": "httptools",
 }
+
+
+def uvicorn_config() -> dict[str, Any]:
+    if os.environ.get("KODIAI_BENCH_PARSER") == "httptools":
+        return {**UVICORN, "http": "httptools"}
+    from kodiai.server.http_limits import HttpOptions, uvicorn_options
+
+    return {**UVICORN, **uvicorn_options(HttpOptions())}
 
 
 def serve_bare(port: int) -> None:
     import uvicorn
 
-    uvicorn.run(_bare_app, port=port, **UVICORN)  # type: ignore[arg-type]
+    uvicorn.run(_bare_app, port=port, **uvicorn_config())
 
 
 def serve_kodiai(port: int, workdir: Path, log_level: str = "warn") -> None:
@@ -125,7 +133,7 @@ def serve_kodiai(port: int, workdir: Path, log_level: str = "warn") -> None:
     github = GitHubApp(fake.app_id, fake.private_key_pem, base_url=fake.url)
     app = create_app(build_runtime(config, github=github, register_handlers=register))
     try:
-        uvicorn.run(app, port=port, **UVICORN)  # type: ignore[arg-type]
+        uvicorn.run(app, port=port, **uvicorn_config())
     finally:
         record.close()
         fake.stop()
@@ -395,10 +403,18 @@ def main() -> int:
         default="warn",
         help="Kodiai's LOG_LEVEL (info renders every runbook line; stderr to a file)",
     )
+    parser.add_argument(
+        "--parser",
+        choices=["kodiai", "httptools"],
+        default="kodiai",
+        help="kodiai: the h11 protocol and limits kodiai serve runs (default); httptools: the former parser",
+    )
     parser.add_argument("--serve", choices=["bare", "kodiai"], help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--workdir", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve is None:
+        os.environ["KODIAI_BENCH_PARSER"] = args.parser  # the server processes inherit it
     if args.serve == "bare":
         serve_bare(args.port)
         return 0

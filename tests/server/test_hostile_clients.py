@@ -7,10 +7,12 @@ attack a probe thread asks ``GET /health`` on a fresh connection: each answer mu
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import http.client
+import json
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -19,7 +21,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from serve_process import ServeProcess
+from serve_process import HERE, ServeProcess
 
 from kodiai.server.runtime import Runtime
 from kodiai.webhook.signature import sign
@@ -180,78 +182,23 @@ def test_too_many_or_too_large_headers_are_refused(served: ServeProcess) -> None
 
 
 # ----------------------------------------------------------------------------- item 3: slowloris
-@dataclass
-class SlowStats:
-    """What the slow clients saw each time the server ended one of their connections."""
-
-    closures: list[tuple[str, int | None, float]] = field(default_factory=list)  # (mode, status, lifetime)
-    attackers_closed: set[int] = field(default_factory=set)
-    connect_errors: int = 0
-
-
-async def slow_client(port: int, n: int, stop: asyncio.Event, stats: SlowStats) -> None:
-    """Trickle a request one piece every 0.5 s (headers, or a signed-looking body); when the server
-    ends the connection, wait 0.5 s and start again."""
-    mode = "body" if n % 2 else "headers"
-    loop = asyncio.get_running_loop()
-    while not stop.is_set():
-        try:
-            reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        except OSError:
-            stats.connect_errors += 1
-            await asyncio.sleep(0.5)
-            continue
-        opened = loop.time()
-        ended: bytes | None = None
-        try:
-            if mode == "body":
-                writer.write(
-                    b"POST /webhooks/github HTTP/1.1\r\nHost: kodiai\r\nX-GitHub-Event: issues\r\n"
-                    b"Content-Type: application/json\r\nContent-Length: 100000\r\n"
-                    b"X-Hub-Signature-256: " + FAKE_SIGNATURE.encode() + b"\r\n\r\n{"
-                )
-            else:
-                writer.write(b"POST /webhooks/github HTTP/1.1\r\nHost: kodiai\r\n")
-            while not stop.is_set():
-                try:
-                    data = await asyncio.wait_for(reader.read(65536), 0.5)
-                except TimeoutError:
-                    writer.write(b" " if mode == "body" else b"X-Slow: 1\r\n")
-                    await writer.drain()
-                    continue
-                ended = data  # an answer (408/503) or EOF
-                break
-        except (ConnectionError, OSError):
-            ended = b""
-        finally:
-            writer.close()
-        if ended is not None:
-            stats.closures.append((mode, status_of(ended), loop.time() - opened))
-            stats.attackers_closed.add(n)
-            await asyncio.sleep(0.5)
-
-
-async def slowloris(port: int, clients: int, seconds: float) -> SlowStats:
-    stats = SlowStats()
-    stop = asyncio.Event()
-    tasks = [asyncio.create_task(slow_client(port, n, stop, stats)) for n in range(clients)]
-    await asyncio.sleep(seconds)
-    stop.set()
-    await asyncio.wait_for(asyncio.gather(*tasks), timeout=30)
-    return stats
-
-
 def test_slowloris_connections_are_closed_and_health_keeps_answering(served: ServeProcess) -> None:
     """200 connections trickling headers or bodies for 30 s: each is cut at its deadline (408), or refused
     at once when the in-flight body budget is spent (503); /health answers within 1 s throughout."""
     with HealthProbe(served.url, interval=0.25) as probe:
-        stats = asyncio.run(slowloris(served.port, clients=200, seconds=30))
+        done = subprocess.run(
+            [sys.executable, str(HERE / "slow_clients.py"), str(served.port), "200", "30"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
     probe.check(min_probes=50)
-    assert len(stats.attackers_closed) == 200, (
-        f"{200 - len(stats.attackers_closed)} slow clients never cut off"
-    )
-    headers = [(status, life) for mode, status, life in stats.closures if mode == "headers"]
-    bodies = [(status, life) for mode, status, life in stats.closures if mode == "body"]
+    stats = json.loads(done.stdout)
+    assert stats["attackers_closed"] == 200, f"{200 - stats['attackers_closed']} slow clients never cut off"
+    closures: list[tuple[str, int | None, float]] = [tuple(c) for c in stats["closures"]]
+    headers = [(status, life) for mode, status, life in closures if mode == "headers"]
+    bodies = [(status, life) for mode, status, life in closures if mode == "body"]
     # a trickled header block is cut at HTTP_REQUEST_TIMEOUT_SECONDS, with a 408
     assert {status for status, _ in headers} <= {408, None}
     assert all(TIMEOUT_S - 0.5 < life < TIMEOUT_S + 6 for _, life in headers), sorted(
@@ -267,7 +214,7 @@ def test_slowloris_connections_are_closed_and_health_keeps_answering(served: Ser
     print(
         f"slowloris: {len(headers)} header and {len(bodies)} body connections cut "
         f"({len(timed_out)} by the body deadline, {sum(1 for s, _ in bodies if s == 503)} refused with 503); "
-        f"longest {max(life for _, _, life in stats.closures):.2f} s; "
+        f"longest {max(life for _, _, life in closures):.2f} s; "
         f"/health max {max(probe.latencies):.3f} s over {len(probe.latencies)} probes"
     )
 

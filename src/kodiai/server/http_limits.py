@@ -148,4 +148,5 @@ def uvicorn_options(options: HttpOptions, on_timeout: Callable[[], None] | None 
         "h11_max_incomplete_event_size": options.max_header_bytes,
         "limit_concurrency": options.max_connections,
         "timeout_keep_alive": options.keep_alive,
+        "ws": "none",  # no WebSocket route: no protocol switch for a client to ask for
     }

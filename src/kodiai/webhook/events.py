@@ -66,8 +66,18 @@ class WebhookEvent:
 
 
 def payload_action(payload: dict[str, Any]) -> str | None:
+    """``payload.action`` when it is a string of real text: JSON may carry a lone surrogate
+    (``"\\ud800"``), which no UTF-8 store (the job journal's SQLite) can hold, so such an action counts
+    as absent instead of failing every attempt to journal the delivery."""
     action = payload.get("action")
-    return action if isinstance(action, str) else None
+    if not isinstance(action, str):
+        return None
+    if not action.isascii():
+        try:
+            action.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+    return action
 
 
 def sender_login(payload: dict[str, Any]) -> str | None:
