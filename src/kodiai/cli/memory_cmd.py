@@ -88,42 +88,29 @@ def _store(uri: str, provider: EmbeddingProvider, *, mark_stale: bool = True) ->
     return store
 
 
-def _parse_import_line(line: str, provider: EmbeddingProvider) -> tuple[LearningMemoryRecord, str]:
-    from kodiai.learning.memory_schema import validate_repo
-    from kodiai.learning.setup import finding_memory_text, memory_record_fields
-    from kodiai.learning.types import LearningMemoryRecord
-
-    data = json.loads(line)
-    if not isinstance(data, dict):
-        raise ValueError("expected a JSON object")
-    text = data.pop("text", None)
-    fields = {**data, **memory_record_fields(provider)}
-    for key in ("embeddingModel", "embeddingDim"):
-        fields.pop(key, None)
-    if "owner" not in fields and isinstance(fields.get("repo"), str):
-        fields["owner"] = fields["repo"].split("/")[0]
-    if "source_repo" not in fields and "sourceRepo" not in fields and "repo" in fields:
-        fields["source_repo"] = fields["repo"]
-    record = LearningMemoryRecord.model_validate(fields)
-    validate_repo(record.repo)
-    if text is None:
-        text = finding_memory_text(record.severity, record.category, record.finding_text, record.file_path)
-    if not isinstance(text, str) or not text.strip():
-        raise ValueError("'text' must be a non-empty string")
-    return record, text
-
-
 @app.command("import")
 def import_memories(
-    file: Annotated[Path, typer.Argument(help="JSONL: one memory record per line, with an optional 'text'.")],
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="JSONL, one object per line: a memory record (repo, findingId, reviewId, findingText, "
+            "severity, category, filePath, outcome; optional owner, sourceRepo, createdAt, text) or a "
+            "labelled-corpus finding (id, repo, finding_text, file_path, category, severity, created_at)."
+        ),
+    ],
     uri: UriOpt = DEFAULT_URI,
     provider_name: ProviderOpt = "auto",
     voyage_api_key: VoyageKeyOpt = None,
 ) -> None:
-    """Embed and store memories. Every line is checked first: one bad line aborts with nothing written."""
-    from pydantic import ValidationError
+    """Embed and store memories. Every line is checked first: one bad line aborts with nothing written,
+    and each error names the line and the field.
 
-    from kodiai.learning.memory_schema import InvalidNameError
+    A record line is a learned memory as the server writes it (camelCase or snake_case keys); `text` is
+    what is embedded (default: "[severity] [category]", the finding text and "File: path" on three
+    lines). A corpus line (the eval sets' corpus.jsonl) becomes an `accepted` memory with a stable
+    finding id derived from its `id`, so importing the same corpus twice skips what is there.
+    """
+    from kodiai.learning.memory_import import ImportLineError, parse_import_line
 
     if not file.is_file():
         raise _fail(f"no such file: {file}")
@@ -134,10 +121,11 @@ def import_memories(
         if not line.strip():
             continue
         try:
-            rows.append(_parse_import_line(line, provider))
-        except (ValueError, ValidationError, InvalidNameError) as exc:
-            detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            errors.append(f"line {number}: {detail}")
+            rows.append(
+                parse_import_line(line, embedding_model=provider.model, embedding_dim=provider.dimensions)
+            )
+        except ImportLineError as exc:
+            errors.append(f"line {number}: {exc}")
     if errors:
         for error in errors[:20]:
             typer.echo(error, err=True)
