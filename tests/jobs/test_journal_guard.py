@@ -30,7 +30,6 @@ def filled(db: Path, rows: int = 400) -> None:
     journal = JobJournal.open(db)
     for i in range(rows):
         body = b'{"action":"opened","n":%d,"pad":"%s"}' % (i, b"p" * 200)
-        assert journal.accept_async is not None
         journal._accept_now(
             Intake(f"delivery-{i:05d}", "issues", "opened", 1, body), now=T0, journal=True, started=False
         )

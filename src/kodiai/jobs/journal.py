@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -41,11 +40,26 @@ from kodiai.jobs.journal_guard import (
     rescue_copy,
     write_sidecar,
 )
+from kodiai.jobs.journal_rows import (
+    FINAL_STATUSES,
+    Acceptance,
+    Duplicate,
+    Intake,
+    PayloadCodec,
+    accept_in,
+    adopt_first_schema_rows,
+    claim_requeued_in,
+    finish_in,
+    iso,
+    mark_done_in,
+    payload_bytes,
+    release_in,
+    start_in,
+)
 from kodiai.jobs.journal_writer import Checkpointer, JournalWriter, WriteOp
 from kodiai.log import get_logger
 from kodiai.storage.connection import MEMORY, LockedConnection, connect
 from kodiai.storage.migrations import apply_migrations_to
-from kodiai.webhook.body import parse_json
 
 if TYPE_CHECKING:
     from kodiai.metrics import Metrics
@@ -53,44 +67,23 @@ if TYPE_CHECKING:
 DEDUP_WINDOW = timedelta(hours=24)
 FINISHED_RETENTION = timedelta(days=7)
 EVICT_EVERY = 1000
-PAYLOAD_ZSTD_LEVEL = 1  # 2.2 KB for a 24 KB pull_request body in 35 µs (level 3: 2.1 KB in 46 µs)
 WAL_LIMIT_BYTES = 16 * 1024 * 1024  # a TRUNCATE checkpoint once the WAL passes this (and journal_size_limit)
 TRUNCATE_BUSY_MS = 250  # how long a TRUNCATE checkpoint may wait for readers (intake waits meanwhile)
 TRUNCATE_RETRY_SECONDS = 0.5
 
+__all__ = [
+    "FINAL_STATUSES",
+    "Acceptance",
+    "Duplicate",
+    "Intake",
+    "JobJournal",
+    "JournalEntry",
+    "JournalHealth",
+    "PayloadCodec",
+]
+
 JournalStatus = Literal["pending", "running", "requeued", "done", "failed", "dead", "abandoned"]
-FINAL_STATUSES = ("done", "failed", "abandoned")  # their bodies are dropped; a dead row keeps its body
 OPEN_STATUSES = ("pending", "running", "requeued")  # replayed at start-up
-
-
-@dataclass(frozen=True, slots=True)
-class Intake:
-    """What intake records for one delivery (a plain record: it is built on the acknowledgement path).
-
-    ``digest``: the body's sha256 (hex) when a replayed body under a new delivery id must count as a
-    duplicate too (the webhook ingress always passes it).
-    """
-
-    delivery_id: str
-    event_name: str
-    action: str | None
-    installation_id: int
-    body: bytes
-    digest: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Duplicate:
-    """Intake's answer for a delivery already recorded: by its id, or by the same body under another id."""
-
-    of: str
-    by: Literal["id", "body"]
-
-    def __bool__(self) -> bool:
-        return False
-
-
-Acceptance = Literal[True] | Duplicate
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,40 +109,6 @@ class JournalEntry(BaseModel):
     attempts: int = 0
     handlers_done: list[str] = Field(default_factory=list)
     error: str | None = None
-
-
-def _iso(now: datetime) -> str:
-    return now.isoformat()
-
-
-class PayloadCodec:
-    """How a body is stored in ``job_payloads.payload``: the exact bytes as received, zstd-compressed.
-
-    A ≈24 KB ``pull_request`` body becomes ≈2 KB: it fits one SQLite page instead of a 6-page overflow
-    chain, which was most of the intake write, the WAL checkpoint and the eviction cost (measured with
-    benchmarks/webhook.py). Rows written as TEXT by earlier versions are still read. zstd contexts are
-    not thread-safe, so each thread gets its own.
-    """
-
-    def __init__(self, level: int = PAYLOAD_ZSTD_LEVEL) -> None:
-        self._level = level
-        self._local = threading.local()
-
-    def encode(self, body: bytes) -> bytes:
-        compressor = getattr(self._local, "compressor", None)
-        if compressor is None:
-            compressor = self._local.compressor = zstandard.ZstdCompressor(level=self._level)
-        data: bytes = compressor.compress(body)
-        return data
-
-    def decode(self, stored: bytes | str) -> Any:
-        """The parsed payload of a stored row (compressed bytes, or legacy JSON text)."""
-        if isinstance(stored, str):
-            return parse_json(stored)
-        decompressor = getattr(self._local, "decompressor", None)
-        if decompressor is None:
-            decompressor = self._local.decompressor = zstandard.ZstdDecompressor()
-        return parse_json(decompressor.decompress(stored))
 
 
 class JobJournal:
@@ -208,7 +167,7 @@ class JobJournal:
             if problem is not None:
                 raise JournalDamagedError(damaged_message(path, f"PRAGMA quick_check: {problem}"))
             apply_migrations_to(raw, "jobs")
-            _adopt_first_schema_rows(raw)
+            adopt_first_schema_rows(raw)
             instance = ensure_identity(raw, path, created=created)
             raw.execute(f"PRAGMA journal_size_limit={int(wal_limit_bytes)}")
         except sqlite3.DatabaseError as exc:
@@ -337,7 +296,7 @@ class JobJournal:
             entry.event_name,
             entry.action,
             entry.installation_id,
-            _payload_bytes(entry, raw_payload),
+            payload_bytes(entry.payload, raw_payload),
         )
         return bool(self._accept_now(intake, now=now, journal=journal, started=started))
 
@@ -401,7 +360,7 @@ class JobJournal:
             self.finish(delivery_id, now=now, status=status, error=error)
             return
         self._writer.submit(
-            lambda conn: _finish_in(conn, delivery_id, now, status, error),
+            lambda conn: finish_in(conn, delivery_id, now, status, error),
             wait=False,
             retry=True,
             label=f"{status} {delivery_id}",
@@ -412,7 +371,7 @@ class JobJournal:
             self.mark_handler_done(delivery_id, handler)
             return
         self._writer.submit(
-            lambda conn: _mark_done_in(conn, delivery_id, handler),
+            lambda conn: mark_done_in(conn, delivery_id, handler),
             wait=False,
             retry=True,
             label=f"handler {handler} done {delivery_id}",
@@ -427,7 +386,7 @@ class JobJournal:
         if self._writer is None:
             return self.start_attempt(delivery_id, now=now)
         future = self._writer.submit(
-            lambda conn: _start_in(conn, delivery_id, now),
+            lambda conn: start_in(conn, delivery_id, now),
             wait=True,
             retry=True,
             label=f"attempt {delivery_id}",
@@ -440,10 +399,10 @@ class JobJournal:
         """The attempt was cut by a graceful shutdown, not by the job: give it back (status ``pending``)."""
         if self._writer is None:
             with self._transaction() as conn:
-                _release_in(conn, delivery_id)
+                release_in(conn, delivery_id)
             return
         self._writer.submit(
-            lambda conn: _release_in(conn, delivery_id),
+            lambda conn: release_in(conn, delivery_id),
             wait=False,
             retry=True,
             label=f"release {delivery_id}",
@@ -454,9 +413,9 @@ class JobJournal:
         returned for dispatch; claimed in one write, so two servers never both take one."""
         if self._writer is None:
             with self._transaction() as conn:
-                rows = _claim_requeued_in(conn)
+                rows = claim_requeued_in(conn)
         else:
-            future = self._writer.submit(_claim_requeued_in, wait=True, label="claim requeued")
+            future = self._writer.submit(claim_requeued_in, wait=True, label="claim requeued")
             assert future is not None
             rows = await future
         return [entry for entry, _problem in self._entries(rows) if entry is not None]
@@ -542,7 +501,7 @@ class JobJournal:
     def _probe(self) -> None:
         """A one-row write: does the journal take writes again?"""
         self._check_file()
-        now = _iso(datetime.now(UTC))
+        now = iso(datetime.now(UTC))
         with self._transaction() as conn:
             conn.execute("UPDATE journal_meta SET probed_at = ? WHERE id = 1", (now,))
 
@@ -556,19 +515,19 @@ class JobJournal:
     # ------------------------------------------------------------------ progress
     def start_attempt(self, delivery_id: str, *, now: datetime) -> int:
         with self._transaction() as conn:
-            return _start_in(conn, delivery_id, now)
+            return start_in(conn, delivery_id, now)
 
     def mark_handler_done(self, delivery_id: str, handler: str) -> None:
         """Record that one handler finished for this delivery (skipped if the delivery is replayed)."""
         with self._transaction() as conn:
-            _mark_done_in(conn, delivery_id, handler)
+            mark_done_in(conn, delivery_id, handler)
 
     def finish(
         self, delivery_id: str, *, now: datetime, status: JournalStatus = "done", error: str | None = None
     ) -> None:
         """Final status; a finished delivery's stored body is dropped with it (a dead one keeps it)."""
         with self._transaction() as conn:
-            _finish_in(conn, delivery_id, now, status, error)
+            finish_in(conn, delivery_id, now, status, error)
 
     # ------------------------------------------------------------------ recovery and upkeep
     def reopen_requeued(self) -> int:
@@ -636,8 +595,8 @@ class JobJournal:
     def evict(self, *, now: datetime) -> int:
         """Forget delivery ids older than the dedup window, finished rows past their retention, and any
         stored body of a row that is no longer open or dead. Returns how many delivery rows went."""
-        cutoff = _iso(now - self._window)
-        finished_cutoff = _iso(now - max(FINISHED_RETENTION, self._window))
+        cutoff = iso(now - self._window)
+        finished_cutoff = iso(now - max(FINISHED_RETENTION, self._window))
         with self._transaction() as conn:
             removed = conn.execute(
                 "DELETE FROM delivery_journal WHERE received_at < ? AND status = 'ignored'", (cutoff,)
@@ -661,152 +620,6 @@ class JobJournal:
     def _intake_in(
         self, conn: sqlite3.Connection, intake: Intake, *, now: datetime, journal: bool, started: bool
     ) -> Acceptance:
-        return _accept_in(
+        return accept_in(
             conn, intake, now=now, window=self._window, journal=journal, started=started, codec=self._codec
         )
-
-
-def _accept_in(
-    conn: sqlite3.Connection,
-    intake: Intake,
-    *,
-    now: datetime,
-    window: timedelta,
-    journal: bool,
-    started: bool,
-    codec: PayloadCodec,
-) -> Acceptance:
-    """The intake statements, inside the caller's transaction; a :class:`Duplicate` when already seen."""
-    received = _iso(now)
-    if intake.digest is not None:
-        row = conn.execute(
-            "SELECT delivery_id FROM delivery_journal WHERE body_sha256 = ? AND received_at >= ? LIMIT 1",
-            (intake.digest, _iso(now - window)),
-        ).fetchone()
-        if row is not None and row[0] != intake.delivery_id:
-            return Duplicate(of=str(row[0]), by="body")
-    first = journal and started
-    status = ("running" if first else "pending") if journal else "ignored"
-    cur = conn.execute(
-        "INSERT OR IGNORE INTO delivery_journal (delivery_id, event_name, action, installation_id, status,"
-        " attempts, received_at, started_at, body_sha256) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            intake.delivery_id,
-            intake.event_name,
-            intake.action,
-            intake.installation_id,
-            status,
-            1 if first else 0,
-            received,
-            received if first else None,
-            intake.digest,
-        ),
-    )
-    if cur.rowcount == 0:
-        return Duplicate(of=intake.delivery_id, by="id")
-    if journal:
-        conn.execute(
-            "INSERT INTO delivery_payloads (seq, payload) VALUES (?, ?)",
-            (cur.lastrowid, codec.encode(intake.body)),
-        )
-    return True
-
-
-def _start_in(conn: sqlite3.Connection, delivery_id: str, now: datetime) -> int:
-    row = conn.execute(
-        "UPDATE delivery_journal SET status = 'running', attempts = attempts + 1, started_at = ?"
-        " WHERE delivery_id = ? AND status IN ('pending', 'running') RETURNING attempts",
-        (_iso(now), delivery_id),
-    ).fetchone()
-    return int(row[0]) if row is not None else 0
-
-
-def _release_in(conn: sqlite3.Connection, delivery_id: str) -> None:
-    conn.execute(
-        "UPDATE delivery_journal SET status = 'pending', attempts = MAX(attempts - 1, 0)"
-        " WHERE delivery_id = ? AND status = 'running'",
-        (delivery_id,),
-    )
-
-
-def _claim_requeued_in(conn: sqlite3.Connection) -> list[sqlite3.Row]:
-    cur = conn.cursor()
-    cur.row_factory = sqlite3.Row
-    rows = cur.execute(
-        "SELECT j.delivery_id, j.event_name, j.action, j.installation_id, p.payload, j.status, j.attempts,"
-        " j.handlers_done, j.error FROM delivery_journal j JOIN delivery_payloads p USING (seq)"
-        " WHERE j.status = 'requeued' ORDER BY j.seq"
-    ).fetchall()
-    conn.execute("UPDATE delivery_journal SET status = 'pending' WHERE status = 'requeued'")
-    return list(rows)
-
-
-def _finish_in(
-    conn: sqlite3.Connection, delivery_id: str, now: datetime, status: str, error: str | None
-) -> None:
-    conn.execute(
-        "UPDATE delivery_journal SET status = ?, finished_at = ?, error = ? WHERE delivery_id = ?",
-        (status, _iso(now), error, delivery_id),
-    )
-    if status in FINAL_STATUSES:
-        conn.execute(
-            "DELETE FROM delivery_payloads WHERE seq = (SELECT seq FROM delivery_journal WHERE delivery_id = ?)",
-            (delivery_id,),
-        )
-
-
-def _mark_done_in(conn: sqlite3.Connection, delivery_id: str, handler: str) -> None:
-    conn.execute(
-        "UPDATE delivery_journal SET handlers_done = json_insert(handlers_done, '$[#]', ?)"
-        " WHERE delivery_id = ? AND NOT EXISTS (SELECT 1 FROM json_each(handlers_done) WHERE value = ?)",
-        (handler, delivery_id, handler),
-    )
-
-
-def _payload_bytes(entry: JournalEntry, raw: bytes | str | None) -> bytes:
-    """The body exactly as received (any encoding ``json.loads`` accepts), else the parsed payload
-    serialised compactly."""
-    if isinstance(raw, bytes):
-        return raw
-    if isinstance(raw, str):
-        return raw.encode("utf-8", "surrogatepass")
-    return json.dumps(entry.payload, separators=(",", ":")).encode("utf-8", "surrogatepass")
-
-
-_FIRST_SCHEMA_COLUMNS = (
-    "delivery_id, event_name, action, installation_id, status, attempts, handlers_done, received_at,"
-    " started_at, finished_at, error"
-)
-
-
-def _adopt_first_schema_rows(conn: sqlite3.Connection) -> None:
-    """Move rows written by the first schema (``webhook_deliveries``, ``job_journal``, ``job_payloads``)
-    into ``delivery_journal``/``delivery_payloads`` in one transaction, so an upgrade neither re-runs a
-    delivery nor loses a pending one. The old tables stay (migrations are additive), empty."""
-    if not conn.execute(
-        "SELECT 1 FROM webhook_deliveries UNION ALL SELECT 1 FROM job_journal LIMIT 1"
-    ).fetchone():
-        return
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        conn.execute(
-            f"INSERT OR IGNORE INTO delivery_journal ({_FIRST_SCHEMA_COLUMNS})"
-            " SELECT w.delivery_id, w.event_name, j.action, COALESCE(j.installation_id, 0),"
-            " COALESCE(j.status, 'ignored'), COALESCE(j.attempts, 0), COALESCE(j.handlers_done, '[]'),"
-            " w.received_at, j.started_at, j.finished_at, j.error"
-            " FROM webhook_deliveries w LEFT JOIN job_journal j USING (delivery_id) ORDER BY w.received_at"
-        )
-        conn.execute(
-            f"INSERT OR IGNORE INTO delivery_journal ({_FIRST_SCHEMA_COLUMNS})"
-            f" SELECT {_FIRST_SCHEMA_COLUMNS} FROM job_journal ORDER BY received_at"
-        )
-        conn.execute(
-            "INSERT OR IGNORE INTO delivery_payloads (seq, payload) SELECT d.seq, p.payload"
-            " FROM delivery_journal d JOIN job_payloads p USING (delivery_id) WHERE d.status = 'pending'"
-        )
-        for table in ("job_payloads", "job_journal", "webhook_deliveries"):
-            conn.execute(f"DELETE FROM {table}")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")

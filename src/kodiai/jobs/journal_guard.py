@@ -130,7 +130,7 @@ def write_sidecar(path: str | Path, instance: str) -> None:
     side = sidecar_path(path)
     side.parent.mkdir(parents=True, exist_ok=True)
     tmp = side.with_name(side.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
+    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", encoding="utf-8") as fh:
         fh.write(instance + "\n")
         fh.flush()
         os.fsync(fh.fileno())
@@ -194,5 +194,6 @@ def rescue_copy(conn: sqlite3.Connection, path: str | Path) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
     copy = target.with_name(f"{target.name}.rescued-{stamp}")
     copy.parent.mkdir(parents=True, exist_ok=True)
+    os.close(os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))  # pending payloads: owner only
     conn.execute("VACUUM INTO ?", (str(copy),))
     return copy
