@@ -194,7 +194,7 @@ class Settings(BaseSettings):
         10, gt=0, description="Deadline to read a webhook body (GitHub gives up after 10 s); then 408."
     )
     webhook_max_inflight_bodies: int = Field(
-        32, ge=1, description="Webhook bodies being read at once; more get 503 without being read."
+        64, ge=1, description="Webhook bodies being read at once; more get 503 without being read."
     )
     webhook_inflight_body_bytes: int = Field(
         128 * 1024 * 1024,

@@ -204,7 +204,7 @@ def test_slowloris_connections_are_closed_and_health_keeps_answering(served: Ser
     assert all(TIMEOUT_S - 0.5 < life < TIMEOUT_S + 6 for _, life in headers), sorted(
         life for _, life in headers
     )[-5:]
-    # a trickled body: 408 at WEBHOOK_BODY_TIMEOUT_SECONDS, or 503 at once while 32 others hold the budget
+    # a trickled body: 408 at WEBHOOK_BODY_TIMEOUT_SECONDS, or 503 at once while 64 others hold the budget
     assert {status for status, _ in bodies} <= {408, 503, None}
     timed_out = [life for status, life in bodies if status == 408]
     assert timed_out and all(BODY_TIMEOUT_S - 0.5 < life < BODY_TIMEOUT_S + 6 for life in timed_out)

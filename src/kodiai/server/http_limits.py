@@ -42,7 +42,7 @@ class HttpOptions:
     keep_alive: int = 5
     max_connections: int = 1000
     body_timeout: float = 10.0
-    max_inflight_bodies: int = 32
+    max_inflight_bodies: int = 64
     inflight_body_bytes: int = 128 * 1024 * 1024
     metrics_token: SecretStr | None = None
 

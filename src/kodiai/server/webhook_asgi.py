@@ -218,7 +218,7 @@ class WebhookEndpoint:
         runtime: Runtime,
         *,
         body_timeout: float = 10.0,
-        max_inflight_bodies: int = 32,
+        max_inflight_bodies: int = 64,
         inflight_body_bytes: int = 128 * 1024 * 1024,
     ) -> None:
         self._runtime = runtime
@@ -280,25 +280,27 @@ class WebhookEndpoint:
             await send_response(send, 503, BUSY_BODY, JSON_TYPE, close=True)
             return
         try:
-            try:
-                async with asyncio.timeout(self._body_timeout):
-                    body = await read_body(receive, self._limit, declared, lease)
-            except BodyTooLargeError:
-                self._too_large()
-                await send_response(send, 413, TOO_LARGE_BODY, JSON_TYPE, close=True)
-                return
-            except BodyBudgetError:
-                self._busy()
-                await send_response(send, 503, BUSY_BODY, JSON_TYPE, close=True)
-                return
-            except TimeoutError:
-                self._refused("body_timeout")
-                self._log.warning("Webhook body not received in time", timeoutSeconds=self._body_timeout)
-                await send_response(send, 408, TIMEOUT_BODY, JSON_TYPE, close=True)
-                return
-            result = await ingress.handle(headers, body)
+            async with asyncio.timeout(self._body_timeout):
+                body = await read_body(receive, self._limit, declared, lease)
+        except BodyTooLargeError:
+            self._too_large()
+            await send_response(send, 413, TOO_LARGE_BODY, JSON_TYPE, close=True)
+            return
+        except BodyBudgetError:
+            self._busy()
+            await send_response(send, 503, BUSY_BODY, JSON_TYPE, close=True)
+            return
+        except TimeoutError:
+            self._refused("body_timeout")
+            self._log.warning("Webhook body not received in time", timeoutSeconds=self._body_timeout)
+            await send_response(send, 408, TIMEOUT_BODY, JSON_TYPE, close=True)
+            return
         finally:
             lease.release()
+        # Released once read: the ingress checks the signature before it first yields, so a body that
+        # fails is dropped before any other request runs; the budget covers every unverified body, and
+        # a verified one (GitHub's) never waits on it while it is journaled.
+        result = await ingress.handle(headers, body)
         await send_result(send, result)
 
     def _too_large(self) -> None:
