@@ -21,7 +21,7 @@ Endpoints (``{o}/{r}`` = owner/repo):
   PR's author answer 422 like GitHub)
 - ``GET|POST …/pulls/{n}/comments``, ``POST …/pulls/{n}/comments/{id}/replies``,
   ``GET|DELETE …/pulls/comments/{id}``, ``GET|POST …/pulls/comments/{id}/reactions``
-- ``GET|POST …/pulls/{n}/reviews``
+- ``GET|POST …/pulls/{n}/reviews`` (a review's ``comments`` become review comments, or a 422 for all)
 - ``GET …/collaborators/{user}/permission`` (roles from :meth:`PrState.set_permission`; others read)
 - ``GET …/issues/{n}`` (a PR as an issue), ``GET|POST …/issues/{n}/comments``, ``GET|PATCH …/issues/comments/{id}``, ``GET|POST …/issues/{n}/reactions``
 - ``GET|POST …/issues/comments/{id}/reactions`` (the comment need not be seeded: a webhook's triggering
@@ -621,6 +621,13 @@ def install_pr_routes(fake: FakeGitHub) -> PrState:
         payload = await request.json()
         states = {"APPROVE": "APPROVED", "REQUEST_CHANGES": "CHANGES_REQUESTED", "COMMENT": "COMMENTED"}
         review_state = states.get(payload.get("event") or "", "PENDING")
+        # A review may carry its inline comments (``comments``); like GitHub, one invalid comment fails the
+        # whole review with a 422 and nothing is created.
+        comments = payload.get("comments") or []
+        files = pull.get("_files")
+        for comment in comments:
+            if not comment.get("line") or (files is not None and comment.get("path") not in files):
+                return _validation_failed({"resource": "PullRequestReviewComment", "code": "invalid"})
         created = state._store(
             "reviews",
             owner,
@@ -628,6 +635,18 @@ def install_pr_routes(fake: FakeGitHub) -> PrState:
             number,
             {"body": payload.get("body", ""), "state": review_state, "commit_id": pull["head"]["sha"]},
         )
+        for comment in comments:
+            fields = {k: comment.get(k) for k in ("path", "line", "side", "start_line", "start_side")}
+            state.add_review_comment(
+                owner,
+                repo,
+                number,
+                comment["body"],
+                **fields,
+                commit_id=pull["head"]["sha"],
+                original_line=comment.get("line"),
+                pull_request_review_id=created["id"],
+            )
         return _deliver(state, request, created)
 
     @router.get("/repos/{owner}/{repo}/pulls/{number}/comments")

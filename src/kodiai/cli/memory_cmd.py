@@ -17,7 +17,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 from kodiai.storage.db_path import resolve_knowledge_db_path
@@ -495,9 +503,19 @@ def purge_stale(
 ) -> None:
     """Mark memories of any other embedding model stale, then delete every stale memory."""
     provider = _provider(provider_name, voyage_api_key)
-    store = _store(uri, provider, mark_stale=False)
-    marked = store.mark_stale(provider.model)
-    purged = store.purge_stale_embeddings()
+    # Each step is one LanceDB update or delete over the whole table (seconds on a large store): the
+    # progress shows which step runs and for how long; there is no finer unit to count.
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=False) as progress:
+        task = progress.add_task(f"Opening {uri}", total=3)
+        store = _store(uri, provider, mark_stale=False)
+        progress.update(
+            task, advance=1, description=f"Marking memories not embedded by {provider.model} stale"
+        )
+        marked = store.mark_stale(provider.model)
+        progress.update(task, advance=1, description="Deleting stale memories")
+        purged = store.purge_stale_embeddings()
+        progress.update(task, advance=1, description="Purged stale memories")
     _console().print(
         f"Marked {marked} stale (model is not {provider.model}); purged {purged} stale memories."
     )

@@ -266,7 +266,6 @@ def _review_pull(
     cli_path: str | None,
 ) -> None:
     from kodiai.handlers.review.remote import RemoteReviewError, open_pull, post_review
-
     if not dry_run:
         _require_model(settings, console)
 

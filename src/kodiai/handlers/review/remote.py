@@ -32,6 +32,7 @@ from kodiai.handlers.review.local import LocalReview, LocalReviewError, PullCont
 from kodiai.handlers.review.pull_url import PullRef, PullUrlError, check_api_matches, parse_pull_url
 from kodiai.handlers.workspace import clone_for_pull_request
 from kodiai.learning.embeddings import EmbeddingProvider
+from kodiai.log import stderr_logger
 from kodiai.review.pull_request import PullRequestFacts
 from kodiai.settings import Settings
 
@@ -197,6 +198,10 @@ async def open_pull(
     manager = WorkspaceManager(
         token, root=Path(settings.workspace_root), git_base_url=git_base_url_for(settings.github_api_url)
     )
+    # The manager's progress lines go to stderr at the command's level, like the rest of the command's
+    # logging (local.py): never onto stdout, where the prompt or the JSON is printed, and no process-wide
+    # logging set-up from a command.
+    manager._log = stderr_logger(os.environ.get("LOG_LEVEL") or "warn", repo=ref.full_name)
     try:
         workspace = await clone_for_pull_request(
             manager,
