@@ -5,6 +5,9 @@
 section on its own, in the original's order; a failing section is replaced wholesale by its defaults and
 reported as a `ConfigWarning(section, issues)`. A non-object document gives the `root` warning and all
 defaults; a top-level array counts as an object (JavaScript `typeof`), so it gives defaults and no warning.
+
+Port addition (issue 15): the file comes from the pull request, so a symbolic link, FIFO, device or a file
+over `MAX_CONFIG_BYTES` is refused before it is read — another whole-file `RepoConfigError`, like 2.
 """
 
 from __future__ import annotations
