@@ -26,11 +26,6 @@ from support.live_server import LiveServer
 
 MISSING = ["GITHUB_APP_ID", "GITHUB_PRIVATE_KEY", "GITHUB_WEBHOOK_SECRET"]
 ORIGINAL = "LOG_LEVEL=info\n# operator's comment\nGITHUB_APP_ID=\n"
-NEEDS_APP_WIRING = pytest.mark.xfail(
-    strict=True,
-    reason="needs src/kodiai/server/app.py to call setup_mode.registration_refusal and spend "
-    "runtime.setup_token after write_env (issue 15 item 9 report); remove this marker when wired",
-)
 
 
 @pytest.fixture
@@ -136,7 +131,6 @@ def test_second_registration_never_overwrites_the_credentials(
     assert dotenv_values(env_file)["GITHUB_WEBHOOK_SECRET"] == "first-secret"
 
 
-@NEEDS_APP_WIRING
 def test_setup_token_is_single_use(server: tuple[LiveServer, Runtime, Path], fake: FakeGitHub) -> None:
     live, runtime, _ = server
     token = runtime.setup_token
@@ -144,7 +138,6 @@ def test_setup_token_is_single_use(server: tuple[LiveServer, Runtime, Path], fak
     assert start(live, token).status_code == 403
 
 
-@NEEDS_APP_WIRING
 def test_registration_refused_with_a_clear_message_when_env_has_credentials(
     server: tuple[LiveServer, Runtime, Path],
 ) -> None:

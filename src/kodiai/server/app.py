@@ -226,6 +226,9 @@ def _add_setup_routes(app: FastAPI, runtime: Runtime) -> None:
         if not setup_mode.token_ok(form.get("token", ""), runtime.setup_token):
             log.warning("Setup start refused: wrong or missing setup token")
             return PlainTextResponse("Wrong or missing setup token (see the server log)", 403)
+        refusal = setup_mode.registration_refusal(env_file)
+        if refusal is not None:
+            return PlainTextResponse(refusal, 409)
         public_url = (form.get("public_url") or str(request.base_url)).strip().rstrip("/")
         if not public_url.startswith(("http://", "https://")):
             return PlainTextResponse("The public URL must start with http:// or https://", 400)
@@ -242,13 +245,24 @@ def _add_setup_routes(app: FastAPI, runtime: Runtime) -> None:
     async def callback(code: str = "", state: str = "") -> Response:
         if not state or state not in runtime.setup_state:
             return PlainTextResponse("Unknown or expired setup state; start again from /", 400)
+        refusal = setup_mode.registration_refusal(env_file)
+        if refusal is not None:
+            return PlainTextResponse(refusal, 409)
         try:
             conversion = await setup_mode.exchange_code(config.github_api_url, code)
         except setup_mode.SetupError as exc:
             log.warning("GitHub App manifest conversion failed", err=str(exc))
             return PlainTextResponse(str(exc), 502)
         runtime.setup_state.discard(state)
-        setup_mode.write_env(env_file, conversion)
+        try:
+            setup_mode.write_env(env_file, conversion)
+        except setup_mode.AlreadyRegisteredError as exc:
+            return PlainTextResponse(str(exc), 409)
+        except setup_mode.SetupError as exc:
+            log.warning("GitHub App credentials not written", err=str(exc))
+            return PlainTextResponse(str(exc), 502)
+        runtime.setup_token = ""  # single use: token_ok never matches an empty token
+        runtime.setup_state.clear()
         slug = str(conversion.get("slug") or conversion["id"])
         log.info("GitHub App registered; credentials written", appSlug=slug, envFile=str(env_file))
         html_url = str(conversion.get("html_url") or f"https://github.com/apps/{slug}")
