@@ -134,7 +134,7 @@ def review(
     pull_url: Annotated[
         str | None,
         typer.Argument(
-            metavar="[PR_URL]",
+            metavar="PR_URL",
             help="A pull request URL (https://github.com/OWNER/REPO/pull/N, or on a GitHub Enterprise host "
             "with GITHUB_API_URL set): fetch, clone and review it. Without it: a local range (--base).",
             show_default=False,
@@ -266,6 +266,7 @@ def _review_pull(
     cli_path: str | None,
 ) -> None:
     from kodiai.handlers.review.remote import RemoteReviewError, open_pull, post_review
+
     if not dry_run:
         _require_model(settings, console)
 

@@ -39,11 +39,6 @@ class PullRef:
         return f"{self.web_url}/{self.owner}/{self.repo}/pull/{self.number}"
 
 
-def looks_like_pull_url(value: str) -> bool:
-    """Whether a positional argument was meant as a URL (then it must parse, or the error says why)."""
-    return value.startswith(("http://", "https://")) or "/pull/" in value
-
-
 def parse_pull_url(url: str) -> PullRef:
     """``https://HOST/OWNER/REPO/pull/N[/...]`` → :class:`PullRef`; :class:`PullUrlError` otherwise."""
     parts = urlsplit(url.strip())
