@@ -15,7 +15,6 @@ import sys
 from collections.abc import Callable
 from functools import partial
 from importlib import import_module
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import typer
@@ -146,6 +145,9 @@ class RootGroup(TyperGroup):
 
 
 def package_version() -> str:
+    """The installed distribution's version (importlib.metadata is imported here: it costs ~0.1 s)."""
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version("kodiai")
     except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
