@@ -21,69 +21,17 @@ from kodiai.jobs.journal_guard import (
     rescued_copies,
     sidecar_path,
 )
+from support.sqlite_damage import DAMAGES, filled_journal
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def filled(db: Path, rows: int = 400) -> None:
-    """A journal with ``rows`` deliveries (every third still pending), closed (WAL checkpointed away)."""
-    journal = JobJournal.open(db)
-    for i in range(rows):
-        body = b'{"action":"opened","n":%d,"pad":"%s"}' % (i, b"p" * 200)
-        journal._accept_now(
-            Intake(f"delivery-{i:05d}", "issues", "opened", 1, body), now=T0, journal=True, started=False
-        )
-        if i % 3:
-            journal.finish(f"delivery-{i:05d}", now=T0)
-    journal.close()
-    assert not Path(f"{db}-wal").exists()
-
-
-def page_of(db: Path, sql: str) -> tuple[int, int]:
-    conn = sqlite3.connect(db)
-    try:
-        (page,) = conn.execute(sql).fetchone()
-        (size,) = conn.execute("PRAGMA page_size").fetchone()
-    finally:
-        conn.close()
-    return int(page), int(size)
-
-
-def zero_page(db: Path, page: int, size: int) -> None:
-    with db.open("r+b") as fh:
-        fh.seek((page - 1) * size)
-        fh.write(b"\0" * size)
-
-
-def zero_index_root(db: Path) -> None:
-    """The delivery-id index (every intake writes to it): what made every delivery 500."""
-    zero_page(
-        db,
-        *page_of(db, "SELECT rootpage FROM sqlite_master WHERE name = 'sqlite_autoindex_delivery_journal_1'"),
-    )
-
-
-def zero_table_leaf(db: Path) -> None:
-    """A page in the middle of the journal table (a leaf: its root still parses)."""
-    zero_page(
-        db,
-        *page_of(db, "SELECT MAX(pageno) FROM dbstat WHERE name = 'delivery_journal' AND pagetype = 'leaf'"),
-    )
-
-
-def garbage_header(db: Path) -> None:
-    with db.open("r+b") as fh:
-        fh.write(b"this is not sqlite at all")
-
-
-@pytest.mark.parametrize(
-    "damage", [zero_index_root, zero_table_leaf, garbage_header], ids=lambda f: f.__name__
-)
+@pytest.mark.parametrize("damage", DAMAGES, ids=lambda f: f.__name__)
 def test_a_damaged_journal_is_refused_at_open_with_one_line(
     tmp_path: Path, damage: Callable[[Path], None]
 ) -> None:
     db = tmp_path / "jobs.db"
-    filled(db)
+    filled_journal(db)
     damage(db)
     with pytest.raises(JournalDamagedError) as caught:
         JobJournal.open(db)
@@ -95,7 +43,7 @@ def test_a_damaged_journal_is_refused_at_open_with_one_line(
 def test_an_unreadable_stored_body_moves_its_delivery_to_dead(tmp_path: Path) -> None:
     """Damage inside a row (the file itself is sound): that delivery is dead, the others replay."""
     db = tmp_path / "jobs.db"
-    filled(db, rows=6)
+    filled_journal(db, rows=6)
     conn = sqlite3.connect(db)
     with conn:
         conn.execute(
