@@ -191,3 +191,21 @@ async def test_run_records_instead_of_posting(tmp_path: Path) -> None:
     assert recorder.review_comments[0]["commit_id"] == review.head_sha
     assert recorder.issue_comments == []
     assert transport.tool_calls[1].is_error and "missing required section" in transport.tool_calls[1].text
+
+
+async def test_a_symlinked_or_oversized_config_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    """As the webhook's workspace read: the head's .kodiai.yml as a symbolic link, or over the size limit,
+    is a clear error decided from the tree entry, never read."""
+    from kodiai.config.loader import MAX_CONFIG_BYTES
+
+    repo = make_repo(tmp_path)
+    (repo / ".kodiai.yml").unlink()
+    (repo / ".kodiai.yml").symlink_to("/dev/zero")
+    git("add", "-A", cwd=repo)
+    git("commit", "-q", "-m", "link the config", cwd=repo)
+    with pytest.raises(LocalReviewError, match="symbolic link"):
+        await build_local_review(repo, "main", "feature", embedder_factory=NoopEmbeddingProvider)
+    (repo / ".kodiai.yml").unlink()
+    commit_files(repo, {".kodiai.yml": "#" * (MAX_CONFIG_BYTES + 1) + "\n"}, "huge config")
+    with pytest.raises(LocalReviewError, match="larger than"):
+        await build_local_review(repo, "main", "feature", embedder_factory=NoopEmbeddingProvider)

@@ -23,6 +23,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from kodiai.config import RepoConfig, RepoConfigError, parse_repo_config
+from kodiai.config.loader import MAX_CONFIG_BYTES
 from kodiai.execution.executor import ClaudeAgentExecutor, TransportFactory
 from kodiai.execution.local_rest import RecordingGitHub
 from kodiai.execution.options import ModelCredentials
@@ -132,10 +133,16 @@ def repo_identity(repo: Path, override: str | None) -> tuple[str, str]:
 
 
 def load_config_at(repo: Path, head_sha: str) -> tuple[RepoConfig, list[str]]:
-    """The ``.kodiai.yml`` of the head commit (defaults when absent); a YAML error is fatal."""
-    listed = git(repo, "ls-tree", "--name-only", head_sha, ".kodiai.yml").strip()
+    """The ``.kodiai.yml`` of the head commit (defaults when absent); a YAML error is fatal. As in the
+    webhook's workspace read, a symbolic link or an oversized file is refused before the blob is read."""
+    listed = git(repo, "ls-tree", "-l", head_sha, ".kodiai.yml").strip()
     if not listed:
         return RepoConfig(), []
+    mode, _kind, _sha, size = listed.split("\t", 1)[0].split()
+    if mode == "120000":
+        raise LocalReviewError("Invalid .kodiai.yml: the file is a symbolic link, not a regular file")
+    if size.isdigit() and int(size) > MAX_CONFIG_BYTES:
+        raise LocalReviewError(f"Invalid .kodiai.yml: the file is larger than {MAX_CONFIG_BYTES} bytes")
     try:
         result = parse_repo_config(git(repo, "show", f"{head_sha}:.kodiai.yml"))
     except RepoConfigError as exc:
