@@ -7,9 +7,12 @@ areas increment the counters they are handed, e.g.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import secrets
+import threading
+from typing import Protocol
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -21,6 +24,82 @@ from prometheus_client import (
 )
 
 JOB_DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
+INDEX_BUILD_BUCKETS = (0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800)
+MEMORY_INDEX_STRUCTURES = ("ivf", "hnsw", "exact")
+
+
+class MemoryIndexBuild(Protocol):
+    """What the metrics read from a learned-memory index build (``kodiai.learning.ann_index.IndexReport``,
+    not imported here so that ``/metrics`` does not load faiss)."""
+
+    @property
+    def structure(self) -> str: ...
+
+    @property
+    def recall(self) -> float | None: ...
+
+    @property
+    def breadth(self) -> int | None: ...
+
+    @property
+    def build_seconds(self) -> float: ...
+
+
+class MemoryIndexMetrics:
+    """Learned-memory in-memory index builds, aggregated by structure (``ivf``, ``hnsw``, ``exact``):
+    repository names never become labels, so the series stay few however many repos there are."""
+
+    def __init__(self, r: CollectorRegistry) -> None:
+        self.repos = Gauge(
+            "kodiai_memory_index_repos",
+            "Repositories whose latest in-memory learned-memory index (built in this process) has this "
+            "structure.",
+            ["structure"],
+            registry=r,
+        )
+        self.recall_min = Gauge(
+            "kodiai_memory_index_recall_min",
+            "Lowest recall@20 measured at build time among those repositories' indexes (1 for exact).",
+            ["structure"],
+            registry=r,
+        )
+        self.breadth_max = Gauge(
+            "kodiai_memory_index_breadth_max",
+            "Widest search breadth chosen among them (nprobe for ivf, efSearch for hnsw).",
+            ["structure"],
+            registry=r,
+        )
+        self.build_seconds = Histogram(
+            "kodiai_memory_index_build_seconds",
+            "In-memory learned-memory index builds (calibration included) by chosen structure.",
+            ["structure"],
+            buckets=INDEX_BUILD_BUCKETS,
+            registry=r,
+        )
+        self._latest: dict[str, MemoryIndexBuild] = {}
+        self._lock = threading.Lock()
+
+    def observe(self, repo: str, build: MemoryIndexBuild) -> None:
+        """Record one build (the store calls this after each; ``repo`` only keys the latest build)."""
+        with self._lock:
+            self.build_seconds.labels(build.structure).observe(build.build_seconds)
+            self._latest[repo] = build
+            for structure in MEMORY_INDEX_STRUCTURES:
+                builds = [b for b in self._latest.values() if b.structure == structure]
+                self.repos.labels(structure).set(len(builds))
+                recalls = [b.recall for b in builds if b.recall is not None]
+                breadths = [b.breadth for b in builds if b.breadth is not None]
+                _set_or_drop(self.recall_min, structure, min(recalls) if recalls else None)
+                _set_or_drop(self.breadth_max, structure, max(breadths) if breadths else None)
+
+
+def _set_or_drop(gauge: Gauge, label: str, value: float | None) -> None:
+    """Set the labelled series, or drop it when no build has a value any more."""
+    if value is not None:
+        gauge.labels(label).set(value)
+        return
+    with contextlib.suppress(KeyError):
+        gauge.remove(label)
 
 
 class InstallationGauge:
@@ -129,6 +208,7 @@ class Metrics:
             registry=r,
         )
         self._add_journal_metrics(r)
+        self.memory_index = MemoryIndexMetrics(r)
 
     def _add_journal_metrics(self, r: CollectorRegistry) -> None:
         """Delivery guarantees: what was answered, and whether the job journal keeps up."""
@@ -149,7 +229,9 @@ class Metrics:
             registry=r,
         )
         self.journal_wal_bytes = Gauge(
-            "kodiai_journal_wal_bytes", "Size of the job journal's WAL file after the last commit.", registry=r
+            "kodiai_journal_wal_bytes",
+            "Size of the job journal's WAL file after the last commit.",
+            registry=r,
         )
         self.jobs_dead = Counter(
             "kodiai_jobs_dead",

@@ -1,4 +1,4 @@
-"""Repos above the exact-search limit: the in-memory faiss IVF-Flat index, kept in step with writes,
+"""Repos above the exact-search limit: the in-memory faiss IVF-Flat index (calibration off), kept in step with writes,
 retirements and staleness, warmed in the background, and LanceDB answering when it cannot be used.
 All on real LanceDB directories."""
 
@@ -32,7 +32,11 @@ def data() -> tuple[np.ndarray, np.ndarray]:
 
 
 def open_store(tmp_path: Path, **options: object) -> LanceMemoryStore:
-    opts = MemoryStoreOptions.model_validate({"exact_search_max_rows": LIMIT, **options})
+    """IVF-Flat pinned (``ann_calibrate`` off): these tests are about keeping a faiss index in step with
+    the table; choosing the structure is tested in ``test_ann_calibration.py``."""
+    opts = MemoryStoreOptions.model_validate(
+        {"exact_search_max_rows": LIMIT, "ann_calibrate": False, **options}
+    )
     return open_memory_store(str(tmp_path / "memory.lance"), dimensions=DIM, options=opts)
 
 

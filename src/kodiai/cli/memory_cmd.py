@@ -33,7 +33,7 @@ from kodiai.storage.db_path import resolve_knowledge_db_path
 if TYPE_CHECKING:  # the learning stack (LanceDB, numpy, the embedder) loads only when a command runs
     from kodiai.learning.adaptive_threshold import AdaptiveThresholdResult
     from kodiai.learning.embeddings import EmbeddingProvider
-    from kodiai.learning.memory_store import LanceMemoryStore
+    from kodiai.learning.memory_store import LanceMemoryStore, MemoryStats
     from kodiai.learning.pipeline import RetrievalOutcome
     from kodiai.learning.provenance import HistoryEvent, MemoryProvenance
     from kodiai.learning.provenance_sources import ReadOnlyKnowledge
@@ -337,12 +337,22 @@ def stats(
     voyage_api_key: VoyageKeyOpt = None,
     knowledge_db: KnowledgeDbOpt = None,
     as_json: JsonOpt = False,
+    ann: Annotated[
+        bool,
+        typer.Option(
+            "--ann",
+            help="Also build each repo's in-memory ANN index as the server does at start-up (seconds to "
+            "minutes per large repo) and show how it was chosen: structure, breadth, measured recall@20.",
+        ),
+    ] = False,
 ) -> None:
     """Counts per repo (with outcomes, and retired findings from the knowledge DB) and per embedding model."""
     from kodiai.learning.provenance import retired_by_repo
 
     provider = _provider(provider_name, voyage_api_key)
     store = _store(uri, provider, mark_stale=False)
+    if ann:
+        store.warm()
     s = store.stats()
     knowledge, note = _knowledge(knowledge_db)
     retired: dict[str, int] | None = None
@@ -384,6 +394,30 @@ def stats(
     for name, count in s.by_model.items():
         models.add_row(name, str(count))
     console.print(models)
+    if s.ann:
+        _print_ann(console, s)
+    elif not ann:
+        console.print(
+            "In-memory ANN indexes: not built by this command (--ann builds them as the server does)"
+        )
+
+
+def _print_ann(console: Console, s: MemoryStats) -> None:
+    """How each large repo's in-memory index was chosen (``--ann``)."""
+    table = Table(title="In-memory ANN index per repository (chosen by measured recall@20 at build)")
+    for column in ("repo", "rows", "setting", "recall@20", "p50 ms", "exact p50 ms", "build s"):
+        table.add_column(column, justify="left" if column in ("repo", "setting") else "right")
+    for name, report in s.ann.items():
+        table.add_row(
+            name,
+            str(report.rows),
+            report.setting,
+            "-" if report.recall is None else f"{report.recall:.3f}",
+            "-" if report.p50_ms is None else f"{report.p50_ms:.2f}",
+            "-" if report.exact_p50_ms is None else f"{report.exact_p50_ms:.2f}",
+            f"{report.build_seconds:.1f}",
+        )
+    console.print(table)
 
 
 _REACTIONS = {"+1": "👍", "-1": "👎"}

@@ -1,25 +1,49 @@
-"""In-memory IVF-Flat (faiss) over one repo's live vectors, for repos above the exact-search limit.
+"""In-memory approximate search over one repo's live vectors, with a structure chosen by measuring it.
 
-The inverted lists hold the float32 vectors themselves, so the probed lists are scanned exactly; the
-``k`` + margin best candidates are then re-ranked by float64 distances recomputed from the stored
-vectors (ties by id), exactly as the exact path does. Measured with ``benchmarks/retrieval.py``: on a
-2-core host about 1 ms at 100k rows and 6 ms at 1M rows of 1024 dims with recall@20 of 1.0, where a
-LanceDB IVF query costs 10-40 ms.
+No fixed setting keeps recall on every distribution: real MiniLM vectors need ~32 IVF probes where
+clustered vectors queried between clusters need ~128 and a low-rank distribution more. So
+:func:`build_calibrated` measures recall@20 when the index is built, against an exact numpy scan, on
+queries that are *not* stored rows (a PR's query is a new text that lies between stored findings, not on
+one), and takes the first setting that meets the target on every family of those queries: an IVF-Flat
+index with ``nprobe`` doubled step by step, then an HNSW graph with ``efSearch`` doubled, then the exact
+scan. An approximate setting is taken only when its median query time is at most ``ann_max_cost`` × the
+exact scan's, both timed in the same build.
+
+Both approximate structures hold the float32 vectors themselves; the best ``k`` + 16 candidates are
+re-ranked by float64 distances recomputed from the stored vectors (ties by id), exactly as the exact path
+does, so distances never depend on the structure.
 """
 
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Callable, Sequence
+from typing import Literal
 
 import faiss
 import numpy as np
+from pydantic import BaseModel
 
-from kodiai.learning.exact_search import rank_exact
+from kodiai.learning.exact_search import ExactIndex, rank_exact
+from kodiai.learning.memory_index import MemoryStoreOptions
 from kodiai.learning.types import MemoryHit
 
 _MARGIN = 16
 _TRAIN_POINTS_PER_LIST = 64
 """k-means training sample per list (faiss warns under 39)."""
+CALIBRATION_K = 20
+"""Recall is measured at the top 20, the issue's recall@20."""
+RECALL_FLOOR = 0.95
+"""The recall every built index must keep; the calibration aims at ``ann_recall_target`` above it."""
+_TIMING_QUERIES = 16
+_SPREAD_SAMPLE = 1024
+"""Stored rows whose covariance shapes the perturbations and the fresh draws."""
+_HNSW_EF_MAX = 4096
+_EXACT_CHUNK = 32_768
+_ADD_BATCH = 65_536
+
+Structure = Literal["ivf", "hnsw", "exact"]
 
 
 def list_count(rows: int) -> int:
@@ -27,10 +51,33 @@ def list_count(rows: int) -> int:
     return max(16, min(8192, round(math.sqrt(rows))))
 
 
-class AnnIndex:
-    """faiss ``IndexIVFFlat`` keyed by memory id, with exact re-ranking of its candidates."""
+class _FaissIndex:
+    """Shared search path: faiss proposes ``k`` + margin candidates, re-ranked exactly."""
 
-    kind = "ann"
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def candidate_ids(self, queries: np.ndarray, pool: int) -> np.ndarray:
+        """``(queries, pool)`` memory ids, -1 where fewer were found."""
+        raise NotImplementedError
+
+    def _candidates(self, query: np.ndarray, pool: int) -> tuple[np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+    def search(self, query: np.ndarray, k: int) -> list[MemoryHit]:
+        rows = len(self)
+        if rows == 0 or k <= 0:
+            return []
+        ids, vectors = self._candidates(_row(query), min(rows, k + _MARGIN))
+        if len(ids) == 0:
+            return []
+        return rank_exact(ids, vectors, query, min(k, rows))
+
+
+class AnnIndex(_FaissIndex):
+    """faiss ``IndexIVFFlat`` keyed by memory id (removal is native)."""
+
+    kind: Structure = "ivf"
 
     def __init__(
         self,
@@ -40,7 +87,9 @@ class AnnIndex:
         nprobe: int,
         lists: int | None = None,
         seed: int = 0,
+        skip: np.ndarray | None = None,
     ) -> None:
+        """``skip``: row positions left out for now (the calibration's held-out rows, added later)."""
         vectors = np.ascontiguousarray(matrix, dtype=np.float32)
         rows, dimensions = vectors.shape
         if rows == 0:
@@ -56,11 +105,12 @@ class AnnIndex:
         else:
             index.train(vectors)
         index.set_direct_map_type(faiss.DirectMap.Hashtable)  # type: ignore[attr-defined]
-        index.add_with_ids(vectors, np.asarray(ids, dtype=np.int64))
-        index.nprobe = max(1, min(nprobe, nlist))
         self._index = index
+        for part in _batches(rows, skip):
+            self.add(ids[part], vectors[part])
         self.dimensions = dimensions
         self.lists = nlist
+        self.set_breadth(nprobe)
 
     def __len__(self) -> int:
         return int(self._index.ntotal)
@@ -75,16 +125,20 @@ class AnnIndex:
     def nprobe(self) -> int:
         return int(self._index.nprobe)
 
-    def search(self, query: np.ndarray, k: int) -> list[MemoryHit]:
-        rows = len(self)
-        if rows == 0 or k <= 0:
-            return []
-        pool = min(rows, k + _MARGIN)
-        _, found = self._index.search(np.ascontiguousarray(query, dtype=np.float32).reshape(1, -1), pool)
-        ids = found[0][found[0] >= 0]
-        if len(ids) == 0:
-            return []
-        return rank_exact(ids, self._index.reconstruct_batch(ids), query, min(k, rows))
+    @property
+    def breadth(self) -> int:
+        return self.nprobe
+
+    def set_breadth(self, nprobe: int) -> None:
+        self._index.nprobe = max(1, min(nprobe, self.lists))
+
+    def candidate_ids(self, queries: np.ndarray, pool: int) -> np.ndarray:
+        return self._index.search(np.ascontiguousarray(queries, dtype=np.float32), pool)[1]
+
+    def _candidates(self, query: np.ndarray, pool: int) -> tuple[np.ndarray, np.ndarray]:
+        found = self.candidate_ids(query, pool)[0]
+        ids = found[found >= 0]
+        return ids, self._index.reconstruct_batch(ids) if len(ids) else np.empty((0, self.dimensions))
 
     def add(self, ids: np.ndarray, matrix: np.ndarray) -> None:
         self._index.add_with_ids(
@@ -93,3 +147,350 @@ class AnnIndex:
 
     def remove(self, ids: np.ndarray) -> None:
         self._index.remove_ids(np.asarray(ids, dtype=np.int64))  # type: ignore[arg-type]
+
+
+class HnswIndex(_FaissIndex):
+    """faiss ``IndexHNSWFlat`` over positions, with a position → memory id table.
+
+    An HNSW graph cannot drop a node, so a removed memory becomes a tombstone: its position is masked out
+    of every search by a bitmap selector (the graph still routes through it, so recall holds), and once
+    tombstones exceed ``rebuild_dead_share`` of the nodes the graph is rebuilt from the live vectors.
+    """
+
+    kind: Structure = "hnsw"
+
+    def __init__(
+        self,
+        ids: np.ndarray,
+        matrix: np.ndarray,
+        *,
+        ef_search: int,
+        m: int = 32,
+        rebuild_dead_share: float = 0.2,
+        skip: np.ndarray | None = None,
+    ) -> None:
+        """``skip``: row positions left out for now (the calibration's held-out rows, added later)."""
+        vectors = np.ascontiguousarray(matrix, dtype=np.float32)
+        if len(vectors) == 0:
+            raise ValueError("an ANN index needs at least one vector")
+        self.dimensions = vectors.shape[1]
+        self.m = m
+        self.rebuild_dead_share = rebuild_dead_share
+        self.rebuilds = 0
+        self._params = faiss.SearchParametersHNSW()  # type: ignore[attr-defined]
+        self.set_breadth(ef_search)
+        self._build(np.asarray(ids, dtype=np.int64), vectors, skip)
+
+    def _build(self, ids: np.ndarray, vectors: np.ndarray, skip: np.ndarray | None = None) -> None:
+        self._index = faiss.IndexHNSWFlat(self.dimensions, self.m)
+        parts = _batches(len(ids), skip)
+        for part in parts:
+            self._index.add(vectors[part])
+        self._ids = np.concatenate([ids[part] for part in parts]) if parts else ids[:0].copy()
+        self._live = np.ones(len(self._ids), dtype=bool)
+        self._dead = 0
+        self._params.sel = None
+        self._selector: faiss.IDSelectorBitmap | None = None
+        self._bitmap: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self._ids) - self._dead
+
+    @property
+    def nbytes(self) -> int:
+        """Vectors, ids and the graph's links (4 bytes each)."""
+        nodes = len(self._ids)
+        links = int(self._index.hnsw.neighbors.size())  # type: ignore[attr-defined]
+        return nodes * (self.dimensions * 4 + 9) + links * 4
+
+    @property
+    def ef_search(self) -> int:
+        return int(self._params.efSearch)
+
+    @property
+    def breadth(self) -> int:
+        return self.ef_search
+
+    @property
+    def tombstones(self) -> int:
+        return self._dead
+
+    def set_breadth(self, ef_search: int) -> None:
+        self._params.efSearch = max(1, ef_search)
+
+    def candidate_ids(self, queries: np.ndarray, pool: int) -> np.ndarray:
+        positions = self._positions(np.ascontiguousarray(queries, dtype=np.float32), pool)
+        return np.where(positions >= 0, self._ids[np.maximum(positions, 0)], -1)
+
+    def _positions(self, queries: np.ndarray, pool: int) -> np.ndarray:
+        return self._index.search(queries, pool, params=self._params)[1]
+
+    def _candidates(self, query: np.ndarray, pool: int) -> tuple[np.ndarray, np.ndarray]:
+        found = self._positions(query, pool)[0]
+        found = found[found >= 0]
+        if len(found) == 0:
+            return found, np.empty((0, self.dimensions))
+        return self._ids[found], self._index.reconstruct_batch(found)
+
+    def add(self, ids: np.ndarray, matrix: np.ndarray) -> None:
+        self._index.add(np.ascontiguousarray(matrix, dtype=np.float32))
+        self._ids = np.concatenate([self._ids, np.asarray(ids, dtype=np.int64)])
+        self._live = np.concatenate([self._live, np.ones(len(ids), dtype=bool)])
+        if self._dead:
+            self._mask()
+
+    def remove(self, ids: np.ndarray) -> None:
+        gone = np.flatnonzero(self._live & np.isin(self._ids, np.asarray(ids, dtype=np.int64)))
+        if len(gone) == 0:
+            return
+        self._live[gone] = False
+        self._dead += len(gone)
+        if self._dead > self.rebuild_dead_share * len(self._ids):
+            live = np.flatnonzero(self._live)
+            self._build(self._ids[live], self._index.reconstruct_batch(live))
+            self.rebuilds += 1
+        else:
+            self._mask()
+
+    def _mask(self) -> None:
+        """Search only live positions (the bitmap and selector are kept alive on the instance)."""
+        self._bitmap = np.packbits(self._live, bitorder="little")
+        self._selector = faiss.IDSelectorBitmap(len(self._live), faiss.swig_ptr(self._bitmap))
+        self._params.sel = self._selector
+
+
+class IndexReport(BaseModel):
+    """How a repo's in-memory index was chosen: logged, in ``kodiai memory stats``, in ``/metrics``."""
+
+    structure: Structure
+    rows: int
+    nprobe: int | None = None
+    lists: int | None = None
+    ef_search: int | None = None
+    recall: float | None = None
+    """recall@20 at the chosen setting, the lowest over the calibration query families (1.0 for the
+    exact scan; None when not calibrated)."""
+    recall_by_family: dict[str, float] = {}
+    p50_ms: float | None = None
+    """Median query time of the chosen index during the build."""
+    exact_p50_ms: float | None = None
+    """Median time of the exact scan of the same rows, same build."""
+    build_seconds: float
+    """Whole build, calibration included."""
+    tried: list[str] = []
+    """Every setting measured, in order, e.g. ``ivf nprobe=8: recall 0.81``."""
+
+    @property
+    def setting(self) -> str:
+        if self.structure == "ivf":
+            return f"ivf nprobe={self.nprobe}/{self.lists}"
+        if self.structure == "hnsw":
+            return f"hnsw efSearch={self.ef_search}"
+        return "exact"
+
+    @property
+    def breadth(self) -> int | None:
+        """The structure's search breadth (nprobe or efSearch)."""
+        return self.nprobe if self.structure == "ivf" else self.ef_search
+
+
+def _batches(rows: int, skip: np.ndarray | None) -> list[slice] | list[np.ndarray]:
+    """``range(rows)`` without the ``skip`` positions, in a few batches: one slice (a view) when nothing
+    is skipped, else position arrays of at most ``_ADD_BATCH`` rows (each gathers a bounded copy; faiss
+    adds are slow in many small calls)."""
+    if skip is None or len(skip) == 0:
+        return [slice(0, rows)] if rows else []
+    keep = np.setdiff1d(np.arange(rows), skip)
+    return [keep[i : i + _ADD_BATCH] for i in range(0, len(keep), _ADD_BATCH)]
+
+
+def _row(query: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(query, dtype=np.float32).reshape(1, -1)
+
+
+def _unit_rows(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms == 0, 1.0, norms)
+
+
+def calibration_queries(
+    matrix: np.ndarray, count: int, seed: int = 0
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """About ``count`` queries in three families, none of them a row of the index being measured:
+    ``heldout``, stored rows withheld from the index while it is measured (real draws from the data,
+    like a new finding's text); ``between``, a random pair of rows interpolated at 25-75 %; ``near``, a
+    row moved by half the data's spread, in the data's own shape (the covariance of a sample of rows).
+    Unit-length data gets unit queries. Returns the families and the held-out row positions."""
+    rng = np.random.default_rng(seed)
+    rows = len(matrix)
+    per = max(1, count // 3)
+    held = np.sort(rng.choice(rows, min(per, max(1, rows // 10)), replace=False))
+    sample = matrix[rng.choice(rows, min(rows, _SPREAD_SAMPLE), replace=False)].astype(np.float64)
+    centred = sample - sample.mean(axis=0)
+    shaped = rng.standard_normal((per, len(centred))) @ centred / math.sqrt(len(centred))
+
+    def pick(n: int) -> np.ndarray:
+        return matrix[rng.integers(0, rows, n)].astype(np.float64)
+
+    t = rng.uniform(0.25, 0.75, (per, 1))
+    made = {"between": (1 - t) * pick(per) + t * pick(per), "near": pick(per) + 0.5 * shaped}
+    if np.allclose(np.linalg.norm(sample, axis=1), 1.0, atol=1e-3):
+        made = {name: _unit_rows(q) for name, q in made.items()}
+    families = {"heldout": matrix[held].astype(np.float32)}
+    families.update({name: q.astype(np.float32) for name, q in made.items()})
+    return families, held
+
+
+def exact_neighbours(
+    matrix: np.ndarray, queries: np.ndarray, k: int, exclude: np.ndarray | None = None
+) -> np.ndarray:
+    """``(queries, k)`` row positions of the exact nearest rows, ``exclude`` positions left out (numpy,
+    in chunks of rows)."""
+    k = min(k, len(matrix) - (0 if exclude is None else len(exclude)))
+    left_out = np.zeros(len(matrix), dtype=bool)
+    if exclude is not None:
+        left_out[exclude] = True
+    best_d = np.empty((len(queries), 0), dtype=np.float32)
+    best_i = np.empty((len(queries), 0), dtype=np.int64)
+    for start in range(0, len(matrix), _EXACT_CHUNK):
+        block = matrix[start : start + _EXACT_CHUNK]
+        d2 = np.einsum("ij,ij->i", block, block)[None, :] - 2.0 * (queries @ block.T)
+        d2[:, left_out[start : start + len(block)]] = np.inf
+        cand_d = np.concatenate([best_d, d2], axis=1)
+        cand_i = np.concatenate(
+            [best_i, np.broadcast_to(np.arange(start, start + len(block)), d2.shape)], axis=1
+        )
+        if cand_d.shape[1] > k:
+            keep = np.argpartition(cand_d, k - 1, axis=1)[:, :k]
+            cand_d = np.take_along_axis(cand_d, keep, axis=1)
+            cand_i = np.take_along_axis(cand_i, keep, axis=1)
+        best_d, best_i = cand_d, cand_i
+    return best_i
+
+
+def recall_at(found: np.ndarray, truth: np.ndarray) -> float:
+    """Mean share of each query's true ids among its found ids (re-ranking the found ids exactly then
+    keeps every true one, so this is the recall after re-ranking)."""
+    hits = (found[:, :, None] == truth[:, None, :]).any(axis=1).sum(axis=1)
+    return float(np.mean(hits / truth.shape[1]))
+
+
+def _median_ms(searches: Sequence[Callable[[np.ndarray, int], object]], queries: np.ndarray) -> list[float]:
+    """Median single-query time of each search, interleaved query by query so load hits all alike."""
+    for search in searches:
+        search(queries[0], CALIBRATION_K)
+    times: list[list[float]] = [[] for _ in searches]
+    for query in queries:
+        for i, search in enumerate(searches):
+            start = time.perf_counter()
+            search(query, CALIBRATION_K)
+            times[i].append((time.perf_counter() - start) * 1000)
+    return [float(np.median(t)) for t in times]
+
+
+def _ladder(start: int, stop: int) -> list[int]:
+    """``start``, doubled, up to ``stop`` (always ending at ``stop``)."""
+    steps = []
+    value = max(1, start)
+    while value < stop:
+        steps.append(value)
+        value *= 2
+    return [*steps, stop]
+
+
+def build_calibrated(
+    ids: np.ndarray, matrix: np.ndarray, options: MemoryStoreOptions, *, seed: int = 0
+) -> tuple[ExactIndex | AnnIndex | HnswIndex, IndexReport]:
+    """The cheapest index meeting ``ann_recall_target`` on every calibration family, and its report:
+    IVF-Flat with ``nprobe`` doubled from ``ann_nprobe`` (while under ``ann_max_cost`` of the lists), an
+    HNSW graph with ``efSearch`` doubled from ``ann_ef_search``, or the exact scan."""
+    started = time.perf_counter()
+    matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+    ids = np.asarray(ids, dtype=np.int64)
+    rows = len(ids)
+    exact = ExactIndex(ids, matrix)
+    if rows <= 2 * CALIBRATION_K:
+        return exact, IndexReport(
+            structure="exact", rows=rows, recall=1.0, build_seconds=time.perf_counter() - started
+        )
+    families, held = calibration_queries(matrix, options.ann_calibration_queries, seed)
+    truth = {
+        name: ids[exact_neighbours(matrix, q, CALIBRATION_K, exclude=held)] for name, q in families.items()
+    }
+    mixed = np.concatenate(list(families.values()))
+    timing = mixed[np.random.default_rng(seed).permutation(len(mixed))[:_TIMING_QUERIES]]
+    pool = min(rows - len(held), CALIBRATION_K + _MARGIN)
+    tried: list[str] = []
+    exact_times: list[float] = []
+
+    def settle(index: AnnIndex | HnswIndex, steps: list[int], label: str) -> IndexReport | None:
+        """Widen the search step by step; the first step meeting the target, if it is cheap enough."""
+        for step in steps:
+            index.set_breadth(step)
+            recall = {n: recall_at(index.candidate_ids(q, pool), truth[n]) for n, q in families.items()}
+            tried.append(f"{label}={step}: recall {min(recall.values()):.3f}")
+            if min(recall.values()) < options.ann_recall_target:
+                continue
+            ann_ms, exact_ms = _median_ms([index.search, exact.search], timing)
+            exact_times.append(exact_ms)
+            tried[-1] += f", {ann_ms:.2f} ms vs exact {exact_ms:.2f} ms"
+            if ann_ms > options.ann_max_cost * exact_ms:
+                return None  # a wider search only costs more
+            index.add(ids[held], matrix[held])
+            return IndexReport(
+                structure=index.kind,
+                rows=rows,
+                recall=round(min(recall.values()), 4),
+                recall_by_family={n: round(r, 4) for n, r in recall.items()},
+                p50_ms=round(ann_ms, 3),
+                exact_p50_ms=round(exact_ms, 3),
+                build_seconds=0.0,
+            )
+        return None
+
+    def ivf() -> tuple[AnnIndex, list[int]]:
+        index = AnnIndex(
+            ids, matrix, nprobe=options.ann_nprobe, lists=options.ann_lists, seed=seed, skip=held
+        )
+        # more probes than this would scan over ``ann_max_cost`` of the rows: never cheap enough
+        affordable = max(1, min(index.lists, int(options.ann_max_cost * index.lists)))
+        return index, _ladder(options.ann_nprobe, affordable)
+
+    def hnsw() -> tuple[HnswIndex, list[int]]:
+        index = HnswIndex(
+            ids,
+            matrix,
+            ef_search=options.ann_ef_search,
+            m=options.ann_hnsw_m,
+            rebuild_dead_share=options.ann_rebuild_dead_share,
+            skip=held,
+        )
+        return index, _ladder(options.ann_ef_search, min(_HNSW_EF_MAX, max(options.ann_ef_search, rows)))
+
+    builders: dict[str, Callable[[], tuple[AnnIndex | HnswIndex, list[int]]]] = {"ivf": ivf, "hnsw": hnsw}
+    labels = {"ivf": "ivf nprobe", "hnsw": "hnsw efSearch"}
+    chosen: ExactIndex | AnnIndex | HnswIndex = exact
+    report: IndexReport | None = None
+    for structure in options.ann_structures:
+        index, steps = builders[structure]()
+        report = settle(index, steps, labels[structure])
+        if report is not None:
+            chosen = index
+            if isinstance(index, AnnIndex):
+                report = report.model_copy(update={"nprobe": index.nprobe, "lists": index.lists})
+            else:
+                report = report.model_copy(update={"ef_search": index.ef_search})
+            break
+        del index
+    if report is None:
+        exact_ms = round(float(np.median(exact_times or _median_ms([exact.search], timing))), 3)
+        report = IndexReport(
+            structure="exact",
+            rows=rows,
+            recall=1.0,
+            p50_ms=exact_ms,
+            exact_p50_ms=exact_ms,
+            build_seconds=0.0,
+        )
+    seconds = round(time.perf_counter() - started, 2)
+    return chosen, report.model_copy(update={"build_seconds": seconds, "tried": tried})

@@ -24,14 +24,35 @@ class MemoryStoreOptions(BaseModel):
     exact_search_max_rows: int = 20_000
     """A repo with at most this many live memories is searched exactly."""
     ann_engine: Literal["faiss", "lance"] = "faiss"
-    """Above the exact limit: an in-memory faiss IVF-Flat per repo (``faiss``, built from the table on
-    first use or by :meth:`~kodiai.learning.memory_store.LanceMemoryStore.warm`), or LanceDB's own
-    index only (``lance``). LanceDB's index also answers while a repo's faiss index is being built or
-    when it does not fit ``vector_cache_bytes``."""
+    """Above the exact limit: an in-memory faiss index per repo (``faiss``, built from the table on
+    first use or by :meth:`~kodiai.learning.memory_store.LanceMemoryStore.warm`, its structure chosen by
+    measuring recall: :mod:`kodiai.learning.ann_index`), or LanceDB's own index only (``lance``).
+    LanceDB's index also answers while a repo's faiss index is being built or when it does not fit
+    ``vector_cache_bytes``."""
+    ann_calibrate: bool = True
+    """Choose each repo's structure and search breadth by measuring recall@20 at build time; False
+    builds IVF-Flat probing ``ann_nprobe`` lists, unmeasured (the earlier behaviour)."""
+    ann_recall_target: float = 0.96
+    """Calibration target for recall@20 on every family of calibration queries (the floor is 0.95)."""
+    ann_max_cost: float = 0.5
+    """An approximate setting is taken only when its median query time is at most this share of the
+    exact scan's, timed in the same build; otherwise the next structure, and finally the exact scan."""
+    ann_structures: tuple[Literal["ivf", "hnsw"], ...] = ("ivf", "hnsw")
+    """Approximate structures the calibration tries, in order, before the exact scan (leave HNSW out
+    where its slower build or extra memory matters more than latency)."""
+    ann_calibration_queries: int = 300
+    """Calibration queries (three families; none is a stored row)."""
     ann_nprobe: int = 8
-    """Inverted lists probed per faiss query."""
+    """Inverted lists probed per faiss IVF query: the first step of the calibration (doubled until the
+    target is met), or the fixed value without it."""
     ann_lists: int | None = None
     """faiss inverted lists; None = about sqrt(rows)."""
+    ann_ef_search: int = 16
+    """First HNSW ``efSearch`` step of the calibration (doubled until the target is met)."""
+    ann_hnsw_m: int = 32
+    """HNSW links per node."""
+    ann_rebuild_dead_share: float = 0.2
+    """An HNSW graph (which cannot drop nodes) is rebuilt once retired memories exceed this share."""
     index_type: Literal["IVF_PQ", "IVF_HNSW_SQ"] = "IVF_HNSW_SQ"
     """LanceDB's on-disk ANN index."""
     nprobes: int = 12

@@ -5,8 +5,9 @@ pre-filtered on the repo and on ``stale = false``; distances are Euclidean L2 be
 vectors (LanceDB's ``l2`` is the *squared* distance, so the store recomputes the true distance in
 float64 from the returned vectors), which keeps the original's 0.3 / 0.15 / 0.65 thresholds meaningful.
 A repo with at most ``exact_search_max_rows`` live memories is searched exactly over its vectors held
-in memory; above that an in-memory faiss IVF-Flat index (:mod:`kodiai.learning.ann_index`) answers, with
-LanceDB's own ANN index (IVF_HNSW_SQ by default, built by :meth:`LanceMemoryStore.ensure_index` as the
+in memory; above that an in-memory faiss index answers whose structure (IVF-Flat, HNSW, or the exact scan)
+and search breadth were chosen by measuring recall when it was built (:mod:`kodiai.learning.ann_index`),
+with LanceDB's own ANN index (IVF_HNSW_SQ by default, built by :meth:`LanceMemoryStore.ensure_index` as the
 table grows) standing in while a repo's faiss index is being built or when it does not fit the cache.
 Writes and retirements update the cached indexes in place.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 import functools
 import math
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -25,7 +27,7 @@ import lancedb
 import numpy as np
 from pydantic import BaseModel
 
-from kodiai.learning.ann_index import AnnIndex
+from kodiai.learning.ann_index import AnnIndex, IndexReport, build_calibrated
 from kodiai.learning.exact_search import ExactIndex
 from kodiai.learning.memory_index import (
     MemoryStoreOptions,
@@ -55,6 +57,8 @@ from kodiai.log import get_logger
 OWNER_POOL_REPOS = 5
 
 _F = TypeVar("_F", bound=Callable[..., Any])
+BuildObserver = Callable[[str, IndexReport], None]
+"""Called with ``(repo, report)`` after each in-memory index build above the exact limit."""
 
 
 def _locked(method: _F) -> _F:
@@ -84,6 +88,9 @@ class MemoryStats(BaseModel):
     indexed: bool
     by_repo_outcome: dict[str, dict[str, int]] = {}
     """Live (non-stale) memories per repo and outcome (accepted, suppressed, thumbs_up, thumbs_down)."""
+    ann: dict[str, IndexReport] = {}
+    """How the in-memory index of each repo above the exact limit was chosen (structure, breadth,
+    measured recall@20, build time), for the indexes this process holds."""
 
 
 class LanceMemoryStore:
@@ -113,6 +120,8 @@ class LanceMemoryStore:
         #: with the repo whose index was just built from its snapshot, before the writes and retirements
         #: made meanwhile are reconciled into it. A test blocks in it to overlap writes with a build.
         self.warm_built_hook: Callable[[str], None] | None = None
+        self._reports: dict[str, IndexReport] = {}
+        self._observers: list[BuildObserver] = []
         # Handlers may call from several threads; the caches and id counter are guarded by one lock.
         self._lock = threading.RLock()
 
@@ -267,14 +276,72 @@ class LanceMemoryStore:
         ids, matrix = load_vectors(self._table, _live_where(repo), self._dimensions)
         if len(ids) == 0:
             return None
-        entry = self._new_index(ids, matrix)
-        self._vectors.put(repo, entry)
+        entry, report = self._new_index(repo, ids, matrix)
+        self._put(repo, entry, report)
         return entry
 
-    def _new_index(self, ids: np.ndarray, matrix: np.ndarray) -> RepoIndex:
-        if len(ids) <= self._options.exact_search_max_rows or self._options.ann_engine != "faiss":
-            return ExactIndex(ids, matrix)
-        return AnnIndex(ids, matrix, nprobe=self._options.ann_nprobe, lists=self._options.ann_lists)
+    def _new_index(
+        self, repo: str, ids: np.ndarray, matrix: np.ndarray
+    ) -> tuple[RepoIndex, IndexReport | None]:
+        """The exact scan up to the limit; above it the calibrated index (or, with ``ann_calibrate``
+        off, IVF-Flat at ``ann_nprobe``) and its report, logged once per build."""
+        options = self._options
+        if len(ids) <= options.exact_search_max_rows or options.ann_engine != "faiss":
+            return ExactIndex(ids, matrix), None
+        if options.ann_calibrate:
+            entry, report = build_calibrated(ids, matrix, options)
+        else:
+            started = time.perf_counter()
+            ivf = AnnIndex(ids, matrix, nprobe=options.ann_nprobe, lists=options.ann_lists)
+            entry, report = (
+                ivf,
+                IndexReport(
+                    structure="ivf",
+                    rows=len(ids),
+                    nprobe=ivf.nprobe,
+                    lists=ivf.lists,
+                    build_seconds=round(time.perf_counter() - started, 2),
+                ),
+            )
+        self._log.info(
+            "Learning memory index built",
+            repo=repo,
+            rows=report.rows,
+            setting=report.setting,
+            recall=report.recall,
+            p50_ms=report.p50_ms,
+            exact_p50_ms=report.exact_p50_ms,
+            seconds=report.build_seconds,
+        )
+        return entry, report
+
+    def _put(self, repo: str, entry: RepoIndex, report: IndexReport | None) -> None:
+        """Cache a built index and tell the observers (their failures are logged, never raised)."""
+        self._vectors.put(repo, entry)
+        if report is None:
+            self._reports.pop(repo, None)
+            return
+        self._reports[repo] = report
+        for observer in self._observers:
+            self._notify(observer, repo, report)
+
+    def _notify(self, observer: BuildObserver, repo: str, report: IndexReport) -> None:
+        try:
+            observer(repo, report)
+        except Exception as exc:
+            self._log.warning("Index build observer failed", error=f"{type(exc).__name__}: {exc}")
+
+    @_locked
+    def observe_builds(self, observer: BuildObserver) -> None:
+        """Call ``observer(repo, report)`` after every in-memory index build above the exact limit,
+        starting with the indexes already built (so attaching after the start-up warm misses none)."""
+        self._observers.append(observer)
+        for repo, report in self._index_reports().items():
+            self._notify(observer, repo, report)
+
+    def _index_reports(self) -> dict[str, IndexReport]:
+        """Reports of the indexes still cached (an evicted repo's report is dropped)."""
+        return {r: rep for r, rep in sorted(self._reports.items()) if self._vectors.peek(r) is not None}
 
     def warm(self, repos: Sequence[str] | None = None) -> list[str]:
         """Build the in-memory faiss index of each repo above the exact limit (all such repos by
@@ -309,7 +376,7 @@ class LanceMemoryStore:
         if not self._vectors.fits(matrix.nbytes) or len(ids) == 0:
             self._log.info("Repo memories not cached (too big or empty)", repo=repo, rows=len(ids))
             return False
-        entry = self._new_index(ids, matrix)
+        entry, report = self._new_index(repo, ids, matrix)
         del matrix
         if self.warm_built_hook is not None:
             self.warm_built_hook(repo)
@@ -324,7 +391,7 @@ class LanceMemoryStore:
                     self._table, f"{where} AND id IN ({sql_int_list(new.tolist())})", self._dimensions
                 )
                 entry.add(new_ids, new_matrix)
-            self._vectors.put(repo, entry)
+            self._put(repo, entry, report)
         return True
 
     @_locked
@@ -420,6 +487,7 @@ class LanceMemoryStore:
             by_model=dict(sorted(models.items())),
             indexed=self._indexed(),
             by_repo_outcome={repo: dict(sorted(c.items())) for repo, c in sorted(outcomes.items())},
+            ann=self._index_reports(),
         )
 
     @_locked
@@ -493,7 +561,8 @@ class LanceMemoryStore:
             entry = self._vectors.peek(repo)
             if entry is None:
                 continue
-            if entry.kind == "exact" and len(entry) + len(rows) > self._options.exact_search_max_rows:
+            limit = self._options.exact_search_max_rows
+            if entry.kind == "exact" and len(entry) <= limit < len(entry) + len(rows):
                 self._vectors.pop(repo)  # outgrew exact search: the next query builds its ANN index
                 continue
             entry.add(np.array([records[i].id for i in rows], dtype=np.int64), vectors[rows])
@@ -504,6 +573,7 @@ class LanceMemoryStore:
         self._repo_counts.clear()
         self._owner_repos.clear()
         self._vectors.clear()
+        self._reports.clear()
 
 
 def _live_where(repo: str) -> str:

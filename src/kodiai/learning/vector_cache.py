@@ -13,7 +13,10 @@ from kodiai.learning.types import MemoryHit
 class RepoIndex(Protocol):
     """What the store needs from a repo's in-memory index."""
 
-    kind: str
+    @property
+    def kind(self) -> str:
+        """``exact``, ``ivf`` or ``hnsw``."""
+        ...
 
     def __len__(self) -> int: ...
 

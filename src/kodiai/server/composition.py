@@ -81,6 +81,9 @@ def builtin_registrar(
 
     def register(runtime: Runtime) -> None:
         deps = handler_deps(runtime, settings)
+        if runtime.stores is not None and runtime.stores.memory is not None:
+            # index builds (the start-up warm runs already: builds made before this are replayed)
+            runtime.stores.memory.observe_builds(runtime.metrics.memory_index.observe)
         # write keys, rate limit, turns: shared by workers
         state = MentionState.open(runtime.config.jobs_db_path)
         runtime.closers.append(state.close)
