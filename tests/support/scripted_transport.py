@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from claude_agent_sdk import ProcessError, Transport
 
 DEFAULT_MODEL = "claude-sonnet-4-5-20250929"
@@ -113,7 +114,9 @@ class ScriptedTransport(Transport):
         self.closed = False
         self.input_ended = False
         self.hanging = anyio.Event()
-        self._send, self._incoming = anyio.create_memory_object_stream[dict[str, Any]](100)
+        # made on connect() and closed on close(): a transport the SDK never connects holds nothing open
+        self._send: MemoryObjectSendStream[dict[str, Any]]
+        self._incoming: MemoryObjectReceiveStream[dict[str, Any]]
         self._closed_event = anyio.Event()
         self._input_ended_event = anyio.Event()
         self._ids = itertools.count(1)
@@ -121,6 +124,7 @@ class ScriptedTransport(Transport):
 
     # -------------------------------------------------------------- Transport API
     async def connect(self) -> None:
+        self._send, self._incoming = anyio.create_memory_object_stream[dict[str, Any]](100)
         self.connected = True
 
     async def write(self, data: str) -> None:
@@ -135,6 +139,9 @@ class ScriptedTransport(Transport):
     async def close(self) -> None:
         self.closed = True
         self._closed_event.set()
+        if self.connected:
+            self._send.close()
+            self._incoming.close()
 
     def is_ready(self) -> bool:
         return self.connected and not self.closed
