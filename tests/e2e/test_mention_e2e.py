@@ -138,8 +138,13 @@ def test_apply_on_a_same_repo_pr_pushes_one_commit_to_its_branch(stack: Stack) -
         c for c in stack.comments(21) if "Updated PR: https://github.com/acme/widgets/pull/21" in c["body"]
     ]
 
-    # the same comment again (a second delivery of it): nothing more is pushed
+    # the same signed body again under a new delivery id: skipped at intake as a replay
     stack.server.deliver(payload, event="issue_comment")
+    stack.server.wait_for_log("Replayed webhook body skipped: same body as an earlier delivery")
+    # the same comment in a body that differs (so it passes intake): the write key and the marker on the
+    # branch still keep it from being pushed twice
+    again = {**payload, "comment": {**payload["comment"], "updated_at": "2026-11-23T12:00:01Z"}}
+    stack.server.deliver(again, event="issue_comment")
     stack.server.wait_for_log("Job execution completed", jobType="mention", prNumber=21, count=2)
     assert len(branch_log(stack, branch)) == before + 1
 
