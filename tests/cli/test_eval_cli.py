@@ -106,10 +106,18 @@ def test_eval_retrieval_json_is_keyed_by_strategy_with_default(data_dir: Path, c
         "default",
         "maxgap",
         "headgap",
-        "headgap:scale-free",
+        "headgap:vector",
+        "headgap-v1",
+        "top5",
+        "top5+lexical",
         "fixed:0.2",
         "fixed:0.9",
+        "fixed:2.3",
+        "fixed@recency:4.3",
         "fixed:best",
+        "fixed@recency:best",
+        "per_repo",
+        "grid",
     } <= set(out)
     assert out["default"]["strategy"] == "headgap"  # all-MiniLM-L6-v2's profile default
     assert out["default"]["model"] == "all-MiniLM-L6-v2" and out["default"]["track"] == "past-fixes"
@@ -128,9 +136,10 @@ def test_eval_retrieval_json_is_keyed_by_strategy_with_default(data_dir: Path, c
     assert (out["headgap"]["queries"], out["headgap"]["with_relevant"]) == (3, 2)
     assert all(m.startswith("headgap:") for m in out["headgap"]["methods"])
     assert set(out["maxgap"]["methods"]) <= {"adaptive", "percentile", "configured"}
-    assert out["fixed:best"]["f0_5"] == max(
-        v["f0_5"] for k, v in out.items() if k.startswith("fixed:0") or k.startswith("fixed:1")
-    )
+    fixed = [v["f0_5"] for k, v in out.items() if k.startswith("fixed:") and k != "fixed:best"]
+    assert out["fixed:best"]["f0_5"] == max(fixed)
+    assert set(out["headgap"]["ci"]) == {"f0_5", "precision", "recall_at_5", "empty", "abstain"}
+    assert set(out["per_repo"]) == {"gofiber/fiber"}
     assert list(cache_dir.glob("*.npz")), "embeddings are cached on disk"
 
 
@@ -140,7 +149,7 @@ def test_eval_retrieval_table_and_rereview_track(data_dir: Path, cache_dir: Path
     )
     assert result.exit_code == 0, result.output
     assert "track rereview" in result.stdout and "recency off" in result.stdout
-    assert "headgap (default)" in result.stdout and "(best fixed)" in result.stdout
+    assert "headgap (default)" in result.stdout and "(best in hindsight)" in result.stdout
 
 
 def test_eval_reads_cut_strategy_and_calibration_from_kodiai_yml(
@@ -164,6 +173,48 @@ def test_eval_reads_cut_strategy_and_calibration_from_kodiai_yml(
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     assert out["default"]["strategy"] == "maxgap"
+
+
+def test_eval_retrieval_loo_needs_two_repositories(data_dir: Path, cache_dir: Path) -> None:
+    """The tiny set has one repository: a fold would have nothing to calibrate on."""
+    result = run("eval", "retrieval", "--data", str(data_dir), "--cache", str(cache_dir), "--loo", "--json")
+    assert result.exit_code == 1
+    assert "at least two repositories" in result.output
+
+
+def test_eval_retrieval_loo_scores_each_repository_with_constants_fitted_on_the_others(
+    tmp_path: Path, cache_dir: Path
+) -> None:
+    root = write_tiny_set(tmp_path / "two")
+    for path in [
+        sub / name for sub in (root, root / "rereview") for name in ("corpus.jsonl", "queries.jsonl")
+    ]:
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        copies = []
+        for row in rows:
+            copy = {**row, "id": "b-" + row["id"], "repo": "acme/api", "owner": "acme"}
+            if "relevant_ids" in copy:
+                copy["relevant_ids"] = ["b-" + r for r in row["relevant_ids"]]
+                copy["graded"] = {"b-" + k: v for k, v in row["graded"].items()}
+            copies.append(copy)
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows + copies), encoding="utf-8")
+    result = run("eval", "retrieval", "--data", str(root), "--cache", str(cache_dir), "--loo", "--json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert set(out) == {"dev", "loo", "targets"}
+    assert set(out["dev"]) == {"past-fixes", "rereview"}
+    loo = out["loo"]
+    assert [f["repo"] for f in loo["folds"]] == ["acme/api", "gofiber/fiber"]
+    assert {"headgap", "fixed", "fixed@recency", "headgap-v1"} <= set(loo["fitted"])
+    for track in ("past-fixes", "rereview"):
+        assert loo["strategies"][track]["headgap"]["queries"] == 6  # every query scored once
+        assert set(loo["per_repo"][track]) == {"acme/api", "gofiber/fiber"}
+    assert any(t["target"].startswith("F0.5") for t in out["targets"])
+    table = run(
+        "eval", "retrieval", "--data", str(root), "--cache", str(cache_dir), "--loo", "--bootstrap", "0"
+    )
+    assert table.exit_code == 0, table.output
+    assert "Leave-one-repository-out" in table.stdout and "Targets" in table.stdout
 
 
 def test_eval_bad_data_dir_is_a_clear_error(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from kodiai.learning.calibration import (
     resolve_cut,
     resolve_profile,
 )
-from kodiai.learning.cut_strategy import HeadGapCut, MaxGapCut
+from kodiai.learning.cut_strategy import Candidate, HeadGapCut, MaxGapCut
 
 
 def test_voyage_keeps_the_originals_constants_exactly() -> None:
@@ -39,17 +39,22 @@ def test_unknown_model_gets_the_scale_free_default() -> None:
     profile = profile_for_model("intfloat/multilingual-e5-small")
     assert profile is SCALE_FREE_DEFAULT
     assert profile.strategy == "headgap"
-    assert profile.head_ceiling is None  # no absolute number: relative rules only
-    assert profile.head_min_prominence > 0  # so it can still abstain
+    assert profile.head_ceiling is None and profile.head_floor == 0  # no absolute number at all
     assert isinstance(resolve_cut("some-new-model"), HeadGapCut)
 
 
-def test_minilm_has_a_calibrated_headgap_profile() -> None:
+def test_minilm_profile_is_relative_only() -> None:
+    """The previous MiniLM profile abstained on an absolute ceiling (0.829) that did not carry over to
+    other repositories; the current one has no absolute number and no abstain gate."""
     profile = profile_for_model("all-MiniLM-L6-v2")
     assert profile is MINILM_PROFILE
     assert profile.strategy == "headgap"
-    assert profile.head_ceiling is not None and 0.65 < profile.head_ceiling < 1.2
+    assert profile.head_ceiling is None and profile.head_floor == 0 and profile.head_min_prominence == 0
+    assert (profile.head_band, profile.head_lexical_band) == (0.5, 0.3)
+    assert (profile.head_lexical_weight, profile.head_recency_margin) == (0.5, 0.1)
     assert profile_for_model("ALL-minilm-l6-v2") is MINILM_PROFILE
+    cut = resolve_cut("all-MiniLM-L6-v2")
+    assert isinstance(cut, HeadGapCut) and cut.uses_lexical
 
 
 def test_config_cut_strategy_overrides_the_profile_default() -> None:
@@ -93,40 +98,56 @@ def test_maxgap_profile_cut_matches_the_function_with_the_profile_constants() ->
     assert compute_adaptive_threshold(distances, 0.3).threshold == 0.65  # the original clamps to 0.65
 
 
-def _pool(qid: str, relevant: set[str], plain: list[tuple[str, float]]) -> LabelledPool:
+def _pool(qid: str, relevant: set[str], distances: list[tuple[str, float]]) -> LabelledPool:
     return LabelledPool(
         query_id=qid,
+        repo="acme/api",
         relevant=frozenset(relevant),
         graded=dict.fromkeys(relevant, 2),
-        plain=plain,
-        weighted=plain,
+        vector=[Candidate(i, d) for i, d in distances],
     )
 
 
-def test_derive_profile_finds_the_gate_that_abstains_on_negatives() -> None:
-    """Positives have a best match ≤ 0.7 then a gap; negatives start at 0.9+: the gate must fall between."""
-    positives = [
+def test_derive_profile_fits_the_band() -> None:
+    """Each positive has two relevant matches at the top (similarity 1 and 0.9), then others from 0.5
+    down: every band in [0.1, 0.5) keeps exactly the two; a tie keeps the narrowest."""
+    pools = [
         _pool(
-            f"p{i}", {f"r{i}"}, [(f"r{i}", 0.6 + 0.01 * i), *((f"x{i}{k}", 0.9 + 0.01 * k) for k in range(6))]
+            f"p{i}",
+            {f"a{i}", f"b{i}"},
+            [(f"a{i}", 0.50), (f"b{i}", 0.55), *((f"x{i}{k}", 0.75 + 0.05 * k) for k in range(6))],
         )
+        for i in range(6)
+    ]
+    result = derive_profile({"past-fixes": pools}, model="m", lexical=False)
+    assert result.meets_targets and not result.lexical
+    assert result.profile.head_band == 0.1
+    assert result.metrics["past-fixes"].f0_5 == pytest.approx(1.0)
+    assert result.profile.head_ceiling is None and result.profile.head_min_prominence == 0
+
+
+def test_derive_profile_opens_the_relative_gate_only_for_an_abstain_target() -> None:
+    """Positives stand out of their pool, negatives do not: with an abstain target the relative
+    prominence gate is searched and separates them; without one it stays off."""
+    positives = [
+        _pool(f"p{i}", {f"r{i}"}, [(f"r{i}", 0.6), *((f"x{i}{k}", 0.9 + 0.01 * k) for k in range(6))])
         for i in range(8)
     ]
     negatives = [_pool(f"n{i}", set(), [(f"y{i}{k}", 0.92 + 0.01 * k) for k in range(6)]) for i in range(4)]
-    result = derive_profile(
-        {"rereview": positives + negatives}, model="m", targets=CalibrationTargets(min_abstain=0.7)
-    )
-    assert result.meets_targets
-    ceiling = result.profile.head_ceiling
-    assert ceiling is not None and 0.67 <= ceiling < 0.92
-    on = result.metrics["rereview/recency-on"]
-    assert on.abstain == 1.0 and on.empty == 0.0 and on.f0_5 == pytest.approx(1.0)
+    tracks = {"rereview": positives + negatives}
+    gated = derive_profile(tracks, model="m", lexical=False, targets=CalibrationTargets(min_abstain=0.7))
+    assert gated.meets_targets and gated.profile.head_min_prominence > 0
+    m = gated.metrics["rereview"]
+    assert m.abstain == 1.0 and m.empty == 0.0 and m.f0_5 == pytest.approx(1.0)
+    plain = derive_profile(tracks, model="m", lexical=False)
+    assert plain.profile.head_min_prominence == 0 and plain.metrics["rereview"].abstain == 0.0
 
 
 def test_derive_profile_reports_unmet_targets() -> None:
-    """Positives and negatives look alike: no gate can abstain without emptying positives."""
+    """Positives and negatives look alike: no relative gate abstains without emptying positives."""
     same = [(f"z{k}", 0.9 + 0.01 * k) for k in range(6)]
     pools = [_pool("p", {"z0"}, same), _pool("n", set(), same)]
-    result = derive_profile({"rereview": pools}, model="m")
+    result = derive_profile({"rereview": pools}, model="m", targets=CalibrationTargets(min_abstain=0.7))
     assert not result.meets_targets
 
 

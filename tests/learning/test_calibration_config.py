@@ -33,7 +33,7 @@ def test_parsed_keys_resolve_the_cut() -> None:
     cut = resolve_cut("all-MiniLM-L6-v2", retrieval.cut_strategy, retrieval.calibration)
     assert isinstance(cut, HeadGapCut)
     assert (cut.params.head, cut.params.ceiling, cut.params.band) == (4, 0.9, 0.05)
-    assert cut.params.min_relative_gap == MINILM_PROFILE.head_min_relative_gap
+    assert cut.params.min_gap == MINILM_PROFILE.head_min_relative_gap
     # The same keys under voyage-code-3 are ignored (derived for MiniLM), but cutStrategy still applies.
     voyage = resolve_profile("voyage-code-3", retrieval.calibration)
     assert voyage.head_ceiling is None

@@ -1,4 +1,5 @@
-"""Cut strategies: headgap's branches, its scale invariance, maxgap unchanged, recency never drops a clear match."""
+"""Cut strategies: headgap-v1 (the previous default, kept as the evaluation's reference) branch by branch,
+maxgap unchanged, the fixed baseline; the current headgap is tested in test_cut_generalisation.py."""
 
 from __future__ import annotations
 
@@ -15,10 +16,11 @@ from kodiai.learning.adaptive_threshold import compute_adaptive_threshold
 from kodiai.learning.cut_strategy import (
     FixedCut,
     HeadGapCut,
-    HeadGapParams,
+    LegacyHeadGapCut,
+    LegacyHeadGapParams,
     MaxGapCut,
-    head_gap_select,
-    head_gap_threshold,
+    legacy_head_gap_select,
+    legacy_head_gap_threshold,
 )
 from kodiai.learning.isolation import IsolationLayer
 from kodiai.learning.memory_store import open_memory_store
@@ -54,24 +56,26 @@ def ctx(top_k: int = 5, recency: bool = False) -> CutContext:
     return CutContext(top_k=top_k, distance_threshold=0.3, adaptive=True, now=NOW, recency=recency)
 
 
-# ---- head_gap_threshold: every branch ------------------------------------------------------------
+# ---- headgap-v1 (legacy_head_gap_threshold): every branch ------------------------------------------------------------
 
 
 def test_headgap_empty_pool() -> None:
-    decision = head_gap_threshold([], 5, HeadGapParams())
+    decision = legacy_head_gap_threshold([], 5, LegacyHeadGapParams())
     assert decision.method == "headgap:empty"
     assert decision.candidate_count == 0
 
 
 def test_headgap_abstains_when_best_is_above_the_ceiling() -> None:
-    decision = head_gap_threshold([0.9, 0.91, 0.95], 5, HeadGapParams(ceiling=0.85))
+    decision = legacy_head_gap_threshold([0.9, 0.91, 0.95], 5, LegacyHeadGapParams(ceiling=0.85))
     assert decision.method == "headgap:abstain"
-    assert HeadGapCut(HeadGapParams(ceiling=0.85))(results([0.9, 0.91, 0.95]), ctx()).results == []
+    assert (
+        LegacyHeadGapCut(LegacyHeadGapParams(ceiling=0.85))(results([0.9, 0.91, 0.95]), ctx()).results == []
+    )
 
 
 def test_headgap_ceiling_gates_only_the_best_result() -> None:
     """The ceiling decides abstention; results past it may follow a best one under it (relative rules)."""
-    kept = HeadGapCut(HeadGapParams(ceiling=0.85, band=0.1, min_relative_gap=0.5))(
+    kept = LegacyHeadGapCut(LegacyHeadGapParams(ceiling=0.85, band=0.1, min_relative_gap=0.5))(
         results([0.80, 0.86, 0.87]), ctx()
     )
     assert [r.adjusted_distance for r in kept.results] == [0.80, 0.86, 0.87]
@@ -80,15 +84,21 @@ def test_headgap_ceiling_gates_only_the_best_result() -> None:
 
 def test_headgap_abstains_without_prominence() -> None:
     """d1 = 0.95 vs median 1.0: only 5% below the pool's median, 10% is required."""
-    decision = head_gap_threshold([0.95, 0.98, 1.0, 1.01, 1.02], 5, HeadGapParams(min_prominence=0.10))
+    decision = legacy_head_gap_threshold(
+        [0.95, 0.98, 1.0, 1.01, 1.02], 5, LegacyHeadGapParams(min_prominence=0.10)
+    )
     assert decision.method == "headgap:abstain"
-    prominent = head_gap_threshold([0.80, 0.98, 1.0, 1.01, 1.02], 5, HeadGapParams(min_prominence=0.10))
+    prominent = legacy_head_gap_threshold(
+        [0.80, 0.98, 1.0, 1.01, 1.02], 5, LegacyHeadGapParams(min_prominence=0.10)
+    )
     assert prominent.method != "headgap:abstain"
 
 
 def test_headgap_cuts_at_the_largest_relative_gap_in_the_head() -> None:
     # gaps: 0.70→0.72 (2.9%), 0.72→0.90 (25%): cut after the second result.
-    decision = head_gap_threshold([0.70, 0.72, 0.90, 0.91, 0.92], 5, HeadGapParams(min_relative_gap=0.1))
+    decision = legacy_head_gap_threshold(
+        [0.70, 0.72, 0.90, 0.91, 0.92], 5, LegacyHeadGapParams(min_relative_gap=0.1)
+    )
     assert decision.method == "headgap:gap"
     assert decision.threshold == 0.72
     assert decision.gap_index == 2
@@ -98,29 +108,35 @@ def test_headgap_cuts_at_the_largest_relative_gap_in_the_head() -> None:
 def test_headgap_searches_only_the_head() -> None:
     """A big gap after position ``head`` is not seen: with no gap in the head, the band decides."""
     distances = [0.70, 0.71, 0.72, 0.73, 1.2, 1.3]
-    decision = head_gap_threshold(distances, 5, HeadGapParams(head=3, min_relative_gap=0.1, band=0.02))
+    decision = legacy_head_gap_threshold(
+        distances, 5, LegacyHeadGapParams(head=3, min_relative_gap=0.1, band=0.02)
+    )
     assert decision.method == "headgap:band"
     assert decision.threshold == pytest.approx(0.70 * 1.02)
-    wide = head_gap_threshold(distances, 5, HeadGapParams(head=5, min_relative_gap=0.1))
+    wide = legacy_head_gap_threshold(distances, 5, LegacyHeadGapParams(head=5, min_relative_gap=0.1))
     assert wide.method == "headgap:gap" and wide.threshold == 0.73
 
 
 def test_headgap_band_keeps_the_top_results_when_no_gap_is_clear() -> None:
     """No clear gap → keep what lies within band of the best (not the fallback threshold, not nothing)."""
-    cut = HeadGapCut(HeadGapParams(min_relative_gap=0.2, band=0.03))
+    cut = LegacyHeadGapCut(LegacyHeadGapParams(min_relative_gap=0.2, band=0.03))
     out = cut(results([1.00, 1.01, 1.02, 1.04, 1.05, 1.06]), ctx())
     assert out.threshold.method == "headgap:band"
     assert [r.adjusted_distance for r in out.results] == [1.00, 1.01, 1.02]
 
 
 def test_headgap_floor_always_keeps_very_close_results() -> None:
-    decision = head_gap_threshold([0.05, 0.30, 0.31], 5, HeadGapParams(floor=0.31, min_relative_gap=0.5))
+    decision = legacy_head_gap_threshold(
+        [0.05, 0.30, 0.31], 5, LegacyHeadGapParams(floor=0.31, min_relative_gap=0.5)
+    )
     assert decision.method == "headgap:gap"
     assert decision.threshold == 0.31
 
 
 def test_headgap_respects_top_k() -> None:
-    out = HeadGapCut(HeadGapParams(band=1.0))(results([0.5 + i * 0.001 for i in range(10)]), ctx(top_k=3))
+    out = LegacyHeadGapCut(LegacyHeadGapParams(band=1.0))(
+        results([0.5 + i * 0.001 for i in range(10)]), ctx(top_k=3)
+    )
     assert len(out.results) == 3
 
 
@@ -131,11 +147,11 @@ def test_headgap_respects_top_k() -> None:
 )
 def test_headgap_is_scale_free(distances: list[float], scale: float) -> None:
     """Without an absolute ceiling/floor, scaling every distance keeps the same results and branch."""
-    params = HeadGapParams(head=5, min_relative_gap=0.07, band=0.05, min_prominence=0.05)
+    params = LegacyHeadGapParams(head=5, min_relative_gap=0.07, band=0.05, min_prominence=0.05)
     plain = sorted(enumerate(distances), key=lambda x: x[1])
     scaled = [(i, d * scale) for i, d in plain]
-    kept_a, a = head_gap_select(plain, None, 5, params)
-    kept_b, b = head_gap_select(scaled, None, 5, params)
+    kept_a, a = legacy_head_gap_select(plain, None, 5, params)
+    kept_b, b = legacy_head_gap_select(scaled, None, 5, params)
     if any(abs(x - y) / max(x, 1e-9) < 1e-6 for x in distances for y in distances if x != y):
         return  # float ties at the rule's edge are not meaningful
     assert a.method == b.method
@@ -175,13 +191,27 @@ def test_fixed_cut_keeps_under_threshold() -> None:
     assert out.threshold.method == "fixed"
 
 
+def test_fixed_cut_scales_cut_before_or_after_recency() -> None:
+    """``fixed:T`` cuts on the adjusted distance (before recency), ``fixed@recency:T`` after it; both
+    order what they keep by recency-adjusted distance."""
+    pool = results([0.40, 0.45], ages_days=[400, 0])  # the old one: 0.40 × 1.85 = 0.74 after recency
+    adjusted = FixedCut(0.5)(pool, ctx(recency=True))
+    assert [r.memory_id for r in adjusted.results] == [2, 1]
+    weighted = FixedCut(0.5, scale="recency")(pool, ctx(recency=True))
+    assert [r.memory_id for r in weighted.results] == [2]
+    assert FixedCut(0.5).name == "fixed:0.5"
+    assert FixedCut(0.5, scale="recency").name == "fixed@recency:0.5"
+
+
 # ---- recency: a re-ordering, never a removal ------------------------------------------------------
 
 
-def test_headgap_recency_reorders_but_keeps_the_protected_match() -> None:
-    """The old clear match (before an unweighted gap) stays even when newer results outrank it."""
+def test_headgap_v1_recency_reorders_but_keeps_the_protected_match() -> None:
+    """v1: the old clear match (before an unweighted gap) stays even when newer results outrank it."""
     pool = results([0.50, 0.80, 0.81, 0.82], ages_days=[365, 1, 1, 1])
-    out = HeadGapCut(HeadGapParams(min_relative_gap=0.2, band=0.05))(pool, ctx(top_k=2, recency=True))
+    out = LegacyHeadGapCut(LegacyHeadGapParams(min_relative_gap=0.2, band=0.05))(
+        pool, ctx(top_k=2, recency=True)
+    )
     kept = [r.memory_id for r in out.results]
     assert 1 in kept and len(kept) == 2
 
@@ -213,10 +243,13 @@ def test_year_old_critical_only_relevant_finding_survives_recency(tmp_path: Path
         adaptive=True,
         now=NOW,
     )
-    params = HeadGapParams(head=3, min_relative_gap=0.15, band=0.1, ceiling=0.829)
-    out = retrieve_context(IsolationLayer(store), query, cut=HeadGapCut(params), **common)  # type: ignore[arg-type]
-    assert 1 in [r.memory_id for r in out.results]
-    assert out.quality.threshold_method.startswith("headgap:")
+    for cut in (
+        HeadGapCut(),
+        LegacyHeadGapCut(LegacyHeadGapParams(head=3, min_relative_gap=0.15, ceiling=0.829)),
+    ):
+        out = retrieve_context(IsolationLayer(store), query, cut=cut, **common)  # type: ignore[arg-type]
+        assert 1 in [r.memory_id for r in out.results]
+        assert out.quality.threshold_method.startswith("headgap:")
     original = retrieve_context(IsolationLayer(store), query, cut=max_gap_cut, **common)  # type: ignore[arg-type]
     assert 1 not in [r.memory_id for r in original.results]
 

@@ -23,8 +23,8 @@ def j(
     return QueryJudgement(query_id=qid, kept=kept, relevant=frozenset(relevant), graded=grades, method=method)
 
 
-# q1: kept a,b,x; relevant a,b,c → P 2/3, R 2/3.   q2: kept nothing; relevant d → P none, R 0.
-# q3: no relevant history, kept y → P 0 (counts), abstain no.   q4: no relevant history, kept nothing.
+# q1: kept a,b,x; relevant a,b,c → P 2/3, R 2/3.   q2: kept nothing; relevant d → P 0, R 0, empty.
+# q3: no relevant history, kept y → abstain no.   q4: no relevant history, kept nothing → abstain yes.
 FIXTURE = [
     j("q1", ["a", "b", "x"], {"a", "b", "c"}, method="headgap:gap"),
     j("q2", [], {"d"}, method="headgap:abstain"),
@@ -33,14 +33,25 @@ FIXTURE = [
 ]
 
 
-def test_precision_is_a_macro_mean_over_queries_that_kept_something() -> None:
-    """(2/3 [q1] + 0 [q3]) / 2: empty kept sets do not count; a memory on a PR without history counts 0."""
+def test_precision_is_a_macro_mean_over_the_queries_with_history_where_empty_counts_0() -> None:
+    """(2/3 [q1] + 0 [q2, empty]) / 2: the same queries for every strategy; q3/q4 (no history) are
+    judged by abstain, not by precision."""
     assert aggregate(FIXTURE).precision == pytest.approx((2 / 3 + 0) / 2)
+    assert query_precision([], frozenset({"a"})) == 0.0
 
 
-def test_precision_is_none_when_nothing_was_kept_anywhere() -> None:
-    assert aggregate([j("q", [], {"a"})]).precision is None
-    assert query_precision([], frozenset({"a"})) is None
+def test_precision_is_none_only_without_queries_with_history() -> None:
+    assert aggregate([j("q", [], {"a"})]).precision == 0.0
+    assert aggregate([j("q", ["a"], set())]).precision is None
+
+
+def test_answering_less_cannot_raise_precision() -> None:
+    """A strategy that empties its unsure answer scores lower, not higher, than one that answers."""
+    sure = j("q1", ["a"], {"a"})
+    answers = aggregate([sure, j("q2", ["x", "b"], {"b"})])
+    abstains = aggregate([sure, j("q2", [], {"b"})])
+    assert abstains.precision is not None and answers.precision is not None
+    assert abstains.precision < answers.precision
 
 
 def test_recall_at_5_is_normalised_by_min_relevant_5_over_queries_with_history() -> None:

@@ -194,7 +194,8 @@ def test_each_query_sees_only_older_memories_of_its_repo() -> None:
     assert [j.query_id for j in judgements["headgap"]] == ["q2", "q1"]  # dataset order
     assert {p.query_id for p in pools} == {"q1", "q2"}
     pool_q1 = next(p for p in pools if p.query_id == "q1")
-    assert [fid for fid, _ in pool_q1.plain] == ["f_old", "f_far"]
+    assert [c.id for c in pool_q1.vector] == ["f_old", "f_far"]
+    assert pool_q1.fused is not None  # the lexical channel ran (ChainOptions.lexical defaults to on)
 
 
 def test_methods_and_labels_reach_the_judgements() -> None:

@@ -10,11 +10,20 @@ import typer
 from rich.console import Console
 
 from kodiai.learning.embeddings import EmbeddingProvider, LocalEmbeddingProvider, build_embedding_provider
-from kodiai.learning.evaluation.data import DataError, load_dataset
+from kodiai.learning.evaluation.data import REREVIEW_DIR, DataError, EvalDataset, load_dataset
 from kodiai.learning.evaluation.embedding_cache import DEFAULT_CACHE_DIR, EmbeddingFailedError
-from kodiai.learning.evaluation.evaluate import evaluate
-from kodiai.learning.evaluation.report import result_table
+from kodiai.learning.evaluation.evaluate import EvalResult, evaluate
+from kodiai.learning.evaluation.loo import LooResult, evaluation_loo
+from kodiai.learning.evaluation.metrics import BOOTSTRAP_REPS
+from kodiai.learning.evaluation.report import (
+    loo_json,
+    loo_tables,
+    per_repo_table,
+    result_table,
+    targets_table,
+)
 from kodiai.learning.evaluation.runner import ChainOptions
+from kodiai.learning.evaluation.targets import check_targets
 
 app = typer.Typer(help="Offline evaluations of the learned memory.", no_args_is_help=True)
 
@@ -60,6 +69,14 @@ def retrieval(
     rereview: Annotated[
         bool, typer.Option("--rereview", help="Use the same-PR re-review track (DIR/rereview/).")
     ] = False,
+    loo: Annotated[
+        bool,
+        typer.Option(
+            "--loo",
+            help="Both tracks, then leave-one-repository-out: calibrate on all repositories but one, "
+            "score that one, for each; with the targets.",
+        ),
+    ] = False,
     provider_name: Annotated[
         str,
         typer.Option("--provider", envvar="EMBEDDING_PROVIDER", help="Embedder: auto, voyage or local."),
@@ -77,30 +94,95 @@ def retrieval(
     top_k: Annotated[int | None, typer.Option("--top-k", min=1, max=20)] = None,
     rerank: Annotated[bool, typer.Option("--rerank/--no-rerank", help="Language rerank.")] = True,
     recency: Annotated[bool, typer.Option("--recency/--no-recency", help="Recency weighting.")] = True,
+    lexical: Annotated[
+        bool, typer.Option("--lexical/--no-lexical", help="The lexical (full-text) channel.")
+    ] = True,
+    bootstrap: Annotated[
+        int, typer.Option("--bootstrap", min=0, help="Bootstrap replicates for the 95% intervals (0 = none).")
+    ] = BOOTSTRAP_REPS,
+    min_abstain: Annotated[
+        float,
+        typer.Option(
+            "--min-abstain",
+            min=0.0,
+            max=1.0,
+            help="With --loo: the re-review abstain constraint of the fitted calibration (0 = off).",
+        ),
+    ] = 0.0,
+    all_fixed: Annotated[bool, typer.Option("--all-fixed", help="Show every fixed threshold.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object keyed by strategy name.")] = False,
 ) -> None:
     """Run the real retrieval chain over a labelled set and print the quality of every cut strategy."""
     try:
-        dataset = load_dataset(data, rereview=rereview)
+        if loo:
+            datasets = [load_dataset(data)]
+            if (data / REREVIEW_DIR / "queries.jsonl").is_file():
+                datasets.append(load_dataset(data, rereview=True))
+        else:
+            datasets = [load_dataset(data, rereview=rereview)]
     except DataError as exc:
         raise _fail(str(exc)) from exc
     chain, cut_strategy, calibration = retrieval_settings(config)
     if top_k is not None:
         chain["top_k"] = top_k
-    options = ChainOptions(**chain, language_rerank=rerank, recency=recency)
+    options = ChainOptions(**chain, language_rerank=rerank, recency=recency, lexical=lexical)
     provider = provider_for(provider_name, voyage_api_key)
+    results: dict[str, EvalResult] = {}
+    pools: dict[str, Any] = {}
     try:
-        result, _ = evaluate(
-            dataset,
-            provider,
-            cache,
-            options=options,
-            cut_strategy=cut_strategy,
-            calibration=calibration,
+        for dataset in datasets:
+            results[dataset.name], pools[dataset.name] = evaluate(
+                dataset,
+                provider,
+                cache,
+                options=options,
+                cut_strategy=cut_strategy,
+                calibration=calibration,
+                bootstrap_reps=bootstrap,
+            )
+        held_out = (
+            evaluation_loo(
+                pools,
+                model=provider.model,
+                options=options,
+                calibration=calibration,
+                min_abstain=min_abstain,
+                bootstrap_reps=bootstrap,
+            )
+            if loo
+            else None
         )
     except (EmbeddingFailedError, ValueError) as exc:
         raise _fail(str(exc)) from exc
+    _print(results, held_out, datasets, as_json=as_json, all_fixed=all_fixed)
+
+
+def _print(
+    results: dict[str, EvalResult],
+    held_out: LooResult | None,
+    datasets: list[EvalDataset],
+    *,
+    as_json: bool,
+    all_fixed: bool,
+) -> None:
     if as_json:
-        typer.echo(json.dumps(result.to_json(), indent=2, sort_keys=False))
+        if held_out is None:
+            typer.echo(json.dumps(results[datasets[0].name].to_json(), indent=2, sort_keys=False))
+            return
+        out = {
+            "dev": {name: r.to_json() for name, r in results.items()},
+            "loo": loo_json(held_out),
+            "targets": [c.model_dump() for c in check_targets(results, held_out)],
+        }
+        typer.echo(json.dumps(out, indent=2, sort_keys=False))
         return
-    Console(width=200, soft_wrap=False, highlight=False).print(result_table(result))
+    console = Console(width=240, soft_wrap=False, highlight=False)
+    for result in results.values():
+        console.print(result_table(result, all_fixed))
+        if len(result.per_repo) > 1:
+            console.print(per_repo_table(result))
+    if held_out is not None:
+        default = next(iter(results.values())).default
+        for table in loo_tables(held_out, default):
+            console.print(table)
+        console.print(targets_table(check_targets(results, held_out)))

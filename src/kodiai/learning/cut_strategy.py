@@ -1,80 +1,116 @@
 """Cut strategies: how the reranked candidate pool is cut down to what the review prompt sees.
 
 A strategy is a callable ``(reranked, CutContext) -> CutDecision`` (see :mod:`kodiai.learning.pipeline`)
-with two attributes: ``name`` and ``owns_recency``. When ``owns_recency`` is false the chain applies
-recency weighting *before* the cut (the original's order, kept for ``maxgap``); when true the chain
-hands the strategy the list without recency, plus ``now`` and the recency config, and the strategy
-uses recency to re-order, so an old memory can rank lower but a clear match is never dropped for its age.
+with the attributes ``name``, ``owns_recency`` and ``uses_lexical``. When ``owns_recency`` is false the
+chain applies recency weighting *before* the cut (the original's order, kept for ``maxgap``); when true
+the chain hands the strategy the list without recency, plus ``now`` and the recency config. When
+``uses_lexical`` is true and the caller gives the chain a lexical channel, the pool also holds the
+lexical channel's hits and ``CutContext.lexical`` their BM25 scores.
 
-- ``maxgap``: the original's adaptive max-gap threshold (:func:`compute_adaptive_threshold`), with the
-  profile's floor / ceiling / minimum gap / fallback; telemetry methods ``adaptive``, ``percentile``,
-  ``configured`` exactly as the original writes them.
-- ``headgap``: scale-free. Only the head of the list (the first ``head`` gaps) is searched for a gap, and
-  a gap counts by its size *relative* to the distance before it, so the rule reads the same on any
-  embedder's scale. Absolute and relative guards let it abstain. Methods (for ``GROUP BY threshold_method``):
+Distance scales (one name each, used everywhere in the evaluation):
 
-  - ``headgap:empty``: no candidates at all;
-  - ``headgap:abstain``: the best candidate is above the ceiling (the one absolute number, a per-model
-    gate), or not prominent enough against the pool (``d1 > median · (1 - min_prominence)``): nothing
-    is kept;
-  - ``headgap:gap``: a relative gap ``≥ min_relative_gap`` in the head; keep what lies before it;
-  - ``headgap:band``: no clear gap; keep the top results within ``band`` (relative) of the best one,
-    up to ``top_k``.
+- *raw*: the Euclidean distance between unit vectors (0..2);
+- *adjusted* (the cut scale): raw × the language factor (0.85 / 1 / 1.15), before recency;
+- *recency-adjusted*: adjusted × the recency multiplier ``2 - m`` (1 … 1.85 for non-critical findings).
 
-  With recency on, the branch named is that of the decision on the recency-weighted distances.
+Strategies:
 
-- ``fixed:<t>``: keep adjusted distances ``≤ t`` (the evaluation's baseline; method ``fixed``).
+- ``maxgap``: the original's adaptive max-gap threshold, on the recency-adjusted scale (the original's
+  order), with the profile's floor / ceiling / minimum gap / fallback; methods ``adaptive``,
+  ``percentile``, ``configured`` exactly as the original writes them.
+- ``headgap``: relative rules only; the cut runs on the *adjusted* scale (or on a fused score normalised
+  within each channel, when the lexical channel is on), recency only re-orders (see
+  :func:`head_gap_decide`). Methods ``headgap:empty`` / ``headgap:abstain`` / ``headgap:gap`` /
+  ``headgap:band``, with ``+lexical`` when a kept memory was matched by the lexical channel.
+- ``headgap-v1``: the previous MiniLM default (an absolute ceiling on the best distance, relative rules
+  re-run on recency-adjusted distances); kept as an evaluation reference (:class:`LegacyHeadGapCut`).
+- ``fixed:<t>`` / ``fixed@recency:<t>`` / ``top<k>``: the evaluation's baselines (:class:`FixedCut`,
+  :class:`TopKCut`).
 """
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Hashable, Sequence
-from typing import Literal, Protocol, TypeVar
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from kodiai.learning.adaptive_threshold import AdaptiveThresholdConfig, AdaptiveThresholdResult
 from kodiai.learning.pipeline import CutContext, CutDecision, max_gap_cut
-from kodiai.learning.recency import apply_recency_weighting
+from kodiai.learning.recency import DEFAULT_RECENCY_CONFIG, apply_recency_weighting, recency_multiplier
 from kodiai.learning.types import RerankedResult
 
 StrategyName = Literal["maxgap", "headgap"]
 _Id = TypeVar("_Id", bound=Hashable)
 STRATEGY_NAMES: tuple[StrategyName, ...] = ("maxgap", "headgap")
+LEXICAL_SUFFIX = "+lexical"
 
 
 class NamedCut(Protocol):
-    """A cut strategy the chain can run, with its name and where recency goes."""
+    """A cut strategy the chain can run, with its name, where recency goes and whether it fuses lexical."""
 
     name: str
     owns_recency: bool
+    uses_lexical: bool
 
     def __call__(self, reranked: Sequence[RerankedResult], ctx: CutContext) -> CutDecision: ...
 
 
-class HeadGapParams(BaseModel):
-    """Tuning of the ``headgap`` strategy. Distances are the adjusted (language-reranked) ones."""
+@dataclass(frozen=True, slots=True)
+class Candidate(Generic[_Id]):
+    """One pool member as a cut sees it: ``distance`` on the adjusted scale (before recency),
+    ``multiplier`` the recency multiplier (1 without recency), ``lexical`` the BM25 score (0 = no match)."""
 
-    model_config = ConfigDict(frozen=True)
+    id: _Id
+    distance: float
+    multiplier: float = 1.0
+    lexical: float = 0.0
 
-    head: int = Field(5, ge=1, description="How many leading gaps are searched for a cut.")
-    min_relative_gap: float = Field(
-        0.06, ge=0, description="A gap counts when (d[i+1] - d[i]) / d[i] reaches this."
+    @property
+    def weighted(self) -> float:
+        """The recency-adjusted distance (what ``apply_recency_weighting`` computes)."""
+        return self.distance * self.multiplier
+
+
+def recency_multipliers(reranked: Sequence[RerankedResult], ctx: CutContext) -> list[float]:
+    """Each result's recency multiplier ``2 - m`` as :func:`apply_recency_weighting` applies it (1.0 each
+    when the chain runs without recency)."""
+    if not ctx.recency:
+        return [1.0] * len(reranked)
+    config = ctx.recency_config or DEFAULT_RECENCY_CONFIG
+    at = ctx.now if ctx.now is not None else datetime.now(UTC)
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=UTC)
+    return [recency_multiplier(r.record.created_at, r.record.severity, at, config) for r in reranked]
+
+
+def candidates_of(reranked: Sequence[RerankedResult], ctx: CutContext) -> list[Candidate[int]]:
+    """The chain's pool as :class:`Candidate` rows (ids are memory ids)."""
+    lexical = ctx.lexical or {}
+    return [
+        Candidate(r.memory_id, r.adjusted_distance, m, lexical.get(r.memory_id, 0.0))
+        for r, m in zip(reranked, recency_multipliers(reranked, ctx), strict=True)
+    ]
+
+
+def weighted_order(pool: Sequence[Candidate[_Id]]) -> list[Candidate[_Id]]:
+    """``pool`` (ascending adjusted distance) re-sorted by recency-adjusted distance, stable — the order
+    :func:`apply_recency_weighting` gives."""
+    return sorted(pool, key=lambda c: c.weighted)
+
+
+def _result(
+    threshold: float, method: str, n: int, gap: float | None = None, at: int | None = None
+) -> AdaptiveThresholdResult:
+    return AdaptiveThresholdResult.model_validate(
+        {"threshold": threshold, "method": method, "candidate_count": n, "gap_size": gap, "gap_index": at}
     )
-    band: float = Field(
-        0.08, ge=0, description="Without a gap: keep results within d1 · (1 + band) (and under the ceiling)."
-    )
-    ceiling: float | None = Field(
-        None, gt=0, description="Abstain gate: keep nothing when the best result is farther (None = off)."
-    )
-    floor: float = Field(0.0, ge=0, description="Results this close are always kept (up to top_k).")
-    min_prominence: float = Field(
-        0.0,
-        ge=0,
-        lt=1,
-        description="Abstain unless d1 ≤ median(pool) · (1 - min_prominence) (0 = off).",
-    )
+
+
+# ---- the original's cut ----------------------------------------------------------------------------
 
 
 class MaxGapCut:
@@ -82,6 +118,7 @@ class MaxGapCut:
 
     name = "maxgap"
     owns_recency = False
+    uses_lexical = False
 
     def __init__(self, config: AdaptiveThresholdConfig | None = None, fallback: float | None = None) -> None:
         self.config = config
@@ -96,23 +133,179 @@ class MaxGapCut:
         return max_gap_cut(reranked, ctx.model_copy(update=update) if update else ctx)
 
 
-def _result(
-    threshold: float, method: str, n: int, gap: float | None = None, at: int | None = None
-) -> AdaptiveThresholdResult:
-    return AdaptiveThresholdResult.model_validate(
-        {"threshold": threshold, "method": method, "candidate_count": n, "gap_size": gap, "gap_index": at}
+# ---- headgap: relative rules, recency re-orders --------------------------------------------------------
+
+
+class HeadGapParams(BaseModel):
+    """Tuning of ``headgap``. Every rule is relative to the query's own pool except the two optional
+    absolute gates (``ceiling``, ``floor``), which are off in the built-in profiles."""
+
+    model_config = ConfigDict(frozen=True)
+
+    band: float = Field(
+        0.5, ge=0, description="Vector only: keep similarity ≥ best - band (similarity in [0, 1])."
     )
+    lexical_weight: float = Field(
+        0.0, ge=0, le=1, description="Weight of the lexical channel in the fused score (0 = channel off)."
+    )
+    lexical_band: float = Field(0.25, ge=0, description="The band on the fused score (in [0, 1]).")
+    recency_margin: float | None = Field(
+        0.1,
+        ge=0,
+        description="Drop a memory when a kept one is at least as similar and its recency multiplier is "
+        "this much smaller (None = recency only re-orders).",
+    )
+    head: int = Field(5, ge=1, description="How many leading gaps the gap rule searches.")
+    min_gap: float = Field(
+        0.0, ge=0, description="Gap rule on the normalised score: cut at a gap this large (0 = off)."
+    )
+    min_prominence: float = Field(
+        0.0,
+        ge=0,
+        lt=1,
+        description="Abstain unless d1 ≤ median(pool) · (1 - min_prominence) (relative; 0 = off).",
+    )
+    ceiling: float | None = Field(
+        None, gt=0, description="Abstain when d1 is farther (absolute; None = off)."
+    )
+    floor: float = Field(0.0, ge=0, description="Distances this close are always kept (absolute; 0 = off).")
 
 
-def head_gap_threshold(
-    distances: Sequence[float], top_k: int, params: HeadGapParams
-) -> AdaptiveThresholdResult:
-    """The ``headgap`` decision over ``distances``: a threshold (keep ``≤ threshold``) and the branch.
+def _similarities(distances: Sequence[float]) -> list[float]:
+    """Distances → similarity in [0, 1] normalised within the pool: best 1, worst 0 (all 1 when equal)."""
+    lo, hi = min(distances), max(distances)
+    if hi - lo <= 1e-12:
+        return [1.0] * len(distances)
+    return [(hi - d) / (hi - lo) for d in distances]
 
-    The only absolute number is ``ceiling``, a gate on the *best* candidate (abstain when even it is
-    farther); which results are kept is decided by relative rules alone. ``empty``/``abstain`` return
-    threshold -1 (nothing passes).
+
+def head_gap_decide(
+    pool: Sequence[Candidate[_Id]], top_k: int, params: HeadGapParams, *, lexical: bool = False
+) -> tuple[list[_Id], AdaptiveThresholdResult]:
+    """The ``headgap`` decision over one pool: the ids kept, in final order, and the branch taken.
+
+    ``pool`` is ascending by adjusted distance. ``lexical`` says the lexical channel ran (its scores are in
+    ``Candidate.lexical``). Steps:
+
+    1. no candidates → ``headgap:empty``;
+    2. gates on the adjusted distance of the best match ``d1`` (before recency): the absolute ``ceiling``
+       and the relative ``min_prominence`` (``d1 > median · (1 - p)``) → ``headgap:abstain``;
+    3. score: vector similarity ``v = (d_max - d) / (d_max - d_min)``; with the lexical channel, the fused
+       ``f = (1 - w) · v + w · s / s_max`` (each channel normalised within the pool before fusion);
+    4. keep ``f ≥ f_best - band`` (``headgap:band``), or, when ``min_gap`` is on and one of the first
+       ``head`` gaps of the descending scores reaches it, what lies before the largest (``headgap:gap``);
+       distances ``≤ floor`` are always kept;
+    5. recency (``recency_margin``): a kept memory is dropped only when another kept memory is at least
+       as similar *and* clearly newer (``m_i ≥ m_j · (1 + margin)``) — age alone never removes a memory,
+       and the most similar memory is never dropped for a newer, less similar one;
+    6. the ``top_k`` most similar of what is kept (similarity decides the cut, not recency), ordered by
+       ``f / m`` (recency-adjusted: a newer memory of similar standing comes first).
+
+    The threshold reported is the farthest kept adjusted distance (-1 when nothing is kept).
     """
+    n = len(pool)
+    if n == 0:
+        return [], _result(-1.0, "headgap:empty", 0)
+    distances = [c.distance for c in pool]
+    d1 = min(distances)
+    if params.ceiling is not None and d1 > params.ceiling:
+        return [], _result(-1.0, "headgap:abstain", n)
+    if (
+        params.min_prominence > 0
+        and n >= 3
+        and d1 > statistics.median(distances) * (1 - params.min_prominence)
+    ):
+        return [], _result(-1.0, "headgap:abstain", n)
+    score = _similarities(distances)
+    fused = lexical and params.lexical_weight > 0
+    if fused:
+        best_lexical = max(c.lexical for c in pool)
+        w = params.lexical_weight
+        score = [
+            (1 - w) * v + w * (c.lexical / best_lexical if best_lexical > 0 else 0.0)
+            for v, c in zip(score, pool, strict=True)
+        ]
+    band = params.lexical_band if fused else params.band
+    by_score = sorted(range(n), key=lambda i: -score[i])  # stable: ties keep the distance order
+    best = score[by_score[0]]
+    keep = {i for i in range(n) if score[i] >= best - band - 1e-12}
+    method, gap_size, gap_at = "headgap:band", None, None
+    if params.min_gap > 0 and n > 1:
+        head = [score[i] for i in by_score[: min(params.head, n - 1, top_k) + 1]]
+        gaps = [head[i] - head[i + 1] for i in range(len(head) - 1)]
+        at = max(range(len(gaps)), key=lambda i: gaps[i])
+        if gaps[at] >= params.min_gap:
+            keep = set(by_score[: at + 1])
+            method, gap_size, gap_at = "headgap:gap", gaps[at], at + 1
+    keep |= {i for i in range(n) if distances[i] <= params.floor}
+    if params.recency_margin is not None:
+        factor = 1 + params.recency_margin
+        kept = sorted(keep)
+        keep = {
+            i
+            for i in kept
+            if not any(
+                j != i and score[j] >= score[i] and pool[i].multiplier >= pool[j].multiplier * factor
+                for j in kept
+            )
+        }
+    rank = {i: r for r, i in enumerate(by_score)}
+    # top_k by similarity (recency does not decide what is cut), then ordered by recency-adjusted score.
+    chosen = sorted(keep, key=lambda i: rank[i])[:top_k]
+    final = sorted(chosen, key=lambda i: (-score[i] / pool[i].multiplier, rank[i]))
+    if fused and any(pool[i].lexical > 0 for i in final):
+        method += LEXICAL_SUFFIX
+    threshold = max(distances[i] for i in final)
+    return [pool[i].id for i in final], _result(threshold, method, n, gap_size, gap_at)
+
+
+class HeadGapCut:
+    """The relative cut (:func:`head_gap_decide`). It owns recency: weighting re-orders, and removes a
+    memory only in favour of a newer one that is at least as similar. With ``params.lexical_weight > 0``
+    it fuses the lexical channel when the chain was given one (else it runs on the vector channel alone)."""
+
+    name = "headgap"
+    owns_recency = True
+
+    def __init__(self, params: HeadGapParams | None = None, name: str | None = None) -> None:
+        self.params = params or HeadGapParams()
+        if name is not None:
+            self.name = name
+        self.uses_lexical = self.params.lexical_weight > 0
+
+    def __call__(self, reranked: Sequence[RerankedResult], ctx: CutContext) -> CutDecision:
+        weighted = apply_recency_weighting(reranked, ctx.now, ctx.recency_config) if ctx.recency else None
+        if not ctx.adaptive:
+            # `adaptive: false` opts out of any adaptive cut: recency order, then the first top_k under the
+            # configured threshold (isolation filtered by it), exactly as the original's non-adaptive path.
+            return max_gap_cut(weighted if weighted is not None else reranked, ctx)
+        ids, decision = head_gap_decide(
+            candidates_of(reranked, ctx), ctx.top_k, self.params, lexical=ctx.lexical is not None
+        )
+        by_id = {r.memory_id: r for r in (weighted if weighted is not None else reranked)}
+        return CutDecision(results=[by_id[i] for i in ids], threshold=decision)
+
+
+# ---- headgap-v1: the previous MiniLM default (evaluation reference) ----------------------------------
+
+
+class LegacyHeadGapParams(BaseModel):
+    """The previous ``headgap`` rules: relative gap / band on distances, an absolute ceiling gate."""
+
+    model_config = ConfigDict(frozen=True)
+
+    head: int = Field(5, ge=1)
+    min_relative_gap: float = Field(0.06, ge=0)
+    band: float = Field(0.08, ge=0)
+    ceiling: float | None = Field(None, gt=0)
+    floor: float = Field(0.0, ge=0)
+    min_prominence: float = Field(0.0, ge=0, lt=1)
+
+
+def legacy_head_gap_threshold(
+    distances: Sequence[float], top_k: int, params: LegacyHeadGapParams
+) -> AdaptiveThresholdResult:
+    """The v1 decision over ``distances``: a threshold (keep ``≤ threshold``) and the branch."""
     n = len(distances)
     if n == 0:
         return _result(-1.0, "headgap:empty", 0)
@@ -121,7 +314,6 @@ def head_gap_threshold(
         return _result(-1.0, "headgap:abstain", n)
     if params.min_prominence > 0 and n >= 3 and d[0] > statistics.median(d) * (1 - params.min_prominence):
         return _result(-1.0, "headgap:abstain", n)
-    # The largest relative gap among the first ``head`` gaps (first maximum wins).
     best_gap, best_at = 0.0, 0
     for i in range(1, min(params.head, n - 1, top_k) + 1):
         gap = (d[i] - d[i - 1]) / max(d[i - 1], 1e-12)
@@ -134,23 +326,20 @@ def head_gap_threshold(
     return _result(threshold, "headgap:band", n, best_gap if best_at else None, best_at or None)
 
 
-def head_gap_select(
+def legacy_head_gap_select(
     plain: Sequence[tuple[_Id, float]],
     weighted: Sequence[tuple[_Id, float]] | None,
     top_k: int,
-    params: HeadGapParams,
+    params: LegacyHeadGapParams,
 ) -> tuple[list[_Id], AdaptiveThresholdResult]:
-    """The ids ``headgap`` keeps, in final order, and the decision that names the branch.
-
-    ``plain``: (id, distance without recency), ascending; ``weighted``: the same ids with recency-weighted
-    distances, ascending, or None when recency is off. Pure, so calibration can replay it cheaply.
-    """
-    base = head_gap_threshold([d for _, d in plain], top_k, params)
+    """The ids v1 keeps, in final order: the gate on ``plain`` (adjusted) distances, the relative rules
+    again on ``weighted`` (recency-adjusted) ones, plus what lay before a clear unweighted gap."""
+    base = legacy_head_gap_threshold([d for _, d in plain], top_k, params)
     kept_plain = [i for i, d in plain if d <= base.threshold]
     if weighted is None or base.method in ("headgap:empty", "headgap:abstain"):
         return kept_plain[:top_k], base
     relative = params.model_copy(update={"ceiling": None, "min_prominence": 0.0, "floor": 0.0})
-    decision = head_gap_threshold([w for _, w in weighted], top_k, relative)
+    decision = legacy_head_gap_threshold([w for _, w in weighted], top_k, relative)
     protected = set(kept_plain) if base.method == "headgap:gap" else set()
     first = [i for i, _ in weighted if i in protected][:top_k]
     rest = [i for i, w in weighted if i not in protected and w <= decision.threshold]
@@ -158,30 +347,21 @@ def head_gap_select(
     return [i for i, _ in weighted if i in chosen], decision
 
 
-class HeadGapCut:
-    """The scale-free cut. It owns recency: weighting only re-orders, never removes a clear match.
+class LegacyHeadGapCut:
+    """``headgap-v1``, for the evaluation's comparison with the previous default."""
 
-    Without recency the decision is :func:`head_gap_threshold` on the reranked distances. With recency,
-    the abstain gate still reads the distances without recency; when it passes, the relative rules run
-    again on the recency-weighted distances, and the kept set is that of the weighted decision *plus*,
-    when the unweighted list had a clear gap, everything before that gap (so a year-old finding that
-    clearly matches survives); the result is ordered by weighted distance and the protected ones are
-    never cut by ``top_k``.
-    """
-
-    name = "headgap"
+    name = "headgap-v1"
     owns_recency = True
+    uses_lexical = False
 
-    def __init__(self, params: HeadGapParams | None = None) -> None:
-        self.params = params or HeadGapParams()
+    def __init__(self, params: LegacyHeadGapParams | None = None) -> None:
+        self.params = params or LegacyHeadGapParams()
 
     def __call__(self, reranked: Sequence[RerankedResult], ctx: CutContext) -> CutDecision:
         weighted = apply_recency_weighting(reranked, ctx.now, ctx.recency_config) if ctx.recency else None
         if not ctx.adaptive:
-            # `adaptive: false` opts out of any adaptive cut: recency order, then the first top_k under the
-            # configured threshold (isolation filtered by it), exactly as the original's non-adaptive path.
             return max_gap_cut(weighted if weighted is not None else reranked, ctx)
-        ids, decision = head_gap_select(
+        ids, decision = legacy_head_gap_select(
             [(r.memory_id, r.adjusted_distance) for r in reranked],
             [(w.memory_id, w.adjusted_distance) for w in weighted] if weighted is not None else None,
             ctx.top_k,
@@ -191,17 +371,71 @@ class HeadGapCut:
         return CutDecision(results=[by_id[i] for i in ids], threshold=decision)
 
 
+# ---- evaluation baselines ----------------------------------------------------------------------------
+
+FixedScale = Literal["adjusted", "recency"]
+
+
+def fixed_select(
+    pool: Sequence[Candidate[_Id]], threshold: float, top_k: int, scale: FixedScale
+) -> list[_Id]:
+    """Keep distance ``≤ threshold`` on ``scale``, order by recency-adjusted distance, then ``top_k``."""
+    ordered = weighted_order(pool)
+    if scale == "adjusted":
+        return [c.id for c in ordered if c.distance <= threshold][:top_k]
+    return [c.id for c in ordered if c.weighted <= threshold][:top_k]
+
+
 class FixedCut:
-    """Keep adjusted distances ``≤ threshold`` then ``top_k``: the evaluation's fixed baselines."""
+    """A fixed threshold: ``scale="adjusted"`` (default) cuts on the adjusted distance before recency — the
+    scale ``headgap`` cuts on — then orders by recency; ``scale="recency"`` cuts on the recency-adjusted
+    distance (the original's order, recency before the cut)."""
 
-    owns_recency = False
+    owns_recency = True
+    uses_lexical = False
 
-    def __init__(self, threshold: float) -> None:
+    def __init__(self, threshold: float, scale: FixedScale = "adjusted") -> None:
         self.threshold = threshold
-        self.name = f"fixed:{threshold:g}"
+        self.scale: FixedScale = scale
+        self.name = f"fixed:{threshold:g}" if scale == "adjusted" else f"fixed@recency:{threshold:g}"
 
     def __call__(self, reranked: Sequence[RerankedResult], ctx: CutContext) -> CutDecision:
-        kept = [r for r in reranked if r.adjusted_distance <= self.threshold]
+        weighted = apply_recency_weighting(reranked, ctx.now, ctx.recency_config) if ctx.recency else None
+        ids = fixed_select(candidates_of(reranked, ctx), self.threshold, ctx.top_k, self.scale)
+        by_id = {r.memory_id: r for r in (weighted if weighted is not None else reranked)}
         return CutDecision(
-            results=kept[: ctx.top_k], threshold=_result(self.threshold, "fixed", len(reranked))
+            results=[by_id[i] for i in ids], threshold=_result(self.threshold, "fixed", len(reranked))
         )
+
+
+class TopKCut:
+    """No cut: the first ``top_k`` by recency-adjusted distance (the "top-k, no cut" baseline)."""
+
+    name = "topk"
+    owns_recency = True
+    uses_lexical = False
+
+    def __call__(self, reranked: Sequence[RerankedResult], ctx: CutContext) -> CutDecision:
+        weighted = apply_recency_weighting(reranked, ctx.now, ctx.recency_config) if ctx.recency else None
+        kept = list(weighted if weighted is not None else reranked)[: ctx.top_k]
+        farthest = max((r.adjusted_distance for r in kept), default=-1.0)
+        return CutDecision(results=kept, threshold=_result(farthest, "topk", len(reranked)))
+
+
+def replay_ids(
+    pool: Sequence[Candidate[_Id]], cut: object, top_k: int, *, lexical: bool, recency: bool
+) -> list[_Id]:
+    """What ``cut`` keeps from ``pool`` without the chain (for calibration and leave-one-out), for the cut
+    kinds whose decision is a pure function of the pool; raises ``TypeError`` for any other. ``lexical``:
+    the pool came with the lexical channel; ``recency``: the chain ran with recency (multipliers ≠ 1)."""
+    if isinstance(cut, HeadGapCut):
+        return head_gap_decide(pool, top_k, cut.params, lexical=lexical)[0]
+    if isinstance(cut, FixedCut):
+        return fixed_select(pool, cut.threshold, top_k, cut.scale)
+    if isinstance(cut, TopKCut):
+        return [c.id for c in weighted_order(pool)][:top_k]
+    if isinstance(cut, LegacyHeadGapCut):
+        plain = [(c.id, c.distance) for c in pool]
+        weighted = [(c.id, c.weighted) for c in weighted_order(pool)] if recency else None
+        return legacy_head_gap_select(plain, weighted, top_k, cut.params)[0]
+    raise TypeError(f"no replay for {type(cut).__name__}")

@@ -520,6 +520,12 @@ class LanceMemoryStore:
     def close(self) -> None:
         """Nothing to release: LanceDB holds no open connection (kept for the original's API)."""
 
+    @_locked
+    def with_table(self, fn: Callable[[Any], Any]) -> Any:
+        """Run ``fn`` on the LanceDB table under the store's lock: the lexical channel's full-text
+        search and index upkeep (:mod:`kodiai.learning.lexical`)."""
+        return fn(self._table)
+
     # ---- internals --------------------------------------------------------------------------------
 
     def _indexed(self) -> bool:

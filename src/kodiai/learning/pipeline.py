@@ -1,17 +1,21 @@
 """The whole retrieval chain, as the review handler runs it (spec §1 step 32).
 
-isolation (wide pool when adaptive) → one entry per finding → language rerank → recency weighting → cut (adaptive max-gap
-threshold, then ``top_k``) → confidence labels; plus the ambiguity signal on the untruncated pool and the
-``retrieval_quality`` figures. Pure apart from the store reads that isolation does.
+isolation (wide pool when adaptive) → [lexical channel] → one entry per finding → language rerank → recency
+weighting → cut (adaptive max-gap threshold, then ``top_k``) → confidence labels; plus the ambiguity signal
+on the untruncated pool and the ``retrieval_quality`` figures. Pure apart from the store reads that
+isolation (and the lexical channel, when given) does.
 
 The cut is a plain function of ``(reranked results, CutContext)``: pass another :data:`CutStrategy` to
-``retrieve_context`` to change how the list is cut without touching the rest of the chain.
+``retrieve_context`` to change how the list is cut without touching the rest of the chain. A cut with
+``uses_lexical`` set, given a :class:`LexicalSearcher` and the query text, also sees the lexical channel's
+hits in the pool and their scores in ``CutContext.lexical`` (the original's ``maxgap`` never does).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import Protocol
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -23,10 +27,11 @@ from kodiai.learning.adaptive_threshold import (
 )
 from kodiai.learning.ambiguity import AmbiguityConfig, AmbiguitySignal, ambiguity_signal
 from kodiai.learning.confidence import ConfidenceConfig, ConfidenceLabel, confidence_labels, label_counts
-from kodiai.learning.isolation import IsolationLayer, Provenance
+from kodiai.learning.isolation import IsolationLayer, Provenance, internal_top_k
 from kodiai.learning.recency import RecencyConfig, apply_recency_weighting
 from kodiai.learning.rerank import RerankConfig, rerank_by_language
 from kodiai.learning.types import RerankedResult, RetrievalResult, ThresholdMethod
+from kodiai.log import get_logger
 
 
 class CutContext(BaseModel):
@@ -43,6 +48,8 @@ class CutContext(BaseModel):
     """Whether the chain weights by recency; a strategy with ``owns_recency = True`` gets the unweighted
     list and applies ``recency_config`` itself (when ``recency`` is on)."""
     recency_config: RecencyConfig | None = None
+    lexical: dict[int, float] | None = None
+    """The lexical channel's score (BM25) per pool member, 0 for no match; None when it did not run."""
 
 
 class CutDecision(BaseModel):
@@ -53,6 +60,31 @@ class CutDecision(BaseModel):
 
 
 CutStrategy = Callable[[Sequence[RerankedResult], CutContext], CutDecision]
+
+
+class LexicalMatches(BaseModel):
+    """What the lexical channel adds to one retrieval."""
+
+    model_config = ConfigDict(frozen=True)
+
+    scores: dict[int, float]
+    """Score per memory id, for the vector channel's candidates and the lexical hits (absent = 0)."""
+    extra: list[RetrievalResult]
+    """The lexical hits the vector channel did not return, with their true vector distances."""
+
+
+class LexicalSearcher(Protocol):
+    """A lexical channel (:class:`kodiai.learning.lexical.LexicalChannel`)."""
+
+    def match(
+        self,
+        query_text: str,
+        query_embedding: Sequence[float] | np.ndarray,
+        *,
+        repo: str,
+        limit: int,
+        known: Sequence[int],
+    ) -> LexicalMatches: ...
 
 
 def max_gap_cut(reranked: Sequence[RerankedResult], ctx: CutContext) -> CutDecision:
@@ -87,6 +119,10 @@ class RetrievalQuality(BaseModel):
     confidence_high: int | None = None
     confidence_medium: int | None = None
     confidence_low: int | None = None
+    channels: str = "vector"
+    """The channels that fed the pool: ``vector`` or ``vector+lexical``."""
+    lexical_candidates: int | None = None
+    """Pool members only the lexical channel found (None when it did not run)."""
 
 
 class RetrievalOutcome(BaseModel):
@@ -95,7 +131,7 @@ class RetrievalOutcome(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     candidates: list[RetrievalResult]
-    """What isolation returned (the pool, nearest first)."""
+    """What isolation returned (the pool, nearest first), plus the lexical channel's hits when it ran."""
     reranked: list[RerankedResult]
     """The pool after language rerank and recency weighting, before the cut."""
     results: list[RerankedResult]
@@ -106,6 +142,8 @@ class RetrievalOutcome(BaseModel):
     confidence: list[ConfidenceLabel] | None = None
     """One label per result (same order) when labels are enabled."""
     ambiguity: AmbiguitySignal | None = None
+    lexical: dict[int, float] | None = None
+    """The lexical channel's scores per candidate memory id (None when it did not run)."""
 
     def prompt_findings(self) -> list[dict[str, object]]:
         """The final results as the review prompt's retrieval context (spec §1 step 32.8), with labels."""
@@ -172,11 +210,15 @@ def retrieve_context(
     confidence: ConfidenceConfig | None = None,
     ambiguity: AmbiguityConfig | None = None,
     recency: bool = True,
+    lexical: LexicalSearcher | None = None,
+    query_text: str | None = None,
 ) -> RetrievalOutcome:
     """Run the chain once. ``confidence``/``ambiguity`` switch those signals on (None = off).
 
     ``recency=False`` skips recency weighting (evaluation only; the original always applies it). A cut
     whose ``owns_recency`` attribute is true receives the list before recency and weights it itself.
+    ``lexical`` + ``query_text``: the lexical channel, used only by an adaptive cut whose ``uses_lexical``
+    is true; a failure of the channel is logged and the retrieval goes on with the vector channel alone.
     """
     isolated = isolation.retrieve_with_isolation(
         query_embedding=query_embedding,
@@ -187,7 +229,27 @@ def retrieve_context(
         distance_threshold=distance_threshold,
         adaptive=adaptive,
     )
-    candidates = collapse_outcome_rows(isolated.results)
+    vector_candidates = collapse_outcome_rows(isolated.results)
+    pool: list[RetrievalResult] = list(isolated.results)
+    scores: dict[int, float] | None = None
+    extra = 0
+    if lexical is not None and query_text and adaptive and getattr(cut, "uses_lexical", False):
+        known = [r.memory_id for r in pool]
+        try:
+            found = lexical.match(
+                query_text, query_embedding, repo=repo, limit=internal_top_k(top_k, adaptive), known=known
+            )
+        except Exception as exc:  # fail-open: the vector channel alone still answers
+            get_logger("kodiai.learning.pipeline").warning(
+                "Lexical channel failed; vector channel only", gate="lexical-channel", err=str(exc)
+            )
+        else:
+            seen = set(known)
+            added = [r for r in found.extra if r.memory_id not in seen]
+            pool = sorted([*pool, *added], key=lambda r: r.distance)
+            scores = {r.memory_id: found.scores.get(r.memory_id, 0.0) for r in pool}
+            extra = len(added)
+    candidates = collapse_outcome_rows(pool)
     reranked: list[RerankedResult] = []
     if candidates:
         reranked = rerank_by_language(candidates, pr_languages, rerank_config)
@@ -201,13 +263,14 @@ def retrieve_context(
         now=now,
         recency=recency,
         recency_config=recency_config,
+        lexical=scores,
     )
     decision = cut(reranked, ctx)
     final = decision.results
 
     labels = confidence_labels([r.distance for r in final], confidence) if confidence is not None else None
     signal = (
-        ambiguity_signal([c.distance for c in candidates], top_k, ambiguity)
+        ambiguity_signal([c.distance for c in vector_candidates], top_k, ambiguity)
         if ambiguity is not None
         else None
     )
@@ -224,6 +287,8 @@ def retrieve_context(
         confidence_high=counts["high"] if counts is not None else None,
         confidence_medium=counts["medium"] if counts is not None else None,
         confidence_low=counts["low"] if counts is not None else None,
+        channels="vector" if scores is None else "vector+lexical",
+        lexical_candidates=None if scores is None else extra,
     )
     return RetrievalOutcome(
         candidates=candidates,
@@ -234,4 +299,5 @@ def retrieve_context(
         provenance=isolated.provenance,
         confidence=labels,
         ambiguity=signal,
+        lexical=scores,
     )

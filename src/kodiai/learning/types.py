@@ -22,7 +22,12 @@ ThresholdMethod = Literal[
     "headgap:abstain",
     "headgap:gap",
     "headgap:band",
+    # headgap with the lexical channel contributing to what was kept (kodiai.learning.lexical):
+    "headgap:gap+lexical",
+    "headgap:band+lexical",
+    # evaluation baselines: fixed thresholds and "top-k, no cut".
     "fixed",
+    "topk",
 ]
 
 

@@ -1,35 +1,71 @@
-"""One evaluation end to end: data → cached embeddings → the chain per strategy → metrics per strategy."""
+"""One evaluation end to end: data → cached embeddings → the chain per strategy → metrics per strategy.
+
+Every strategy is judged by the same metric code (:mod:`kodiai.learning.evaluation.metrics`) over the same
+queries. The cut scale is named once (:mod:`kodiai.learning.cut_strategy`): ``headgap`` and the ``fixed:T``
+baselines cut on the *adjusted* distance (language rerank, before recency) and order what they keep by
+the recency-adjusted distance; ``fixed@recency:T`` cuts on the recency-adjusted distance (the original's
+order) and ``maxgap`` is the original's cut, unchanged, on that scale. The fixed grids run from 0.05 to
+the largest distance their scale can produce (2 × the cross-language penalty, times the largest recency
+multiplier for ``fixed@recency``), so the last threshold of each keeps every candidate.
+
+After the chain has run, every strategy whose decision is a pure function of the pool is replayed on the
+captured pools and must keep exactly what the chain kept: calibration and leave-one-out use those replays.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import math
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from kodiai.learning.calibration import (
-    SCALE_FREE_DEFAULT,
-    LabelledPool,
-    profile_for_model,
-    resolve_cut,
-    resolve_profile,
+from kodiai.learning.calibration import LabelledPool, resolve_cut, resolve_profile
+from kodiai.learning.cut_strategy import (
+    FixedCut,
+    HeadGapCut,
+    LegacyHeadGapCut,
+    LegacyHeadGapParams,
+    NamedCut,
+    TopKCut,
+    replay_ids,
 )
-from kodiai.learning.cut_strategy import FixedCut, NamedCut
 from kodiai.learning.embeddings import EmbeddingProvider
 from kodiai.learning.evaluation.data import EvalDataset
 from kodiai.learning.evaluation.embedding_cache import EmbeddingCache
-from kodiai.learning.evaluation.metrics import StrategyMetrics, aggregate
+from kodiai.learning.evaluation.metrics import BOOTSTRAP_REPS, QueryJudgement, StrategyMetrics, with_intervals
 from kodiai.learning.evaluation.runner import ChainOptions, run_chain
+from kodiai.learning.recency import DEFAULT_RECENCY_CONFIG, OTHER_SEVERITY_FLOOR_SHARE
+from kodiai.learning.rerank import DEFAULT_RERANK_CONFIG
 
-# 0.20 … 1.20 by 0.05: the issue's 0.2…0.9, extended because MiniLM's relevant distances reach ~1.0.
-FIXED_THRESHOLDS: tuple[float, ...] = tuple(round(0.2 + 0.05 * i, 2) for i in range(21))
+FIXED_STEP = 0.05
 DEFAULT_KEY = "default"
 BEST_FIXED_KEY = "fixed:best"
+BEST_FIXED_RECENCY_KEY = "fixed@recency:best"
+#: The previous all-MiniLM-L6-v2 default (absolute ceiling 0.829), kept as a reference row.
+LEGACY_MINILM_PARAMS = LegacyHeadGapParams(head=3, min_relative_gap=0.12, band=0.08, ceiling=0.829)
+
+
+def max_distance(*, recency: bool) -> float:
+    """The largest distance a candidate can have on the adjusted scale (or the recency-adjusted one)."""
+    worst = 2.0 * max(1.0, DEFAULT_RERANK_CONFIG.cross_language_penalty)
+    if recency:
+        floor = min(DEFAULT_RECENCY_CONFIG.floor_multiplier * OTHER_SEVERITY_FLOOR_SHARE, 1.0)
+        worst *= 2 - floor
+    return worst
+
+
+def fixed_grid(upto: float, step: float = FIXED_STEP) -> tuple[float, ...]:
+    """``step, 2·step, …`` up to the first multiple of ``step`` at or above ``upto``."""
+    count = math.ceil(upto / step - 1e-9)
+    return tuple(round(step * i, 4) for i in range(1, count + 1))
 
 
 class EvalResult(BaseModel):
-    """Metrics per strategy name; ``default`` is the resolved default strategy's name."""
+    """Metrics per strategy name (whole track and per repository); ``default`` names the default."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -38,20 +74,35 @@ class EvalResult(BaseModel):
     options: ChainOptions
     default: str
     strategies: dict[str, StrategyMetrics]
+    per_repo: dict[str, dict[str, StrategyMetrics]]
+    """repo → strategy → metrics."""
     best_fixed: str | None
+    """The ``fixed:T`` (adjusted scale) with the best F0.5 in hindsight."""
+    best_fixed_recency: str | None
+    """The ``fixed@recency:T`` with the best F0.5 in hindsight."""
+    grid: dict[str, list[float]]
+    """Per fixed family: [first threshold, last threshold, largest distance seen on that scale]."""
+    references: dict[str, str]
+    """Strategy name → what it is, for the report."""
 
     def to_json(self) -> dict[str, Any]:
         """One object keyed by strategy name; ``"default"`` repeats the default strategy's entry and
-        ``"fixed:best"`` the best fixed threshold in hindsight (by F0.5), each naming its strategy."""
+        ``"fixed:best"`` / ``"fixed@recency:best"`` the best fixed threshold of each scale in hindsight."""
         out: dict[str, Any] = {
             name: {"strategy": name, **m.model_dump()} for name, m in self.strategies.items()
         }
         out[DEFAULT_KEY] = {**out[self.default], "track": self.track, "model": self.model}
-        if self.best_fixed is not None:
-            out[BEST_FIXED_KEY] = {
-                **out[self.best_fixed],
-                "threshold": float(self.best_fixed.split(":", 1)[1]),
-            }
+        for key, name in (
+            (BEST_FIXED_KEY, self.best_fixed),
+            (BEST_FIXED_RECENCY_KEY, self.best_fixed_recency),
+        ):
+            if name is not None:
+                out[key] = {**out[name], "threshold": float(name.split(":", 1)[1])}
+        out["per_repo"] = {
+            repo: {name: m.model_dump() for name, m in by_strategy.items()}
+            for repo, by_strategy in self.per_repo.items()
+        }
+        out["grid"] = self.grid
         return out
 
 
@@ -60,25 +111,99 @@ def build_strategies(
     *,
     cut_strategy: str | None = None,
     calibration: Mapping[str, Any] | BaseModel | None = None,
-    fixed: tuple[float, ...] = FIXED_THRESHOLDS,
-) -> tuple[dict[str, NamedCut], str]:
-    """The strategies compared, and the name of the default among them.
+    options: ChainOptions | None = None,
+) -> tuple[dict[str, NamedCut], str, dict[str, str]]:
+    """The strategies compared, the name of the default among them, and a description of each reference.
 
-    ``maxgap`` and ``headgap`` use the model's profile (with the config's calibration keys); the
-    scale-free default profile is added as ``headgap:scale-free`` when the model has its own profile.
+    ``headgap`` is the model's profile (with the config's calibration keys); with the lexical channel on
+    and a profile that uses it, ``headgap:vector`` is the same profile on the vector channel alone and
+    ``top<k>+lexical`` the fused order without a cut.
     """
+    opts = options or ChainOptions()
     profile = resolve_profile(model, calibration)
-    strategies: dict[str, NamedCut] = {
-        "maxgap": profile.cut("maxgap"),
-        "headgap": profile.cut("headgap"),
+    head = profile.cut("headgap")
+    strategies: dict[str, NamedCut] = {"maxgap": profile.cut("maxgap"), "headgap": head}
+    notes = {
+        "maxgap": "the original's cut (recency before the cut; reference)",
+        "headgap-v1": "the previous MiniLM default: absolute ceiling 0.829 (reference)",
+        f"top{opts.top_k}": f"no cut: the first {opts.top_k} by recency-adjusted distance",
     }
-    if profile_for_model(model) is not SCALE_FREE_DEFAULT:
-        strategies["headgap:scale-free"] = SCALE_FREE_DEFAULT.cut("headgap")
-    for t in fixed:
+    lexical = opts.lexical and head.uses_lexical
+    if lexical:
+        vector = profile.model_copy(update={"head_lexical_weight": 0.0}).head_gap_params()
+        strategies["headgap:vector"] = HeadGapCut(vector, name="headgap:vector")
+        notes["headgap:vector"] = "headgap on the vector channel alone"
+    strategies["headgap-v1"] = LegacyHeadGapCut(LEGACY_MINILM_PARAMS)
+    strategies[f"top{opts.top_k}"] = TopKCut()
+    if lexical:
+        fused_top = profile.head_gap_params().model_copy(update={"lexical_band": 1.0, "recency_margin": None})
+        strategies[f"top{opts.top_k}+lexical"] = HeadGapCut(fused_top, name=f"top{opts.top_k}+lexical")
+        notes[f"top{opts.top_k}+lexical"] = "no cut: the first by fused score (lexical channel on)"
+    for t in fixed_grid(max_distance(recency=False)):
         cut = FixedCut(t)
         strategies[cut.name] = cut
-    default = resolve_cut(model, cut_strategy, calibration)
-    return strategies, default.name
+    if opts.recency:
+        for t in fixed_grid(max_distance(recency=True)):
+            cut = FixedCut(t, scale="recency")
+            strategies[cut.name] = cut
+    return strategies, resolve_cut(model, cut_strategy, calibration).name, notes
+
+
+def replay_judgements(
+    pools: Sequence[LabelledPool], cut: NamedCut, top_k: int, method: str = "replay"
+) -> list[QueryJudgement]:
+    """``cut`` replayed over captured pools, as judgements."""
+    out = []
+    for pool in pools:
+        lexical = cut.uses_lexical and pool.fused is not None
+        kept = replay_ids(pool.pool(lexical), cut, top_k, lexical=lexical, recency=pool.recency)
+        out.append(
+            QueryJudgement(
+                query_id=pool.query_id,
+                kept=kept,
+                relevant=pool.relevant,
+                graded=pool.graded,
+                method=method,
+                repo=pool.repo,
+            )
+        )
+    return out
+
+
+def check_replays(
+    judgements: Mapping[str, Sequence[QueryJudgement]],
+    pools: Sequence[LabelledPool],
+    strategies: Mapping[str, NamedCut],
+    top_k: int,
+) -> None:
+    """Raise when a replay keeps anything other than what the chain kept (for any strategy that has one)."""
+    for name, cut in strategies.items():
+        try:
+            replayed = replay_judgements(pools, cut, top_k)
+        except TypeError:
+            continue
+        for chain, replay in zip(judgements[name], replayed, strict=True):
+            if chain.kept != replay.kept:
+                raise RuntimeError(
+                    f"{name}: the replay keeps {replay.kept} for {chain.query_id}, the chain {chain.kept}"
+                )
+
+
+def summarise(
+    judgements: Sequence[QueryJudgement], reps: int
+) -> tuple[StrategyMetrics, dict[str, StrategyMetrics]]:
+    """Whole-set and per-repository metrics with bootstrap intervals."""
+    by_repo: dict[str, list[QueryJudgement]] = defaultdict(list)
+    for j in judgements:
+        by_repo[j.repo].append(j)
+    return with_intervals(judgements, reps=reps), {
+        repo: with_intervals(js, reps=reps) for repo, js in sorted(by_repo.items())
+    }
+
+
+def _largest(pools: Sequence[LabelledPool], *, weighted: bool) -> float:
+    values = [c.weighted if weighted else c.distance for p in pools for c in p.vector]
+    return float(np.max(values)) if values else 0.0
 
 
 def evaluate(
@@ -90,13 +215,16 @@ def evaluate(
     cut_strategy: str | None = None,
     calibration: Mapping[str, Any] | BaseModel | None = None,
     on_query: Callable[[int, int], None] | None = None,
+    bootstrap_reps: int = BOOTSTRAP_REPS,
 ) -> tuple[EvalResult, list[LabelledPool]]:
-    """Embed (cached), run every strategy through the real chain, aggregate."""
+    """Embed (cached), run every strategy through the real chain, check the replays, aggregate."""
     opts = options or ChainOptions()
     cache = EmbeddingCache(cache_dir, provider)
     finding_vectors = cache.embed([f.memory_text() for f in dataset.findings], "document")
     query_vectors = cache.embed([q.query_text for q in dataset.queries], "query")
-    strategies, default = build_strategies(provider.model, cut_strategy=cut_strategy, calibration=calibration)
+    strategies, default, notes = build_strategies(
+        provider.model, cut_strategy=cut_strategy, calibration=calibration, options=opts
+    )
     judgements, pools = run_chain(
         dataset,
         query_vectors,
@@ -106,15 +234,32 @@ def evaluate(
         options=opts,
         on_query=on_query,
     )
-    metrics = {name: aggregate(js) for name, js in judgements.items()}
-    fixed = [name for name in metrics if name.startswith("fixed:")]
-    best = max(fixed, key=lambda n: metrics[n].f0_5) if fixed else None
+    check_replays(judgements, pools, strategies, opts.top_k)
+    metrics: dict[str, StrategyMetrics] = {}
+    per_repo: dict[str, dict[str, StrategyMetrics]] = defaultdict(dict)
+    for name, js in judgements.items():
+        metrics[name], repos = summarise(js, bootstrap_reps)
+        for repo, m in repos.items():
+            per_repo[repo][name] = m
+
+    def best(prefix: str) -> str | None:
+        names = [n for n in metrics if n.startswith(prefix)]
+        return max(names, key=lambda n: metrics[n].f0_5) if names else None
+
+    adjusted, recency = fixed_grid(max_distance(recency=False)), fixed_grid(max_distance(recency=True))
+    grid = {"fixed": [adjusted[0], adjusted[-1], _largest(pools, weighted=False)]}
+    if opts.recency:
+        grid["fixed@recency"] = [recency[0], recency[-1], _largest(pools, weighted=True)]
     result = EvalResult(
         track=dataset.name,
         model=provider.model,
         options=opts,
         default=default,
         strategies=metrics,
-        best_fixed=best,
+        per_repo=dict(per_repo),
+        best_fixed=best("fixed:"),
+        best_fixed_recency=best("fixed@recency:"),
+        grid=grid,
+        references=notes,
     )
     return result, pools

@@ -1,10 +1,13 @@
 """Run the real retrieval chain over a labelled track, once per query and cut strategy.
 
-The memories go into a real LanceDB store (a temporary directory). Queries are processed per repo in
-time order and, before each query, the findings created strictly before it are written, so every
-query sees exactly the memories older than itself (``created_at <`` the query's). Each query's vector
-search runs once: a memoising reader hands the same candidate pool to the chain for every strategy,
-and the rest of the chain (language rerank, recency, cut, top_k) runs for real per strategy.
+The memories go into a real LanceDB store (a temporary directory) with its full-text indexes (the lexical
+channel). Queries are processed per repo in time order and, before each query, the findings created
+strictly before it are written, so every query sees exactly the memories older than itself
+(``created_at <`` the query's). Each query's vector search runs once: a memoising reader hands the same
+candidate pool to the chain for every strategy, and the rest of the chain (lexical channel for the cuts
+that use it, language rerank, recency, cut, top_k) runs for real per strategy. Alongside, each query's
+uncut pool is captured (with and without the lexical channel) so calibration and leave-one-out can
+replay a cut without the chain.
 """
 
 from __future__ import annotations
@@ -13,20 +16,20 @@ import hashlib
 import tempfile
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
 from pathlib import Path
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from kodiai.learning.adaptive_threshold import AdaptiveThresholdResult
 from kodiai.learning.calibration import LabelledPool
-from kodiai.learning.cut_strategy import NamedCut
+from kodiai.learning.cut_strategy import Candidate, NamedCut, candidates_of
 from kodiai.learning.evaluation.data import EvalDataset, EvalFinding
 from kodiai.learning.evaluation.metrics import QueryJudgement
 from kodiai.learning.isolation import IsolationLayer
+from kodiai.learning.lexical import LexicalChannel
 from kodiai.learning.memory_store import LanceMemoryStore, open_memory_store
-from kodiai.learning.pipeline import retrieve_context
-from kodiai.learning.recency import apply_recency_weighting
+from kodiai.learning.pipeline import CutContext, CutDecision, LexicalMatches, retrieve_context
 from kodiai.learning.rerank import RerankConfig
 from kodiai.learning.types import LearningMemoryRecord, MemoryHit, RerankedResult
 
@@ -43,6 +46,8 @@ class ChainOptions(BaseModel):
     distance_threshold: float = 0.3
     language_rerank: bool = True
     recency: bool = True
+    lexical: bool = True
+    """Give the chain the lexical channel (used by the cuts whose ``uses_lexical`` is set)."""
 
 
 class _MemoReader:
@@ -51,6 +56,7 @@ class _MemoReader:
     def __init__(self, store: LanceMemoryStore) -> None:
         self._store = store
         self._hits: dict[tuple[str, str, str, int], list[MemoryHit]] = {}
+        self._records: dict[tuple[int, ...], dict[int, LearningMemoryRecord]] = {}
 
     @staticmethod
     def _key(vector: Sequence[float] | np.ndarray) -> str:
@@ -75,7 +81,34 @@ class _MemoReader:
         return self._hits[key]
 
     def get_memory_records(self, memory_ids: Sequence[int]) -> dict[int, LearningMemoryRecord]:
-        return self._store.get_memory_records(memory_ids)
+        key = tuple(memory_ids)
+        if key not in self._records:
+            self._records[key] = self._store.get_memory_records(memory_ids)
+        return self._records[key]
+
+
+class _MemoLexical:
+    """The lexical channel, answering a repeated match from memory (one query's matches per instance)."""
+
+    def __init__(self, channel: LexicalChannel) -> None:
+        self._channel = channel
+        self._found: dict[tuple[str, str, int, tuple[int, ...]], LexicalMatches] = {}
+
+    def match(
+        self,
+        query_text: str,
+        query_embedding: Sequence[float] | np.ndarray,
+        *,
+        repo: str,
+        limit: int,
+        known: Sequence[int],
+    ) -> LexicalMatches:
+        key = (query_text, repo, limit, tuple(known))
+        if key not in self._found:
+            self._found[key] = self._channel.match(
+                query_text, query_embedding, repo=repo, limit=limit, known=known
+            )
+        return self._found[key]
 
 
 def memory_record(finding: EvalFinding, index: int, model: str, dimensions: int) -> LearningMemoryRecord:
@@ -97,6 +130,26 @@ def memory_record(finding: EvalFinding, index: int, model: str, dimensions: int)
     )
 
 
+class _Capture:
+    """A cut that records the pool it is given (before recency) and keeps nothing."""
+
+    owns_recency = True
+
+    def __init__(self, lexical: bool) -> None:
+        self.name = "capture+lexical" if lexical else "capture"
+        self.uses_lexical = lexical
+        self.pool: list[Candidate[int]] = []
+        self.reranked: list[RerankedResult] = []
+        self.lexical_ran = False
+
+    def __call__(self, reranked: Sequence[RerankedResult], ctx: CutContext) -> CutDecision:
+        self.pool = candidates_of(reranked, ctx)
+        self.reranked = list(reranked)
+        self.lexical_ran = ctx.lexical is not None
+        none = AdaptiveThresholdResult(threshold=-1.0, method="topk", candidate_count=len(reranked))
+        return CutDecision(results=[], threshold=none)
+
+
 def run_chain(
     dataset: EvalDataset,
     query_vectors: np.ndarray,
@@ -108,8 +161,7 @@ def run_chain(
     workdir: str | Path | None = None,
     on_query: Callable[[int, int], None] | None = None,
 ) -> tuple[dict[str, list[QueryJudgement]], list[LabelledPool]]:
-    """Judgements per strategy name (in query order), and each query's uncut pool for calibration
-    (taken from the first strategy that owns recency, or from any when recency is off; else none).
+    """Judgements per strategy name (in query order), and each query's uncut pool (for replays).
 
     ``query_vectors[i]`` embeds ``dataset.queries[i].query_text``; ``finding_vectors[j]`` embeds
     ``dataset.findings[j].memory_text()``.
@@ -132,6 +184,9 @@ def run_chain(
     done = 0
     with tempfile.TemporaryDirectory(prefix="kodiai-eval-", dir=workdir) as tmp:
         store = open_memory_store(str(Path(tmp) / "memory.lance"), dims)
+        channel = LexicalChannel(store) if opts.lexical else None
+        if channel is not None:
+            channel.ensure_index()
         for repo, query_idx in by_repo_queries.items():
             findings = sorted(by_repo_findings.get(repo, []), key=lambda j: dataset.findings[j].created_at)
             written = 0
@@ -150,9 +205,17 @@ def run_chain(
                         finding_vectors[batch],
                     )
                 isolation = IsolationLayer(_MemoReader(store))
+                lexical = _MemoLexical(channel) if channel is not None else None
                 grades = query.grades()
                 relevant = frozenset(query.relevant_ids)
-                for name, cut in strategies.items():
+                captures = [_Capture(lexical=False)]
+                if channel is not None:
+                    captures.append(_Capture(lexical=True))
+                cuts: list[tuple[str | None, NamedCut]] = [
+                    *strategies.items(),
+                    *((None, c) for c in captures),
+                ]
+                for name, cut in cuts:
                     outcome = retrieve_context(
                         isolation,
                         query_vectors[i],
@@ -167,20 +230,30 @@ def run_chain(
                         rerank_config=None if opts.language_rerank else NO_RERANK,
                         cut=cut,
                         recency=opts.recency,
+                        lexical=lexical,
+                        query_text=query.query_text,
                     )
-                    kept = [_finding_id(dataset, r) for r in outcome.results]
+                    if name is None:
+                        continue
                     judgements[name][i] = QueryJudgement(
                         query_id=query.id,
-                        kept=kept,
+                        kept=[_finding_id(dataset, r) for r in outcome.results],
                         relevant=relevant,
                         graded=grades,
                         method=outcome.quality.threshold_method,
+                        repo=query.repo,
                     )
-                    # The pool a recency-owning strategy saw is the reranked list without recency.
-                    if pools[i] is None and (cut.owns_recency or not opts.recency):
-                        pools[i] = _labelled_pool(
-                            dataset, query.id, relevant, grades, outcome.reranked, query.created_at
-                        )
+                pools[i] = LabelledPool(
+                    query_id=query.id,
+                    repo=query.repo,
+                    relevant=relevant,
+                    graded=grades,
+                    vector=_labelled(dataset, captures[0]),
+                    fused=_labelled(dataset, captures[1])
+                    if len(captures) > 1 and captures[1].lexical_ran
+                    else None,
+                    recency=opts.recency,
+                )
                 done += 1
                 if on_query is not None:
                     on_query(done, len(dataset.queries))
@@ -190,22 +263,12 @@ def run_chain(
     )
 
 
-def _labelled_pool(
-    dataset: EvalDataset,
-    query_id: str,
-    relevant: frozenset[str],
-    graded: dict[str, int],
-    reranked: list[RerankedResult],
-    now: datetime,
-) -> LabelledPool:
-    weighted = apply_recency_weighting(reranked, now)
-    return LabelledPool(
-        query_id=query_id,
-        relevant=relevant,
-        graded=graded,
-        plain=[(_finding_id(dataset, r), r.adjusted_distance) for r in reranked],
-        weighted=[(_finding_id(dataset, r), r.adjusted_distance) for r in weighted],
-    )
+def _labelled(dataset: EvalDataset, capture: _Capture) -> list[Candidate[str]]:
+    """The captured pool with corpus ids in place of memory ids."""
+    return [
+        Candidate(_finding_id(dataset, r), c.distance, c.multiplier, c.lexical)
+        for r, c in zip(capture.reranked, capture.pool, strict=True)
+    ]
 
 
 def _finding_id(dataset: EvalDataset, result: RerankedResult) -> str:
