@@ -126,11 +126,12 @@ class JournalWriter:
     ) -> asyncio.Future[Any] | None:
         """Queue ``apply``; with ``wait`` return a future for its result (set after COMMIT)."""
         op = WriteOp(apply=apply, intake=intake, retry=retry, label=label)
+        future: asyncio.Future[Any] | None = None
         if wait:
             op.loop = asyncio.get_running_loop()
-            op.future = op.loop.create_future()
+            op.future = future = op.loop.create_future()
         self._queue.put(op)
-        return op.future
+        return future  # not op.future: the writer clears it once settled, possibly before this line runs
 
     def stop(self) -> None:
         """Apply everything already queued (and try the held-back writes once more), then end the thread."""
