@@ -1,10 +1,14 @@
-"""Retrieval quality against the issue-7 targets: every track × recency on/off, baseline = the original's cut.
+"""Retrieval quality against the issue-16 targets, on the dev split and leave-one-repository-out.
 
     .venv/bin/python benchmarks/retrieval_quality.py [--data ../shared/eval-dev] [--cache .eval-cache]
+        [--bootstrap 1000] [--no-lexical] [--min-abstain 0.0]
 
-Prints, per track and recency setting, F0.5 / empty / abstain of the default strategy next to the
-original's ``maxgap`` and the best fixed threshold in hindsight (all measured in the same run), then
-each target with met / not met. Embeddings come from the on-disk cache (first run embeds everything).
+Runs the real chain over both tracks (all-MiniLM-L6-v2, embeddings from the on-disk cache; the first run
+embeds everything), then leave-one-repository-out, and prints per track and split the default next to
+"top 5, no cut", the best fixed threshold on the default's scale (dev: in hindsight; leave-one-out:
+fitted on the other repositories), the recency-scale fixed threshold, the vector-only variant and the
+previous default, each with 95 % bootstrap intervals; then F0.5 per repository and every target with
+met / not met. The same figures, in full, come from ``kodiai eval retrieval --data DIR --loo``.
 """
 
 from __future__ import annotations
@@ -14,13 +18,29 @@ from pathlib import Path
 
 from kodiai.learning.embeddings import LocalEmbeddingProvider
 from kodiai.learning.evaluation.data import load_dataset
-from kodiai.learning.evaluation.evaluate import evaluate
+from kodiai.learning.evaluation.evaluate import EvalResult, evaluate
+from kodiai.learning.evaluation.loo import evaluation_loo
+from kodiai.learning.evaluation.metrics import StrategyMetrics
 from kodiai.learning.evaluation.runner import ChainOptions
+from kodiai.learning.evaluation.targets import check_targets
 
-TARGETS = {
-    "rereview": {"f0_5": 0.72, "empty": 0.10, "abstain": 0.70},
-    "past-fixes": {"f0_5": 0.42, "empty": 0.10},
-}
+
+def _cell(m: StrategyMetrics, key: str, pct: bool = False) -> str:
+    value = getattr(m, key)
+    if value is None:
+        return "—"
+    fmt = (lambda v: f"{v:.0%}") if pct else (lambda v: f"{v:.3f}")
+    if m.ci and key in m.ci:
+        lo, hi = m.ci[key]
+        return f"{fmt(value)} [{fmt(lo)}–{fmt(hi)}]"
+    return fmt(value)
+
+
+def _row(split: str, track: str, label: str, m: StrategyMetrics) -> str:
+    return (
+        f"| {split} | {track} | {label} | {_cell(m, 'f0_5')} | {_cell(m, 'precision')} | "
+        f"{_cell(m, 'recall_at_5')} | {_cell(m, 'empty', True)} | {_cell(m, 'abstain', True)} |"
+    )
 
 
 def main() -> None:
@@ -29,46 +49,78 @@ def main() -> None:
     )
     parser.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared" / "eval-dev"))
     parser.add_argument("--cache", default=".eval-cache")
+    parser.add_argument("--bootstrap", type=int, default=1000)
+    parser.add_argument("--no-lexical", action="store_true")
+    parser.add_argument("--min-abstain", type=float, default=0.0)
     args = parser.parse_args()
     provider = LocalEmbeddingProvider()
-    print(f"{'track':11} {'recency':7} {'strategy':22} {'F0.5':>6} {'empty':>6} {'abstain':>7}")
-    f05: dict[tuple[str, bool], float] = {}
-    verdicts: list[str] = []
+    options = ChainOptions(lexical=not args.no_lexical)
+    dev: dict[str, EvalResult] = {}
+    pools = {}
     for rereview in (False, True):
         dataset = load_dataset(args.data, rereview=rereview)
-        for recency in (True, False):
-            result, _ = evaluate(dataset, provider, args.cache, options=ChainOptions(recency=recency))
-            rows = {"maxgap (original)": "maxgap", f"{result.default} (default)": result.default}
-            if result.best_fixed:
-                rows[f"{result.best_fixed} (hindsight)"] = result.best_fixed
-            for label, name in rows.items():
-                m = result.strategies[name]
-                abstain = "—" if m.abstain is None else f"{m.abstain:.0%}"
-                print(
-                    f"{dataset.name:11} {'on' if recency else 'off':7} {label:22} "
-                    f"{m.f0_5:6.3f} {m.empty or 0:6.0%} {abstain:>7}"
-                )
-            m = result.strategies[result.default]
-            f05[(dataset.name, recency)] = m.f0_5
-            if recency:
-                goal = TARGETS[dataset.name]
-                verdicts.append(
-                    f"{dataset.name} F0.5 {m.f0_5:.3f} >= {goal['f0_5']}: {m.f0_5 >= goal['f0_5']}"
-                )
-                verdicts.append(
-                    f"{dataset.name} empty {m.empty or 0:.0%} <= {goal['empty']:.0%}: {(m.empty or 0) <= goal['empty']}"
-                )
-                if "abstain" in goal:
-                    ok = m.abstain is not None and m.abstain >= goal["abstain"]
-                    verdicts.append(
-                        f"{dataset.name} abstain {m.abstain or 0:.0%} >= {goal['abstain']:.0%}: {ok}"
-                    )
-    for name in TARGETS:
-        on, off = f05[(name, True)], f05[(name, False)]
-        verdicts.append(
-            f"{name} recency on {on:.3f} vs off {off:.3f} (not worse by > 5%): {on >= off * 0.95}"
+        dev[dataset.name], pools[dataset.name] = evaluate(
+            dataset, provider, args.cache, options=options, bootstrap_reps=args.bootstrap
         )
-    print("\n" + "\n".join(verdicts))
+    loo = evaluation_loo(
+        pools,
+        model=provider.model,
+        options=options,
+        min_abstain=args.min_abstain,
+        bootstrap_reps=args.bootstrap,
+    )
+    top = f"top{options.top_k}"
+    print("| split | track | strategy | F0.5 | precision | recall@5 | empty | abstain |")
+    print("|---|---|---|---|---|---|---|---|")
+    for track, result in dev.items():
+        rows = {
+            f"**{result.default}** (default)": result.default,
+            "headgap:vector (vector channel only)": "headgap:vector",
+            f"{top} (no cut)": top,
+            f"{top}+lexical (no cut)": f"{top}+lexical",
+            f"{result.best_fixed} (best fixed, same scale, hindsight)": result.best_fixed,
+            f"{result.best_fixed_recency} (best fixed after recency, hindsight)": result.best_fixed_recency,
+            "headgap-v1 (previous default)": "headgap-v1",
+            "maxgap (original)": "maxgap",
+        }
+        for label, name in rows.items():
+            if name in result.strategies:
+                print(_row("dev", track, label, result.strategies[name]))
+        held = loo.strategies[track]
+        loo_rows = {
+            f"**{result.default}** (default, band fitted per fold)": result.default,
+            "headgap:vector (band fitted per fold)": "headgap:vector",
+            f"{top} (no cut)": top,
+            f"{top}+lexical (no cut)": f"{top}+lexical",
+            "fixed (same scale, fitted per fold)": "fixed",
+            "fixed@recency (fitted per fold)": "fixed@recency",
+            "headgap-v1 (ceiling refitted per fold)": "headgap-v1",
+        }
+        for label, name in loo_rows.items():
+            if name in held:
+                print(_row("LOO", track, label, held[name]))
+    print("\nF0.5 per repository (past-fixes): dev | leave-one-out")
+    names = [dev["past-fixes"].default, top, "fixed", "headgap-v1"]
+    print("| repository | " + " | ".join(f"{n} dev | {n} LOO" for n in names) + " |")
+    print("|---|" + "---|" * (2 * len(names)))
+    best_fixed = dev["past-fixes"].best_fixed
+    for repo, by_strategy in dev["past-fixes"].per_repo.items():
+        cells = []
+        for n in names:
+            dev_name = best_fixed if n == "fixed" else n
+            dev_m = by_strategy.get(dev_name) if dev_name else None
+            loo_m = loo.per_repo["past-fixes"].get(repo, {}).get(n)
+            cells.append(f"{dev_m.f0_5:.3f}" if dev_m else "—")
+            cells.append(f"{loo_m.f0_5:.3f}" if loo_m else "—")
+        print(f"| {repo} | " + " | ".join(cells) + " |")
+    print("\nFolds (constants fitted without the repository):")
+    for fold in loo.folds:
+        print(f"  {fold.repo}: " + "; ".join(f"{k} {v}" for k, v in fold.params.items()))
+    print("\nTargets:")
+    for check in check_targets(dev, loo):
+        print(
+            f"  [{'met' if check.met else 'NOT met'}] {check.split} {check.track}: {check.target} — {check.value}"
+        )
 
 
 if __name__ == "__main__":
