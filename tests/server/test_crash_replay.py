@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import signal
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -89,16 +88,16 @@ def test_sigterm_drains_in_flight_jobs_within_the_grace_period(tmp_path: Path, f
 
 
 def test_sigterm_past_the_grace_period_leaves_the_job_for_replay(tmp_path: Path, fake: FakeGitHub) -> None:
-    """A job longer than the grace period is cut at SIGTERM, stays pending, and runs after the restart."""
-    server, record = serve(tmp_path, fake, KODIAI_TEST_SLEEP="30", SHUTDOWN_GRACE_SECONDS="0.5")
+    """A job longer than the grace period is cut at SIGTERM, stays pending, and runs after the restart.
+    The job would take an hour, so the bounded stop returning at all shows it was cut (no wall-clock bound
+    on the shutdown itself: a loaded machine may be slow to exit)."""
+    server, record = serve(tmp_path, fake, KODIAI_TEST_SLEEP="3600", SHUTDOWN_GRACE_SECONDS="0.5")
     server.start()
     try:
         assert server.deliver(issue(1, "g-2"), "g-2").status_code == 200
         wait_until(lambda: server.statuses().get("g-2") == "running", 30, "the job to start", server)
     finally:
-        started = time.monotonic()
-        server.stop(signal.SIGTERM, timeout=60)
-    assert time.monotonic() - started < 15  # did not wait for the 30 s job
+        server.stop(signal.SIGTERM, timeout=120)  # raises if it waited for the job
     assert recorded(record) == []
     assert server.journal("SELECT status, attempts FROM delivery_journal WHERE delivery_id = 'g-2'") == [
         ("pending", 0)  # the cut attempt was given back: a graceful stop uses none up
