@@ -1,13 +1,15 @@
 """Slow clients for the slowloris test, run as their own process (``python slow_clients.py PORT N SECONDS``).
 
-In the test process they would share its GIL with the ``/health`` probe and skew what it measures. Prints
-one JSON line: every time the server ended a connection, ``[mode, status, lifetime_seconds]``.
+In the test process they would share its GIL with the ``/health`` probe and skew what it measures; they
+run at a lower priority (nice 10), as another machine's load would not compete with the server for its
+CPU. Prints one JSON line: every time the server ended a connection, ``[mode, status, lifetime_seconds]``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from dataclasses import dataclass, field
 
@@ -32,6 +34,7 @@ async def slow_client(port: int, n: int, stop: asyncio.Event, stats: SlowStats) 
     ends the connection, wait 0.5 s and start again."""
     mode = "body" if n % 2 else "headers"
     loop = asyncio.get_running_loop()
+    await asyncio.sleep(n * 0.01)  # ramp up over 2 s, as an attack does, rather than 200 at one instant
     while not stop.is_set():
         try:
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
@@ -80,6 +83,7 @@ async def slowloris(port: int, clients: int, seconds: float) -> SlowStats:
 
 
 def main() -> None:
+    os.nice(10)
     port, clients, seconds = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
     stats = asyncio.run(slowloris(port, clients, seconds))
     print(json.dumps({"closures": stats.closures, "attackers_closed": len(stats.attackers_closed)}))

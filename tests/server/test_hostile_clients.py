@@ -199,15 +199,16 @@ def test_slowloris_connections_are_closed_and_health_keeps_answering(served: Ser
     closures: list[tuple[str, int | None, float]] = [tuple(c) for c in stats["closures"]]
     headers = [(status, life) for mode, status, life in closures if mode == "headers"]
     bodies = [(status, life) for mode, status, life in closures if mode == "body"]
-    # a trickled header block is cut at HTTP_REQUEST_TIMEOUT_SECONDS, with a 408
+    # A trickled header block is cut at HTTP_REQUEST_TIMEOUT_SECONDS with a 408 (None: the reset won the
+    # race with the answer). Lifetimes are the client's view: an upper bound only, since the niced client
+    # may notice its connection late, or start its clock after the server did.
     assert {status for status, _ in headers} <= {408, None}
-    assert all(TIMEOUT_S - 0.5 < life < TIMEOUT_S + 6 for _, life in headers), sorted(
-        life for _, life in headers
-    )[-5:]
+    assert sum(status == 408 for status, _ in headers) >= 0.9 * len(headers)
+    assert all(life < TIMEOUT_S + 6 for _, life in headers), sorted(life for _, life in headers)[-5:]
     # a trickled body: 408 at WEBHOOK_BODY_TIMEOUT_SECONDS, or 503 at once while 64 others hold the budget
     assert {status for status, _ in bodies} <= {408, 503, None}
     timed_out = [life for status, life in bodies if status == 408]
-    assert timed_out and all(BODY_TIMEOUT_S - 0.5 < life < BODY_TIMEOUT_S + 6 for life in timed_out)
+    assert timed_out and all(life < BODY_TIMEOUT_S + 6 for life in timed_out)
     assert len(headers) >= 100 * 5  # each header trickler cut again and again (30 s / ~2.5 s)
     metrics = httpx.get(f"{served.url}/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"}).text
     assert "kodiai_http_request_timeouts_total" in metrics

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from starlette.types import Message, Receive, Scope, Send
@@ -195,6 +197,26 @@ async def send_result(send: Send, result: IngressResult) -> None:
         await send_response(send, result.status, render_json(result.body), JSON_TYPE)
 
 
+class LogThrottle:
+    """At most one line per ``interval`` seconds for each message, so a flood of refusals cannot flood the
+    log (the metrics count every one); the next line says how many were held back (``suppressed``)."""
+
+    def __init__(self, interval: float = 10.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self._interval = interval
+        self._clock = clock
+        self._next: dict[str, float] = {}
+        self._held: dict[str, int] = {}
+
+    def admit(self, message: str) -> int | None:
+        """``None`` to hold this line back, else how many were held back since the last one."""
+        now = self._clock()
+        if now < self._next.get(message, 0.0):
+            self._held[message] = self._held.get(message, 0) + 1
+            return None
+        self._next[message] = now + self._interval
+        return self._held.pop(message, 0)
+
+
 class TrackedSend:
     """Wraps ``send`` to remember whether the response has started (for the 500 fallback)."""
 
@@ -226,6 +248,7 @@ class WebhookEndpoint:
         self._body_timeout = body_timeout
         self.budget = BodyBudget(max_inflight_bodies, max(inflight_body_bytes, self._limit))
         self._log = CachedLogger("kodiai.server")
+        self._throttle = LogThrottle()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         tracked = TrackedSend(send)
@@ -243,8 +266,17 @@ class WebhookEndpoint:
             if not tracked.started:
                 await send_response(send, 500, INTERNAL_ERROR_BODY, JSON_TYPE)
 
-    def _refused(self, outcome: str) -> None:
+    def _refused(self, outcome: str, message: str | None = None, **fields: Any) -> None:
+        """Count a refusal before the body was verified, and log it (throttled)."""
         self._runtime.metrics.webhook_deliveries.labels("unverified", outcome).inc()
+        if message is None:
+            return
+        held = self._throttle.admit(message)
+        if held is None:
+            return
+        if held:
+            fields["suppressed"] = held
+        self._log.warning(message, **fields)
 
     async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         ingress = self._runtime.ingress
@@ -261,8 +293,8 @@ class WebhookEndpoint:
             await send_response(send, 413, TOO_LARGE_BODY, JSON_TYPE, close=True)
             return
         if not well_formed(headers.get("x-hub-signature-256")):
-            self._refused("bad_signature")
-            self._log.warning(
+            self._refused(
+                "bad_signature",
                 "Webhook signature verification failed",
                 deliveryId=headers.get("x-github-delivery") or "unknown",
                 eventName=headers.get("x-github-event") or "unknown",
@@ -270,7 +302,7 @@ class WebhookEndpoint:
             await send_response(send, 401, b"", TEXT_TYPE, close=True)
             return
         if announces_trailers(raw_headers):
-            self._refused("trailers")
+            self._refused("trailers", "Webhook refused: chunked trailers announced")
             await send_response(send, 400, TRAILERS_BODY, JSON_TYPE, close=True)
             return
         try:
@@ -291,8 +323,9 @@ class WebhookEndpoint:
             await send_response(send, 503, BUSY_BODY, JSON_TYPE, close=True)
             return
         except TimeoutError:
-            self._refused("body_timeout")
-            self._log.warning("Webhook body not received in time", timeoutSeconds=self._body_timeout)
+            self._refused(
+                "body_timeout", "Webhook body not received in time", timeoutSeconds=self._body_timeout
+            )
             await send_response(send, 408, TIMEOUT_BODY, JSON_TYPE, close=True)
             return
         finally:
@@ -304,12 +337,11 @@ class WebhookEndpoint:
         await send_result(send, result)
 
     def _too_large(self) -> None:
-        self._refused("too_large")
-        self._log.warning("Webhook body too large", limitBytes=self._limit)
+        self._refused("too_large", "Webhook body too large", limitBytes=self._limit)
 
     def _busy(self) -> None:
-        self._refused("busy")
-        self._log.warning(
+        self._refused(
+            "busy",
             "Webhook refused: in-flight body budget spent",
             bodies=self.budget.bodies,
             bytes=self.budget.bytes,
