@@ -44,11 +44,6 @@ def is_maintainer(permission: str | None) -> bool:
     return (permission or "").lower() in MAINTAINER_PERMISSIONS
 
 
-def finding_comment_url(repo: str, pr_number: int, comment_id: int) -> str:
-    """The link GitHub gives a pull-request review comment."""
-    return f"https://github.com/{repo}/pull/{pr_number}#discussion_r{comment_id}"
-
-
 def refused_reply(action: str, actor: str) -> str:
     return (
         f"Sorry @{actor}, only people with write access to this repository can ask me to `{action}` "

@@ -16,7 +16,6 @@ from kodiai.execution.mention.governance import (
     REMEMBER_MAX_CHARS,
     MemoryCommand,
     already_forgotten_reply,
-    finding_comment_url,
     forget_outside_thread_reply,
     forgotten_reply,
     is_maintainer,
@@ -32,6 +31,7 @@ from kodiai.execution.mention.governance import (
 from kodiai.execution.mention.surface import MentionSurface
 from kodiai.github.rest import RestApi
 from kodiai.handlers.deps import HandlerDeps, LearnedMemory
+from kodiai.learning.provenance import comment_url
 from kodiai.learning.setup import finding_memory_text
 from kodiai.learning.types import LearningMemoryRecord
 from kodiai.storage.knowledge_models import MemoryGovernanceRecord
@@ -165,12 +165,18 @@ class MemoryGovernance:
         return await self._end(command, "remembered", reply, memoryId=memory_id)
 
     def _comment_url(self) -> str | None:
+        """The command comment's URL, built as provenance builds every comment URL."""
         s = self.surface
         if s.pr_number is None:
             return None
-        if s.is_inline:
-            return finding_comment_url(s.full_name, s.pr_number, s.comment_id)
-        return f"https://github.com/{s.full_name}/pull/{s.pr_number}#issuecomment-{s.comment_id}"
+        kind = (
+            None
+            if s.is_inline
+            else "pull_request_review"
+            if s.surface == "pr_review_body"
+            else "issue_comment"
+        )
+        return comment_url(s.full_name, s.pr_number, s.comment_id, kind)
 
     async def _end(self, command: MemoryCommand, result: str, reply: str, **fields: Any) -> str:
         self.log.info(
