@@ -79,21 +79,38 @@ def ivf_at_start(x: np.ndarray, ids: np.ndarray, q: np.ndarray) -> float:
     return recall_on(AnnIndex(ids, x, nprobe=MemoryStoreOptions().ann_nprobe), x, ids, q)
 
 
-@pytest.mark.parametrize("distribution", [isotropic, low_rank], ids=lambda f: f.__name__)
-def test_hard_distribution_reaches_the_floor_on_fresh_queries(distribution: Callable[..., Sampler]) -> None:
-    sample = distribution(np.random.default_rng(11))
+def test_ivf_escalates_nprobe_until_fresh_queries_reach_the_floor() -> None:
+    sample = low_rank(np.random.default_rng(11))
     x, fresh = sample(ROWS), sample(200)
     ids = np.arange(ROWS, dtype=np.int64) + 1
     assert ivf_at_start(x, ids, fresh) < FLOOR  # hard: the fixed setting would miss the floor
 
-    index, report = build_calibrated(ids, x, MemoryStoreOptions(ann_max_cost=10.0))
+    index, report = build_calibrated(ids, x, MemoryStoreOptions(ann_max_cost=10.0, ann_structures=("ivf",)))
 
     assert isinstance(index, AnnIndex) and report.structure == "ivf"
     assert report.nprobe is not None and report.nprobe > 8  # escalated
+    assert report.tried[0].startswith("ivf nprobe=8: recall ")
     assert report.recall is not None and report.recall >= 0.96
     assert set(report.recall_by_family) == {"heldout", "between", "near"}
     assert recall_on(index, x, ids, fresh) >= FLOOR
     assert len(index) == ROWS  # the held-out calibration rows were added back
+
+
+def test_ivf_probing_a_large_share_is_compared_with_hnsw_side_by_side() -> None:
+    """Isotropic data needs most of IVF's lists: an HNSW graph is built too, both are timed side by
+    side, the faster is kept, and either holds the floor on fresh queries."""
+    sample = isotropic(np.random.default_rng(21))
+    rows = 12_000
+    x, fresh = sample(rows), sample(200)
+    ids = np.arange(rows, dtype=np.int64) + 1
+    assert ivf_at_start(x, ids, fresh) < FLOOR
+
+    index, report = build_calibrated(ids, x, MemoryStoreOptions(ann_max_cost=10.0, ann_hnsw_m=16))
+
+    assert any(t.startswith("hnsw efSearch=") for t in report.tried)
+    assert report.tried[-1].startswith("side by side: ivf nprobe=") and ", hnsw efSearch=" in report.tried[-1]
+    assert report.setting in report.tried[-1] and report.structure == index.kind
+    assert recall_on(index, x, ids, fresh) >= FLOOR
 
 
 def test_hnsw_escalates_ef_search_until_the_floor_holds() -> None:
@@ -190,7 +207,7 @@ def write_all(store: LanceMemoryStore, x: np.ndarray, repo: str = "acme/big", st
 
 
 def test_chosen_setting_reaches_stats_the_log_and_the_metrics_observer(tmp_path: Path) -> None:
-    x = isotropic(np.random.default_rng(17))(4_000)
+    x = tight_clusters(np.random.default_rng(17))(4_000)
     store = open_store(tmp_path)
     write_all(store, x)
     early: list[tuple[str, IndexReport]] = []

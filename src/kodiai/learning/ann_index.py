@@ -398,99 +398,137 @@ def _ladder(start: int, stop: int) -> list[int]:
     return [*steps, stop]
 
 
-def build_calibrated(
-    ids: np.ndarray, matrix: np.ndarray, options: MemoryStoreOptions, *, seed: int = 0
-) -> tuple[ExactIndex | AnnIndex | HnswIndex, IndexReport]:
-    """The cheapest index meeting ``ann_recall_target`` on every calibration family, and its report:
-    IVF-Flat with ``nprobe`` doubled from ``ann_nprobe`` (while under ``ann_max_cost`` of the lists), an
-    HNSW graph with ``efSearch`` doubled from ``ann_ef_search``, or the exact scan."""
-    started = time.perf_counter()
-    matrix = np.ascontiguousarray(matrix, dtype=np.float32)
-    ids = np.asarray(ids, dtype=np.int64)
-    rows = len(ids)
-    exact = ExactIndex(ids, matrix)
-    if rows <= 2 * CALIBRATION_K:
-        return exact, IndexReport(
-            structure="exact", rows=rows, recall=1.0, build_seconds=time.perf_counter() - started
-        )
-    families, held = calibration_queries(matrix, options.ann_calibration_queries, seed)
-    truth = {
-        name: ids[exact_neighbours(matrix, q, CALIBRATION_K, exclude=held)] for name, q in families.items()
-    }
-    mixed = np.concatenate(list(families.values()))
-    timing = mixed[np.random.default_rng(seed).permutation(len(mixed))[:_TIMING_QUERIES]]
-    pool = min(rows - len(held), CALIBRATION_K + _MARGIN)
-    tried: list[str] = []
-    exact_times: list[float] = []
+class _Calibration:
+    """The measuring half of :func:`build_calibrated`: the calibration queries, their exact answers
+    (the held-out rows left out), the exact scan to time against, and the log of settings tried."""
 
-    def settle(index: AnnIndex | HnswIndex, steps: list[int], label: str) -> IndexReport | None:
-        """Widen the search step by step; the first step meeting the target, if it is cheap enough."""
+    def __init__(self, ids: np.ndarray, matrix: np.ndarray, options: MemoryStoreOptions, seed: int) -> None:
+        self.ids, self.matrix, self.options, self.seed = ids, matrix, options, seed
+        self.exact = ExactIndex(ids, matrix)
+        self.families, self.held = calibration_queries(matrix, options.ann_calibration_queries, seed)
+        self.truth = {
+            name: ids[exact_neighbours(matrix, q, CALIBRATION_K, exclude=self.held)]
+            for name, q in self.families.items()
+        }
+        mixed = np.concatenate(list(self.families.values()))
+        self.timing = mixed[np.random.default_rng(seed).permutation(len(mixed))[:_TIMING_QUERIES]]
+        self.pool = min(len(ids) - len(self.held), CALIBRATION_K + _MARGIN)
+        self.tried: list[str] = []
+        self.exact_times: list[float] = []
+
+    def ivf(self) -> tuple[AnnIndex, list[int]]:
+        """The IVF index without the held-out rows, and its nprobe steps: doubled from ``ann_nprobe``
+        up to ``ann_max_cost`` of the lists (more probes scan more than that share of the rows)."""
+        o = self.options
+        index = AnnIndex(
+            self.ids, self.matrix, nprobe=o.ann_nprobe, lists=o.ann_lists, seed=self.seed, skip=self.held
+        )
+        return index, _ladder(o.ann_nprobe, max(1, min(index.lists, int(o.ann_max_cost * index.lists))))
+
+    def hnsw(self) -> tuple[HnswIndex, list[int]]:
+        """The HNSW graph without the held-out rows, and its efSearch steps doubled from ``ann_ef_search``."""
+        o = self.options
+        index = HnswIndex(
+            self.ids,
+            self.matrix,
+            ef_search=o.ann_ef_search,
+            m=o.ann_hnsw_m,
+            rebuild_dead_share=o.ann_rebuild_dead_share,
+            skip=self.held,
+        )
+        return index, _ladder(o.ann_ef_search, min(_HNSW_EF_MAX, max(o.ann_ef_search, len(self.ids))))
+
+    def settle(self, index: AnnIndex | HnswIndex, steps: list[int]) -> IndexReport | None:
+        """Widen the search step by step; at the first step meeting the target on every family, the
+        index (held-out rows added back) and its report if it is cheap enough, else None."""
+        label = "ivf nprobe" if isinstance(index, AnnIndex) else "hnsw efSearch"
         for step in steps:
             index.set_breadth(step)
-            recall = {n: recall_at(index.candidate_ids(q, pool), truth[n]) for n, q in families.items()}
-            tried.append(f"{label}={step}: recall {min(recall.values()):.3f}")
-            if min(recall.values()) < options.ann_recall_target:
+            recall = {
+                name: recall_at(index.candidate_ids(q, self.pool), self.truth[name])
+                for name, q in self.families.items()
+            }
+            self.tried.append(f"{label}={index.breadth}: recall {min(recall.values()):.3f}")
+            if min(recall.values()) < self.options.ann_recall_target:
                 continue
-            ann_ms, exact_ms = _median_ms([index.search, exact.search], timing)
-            exact_times.append(exact_ms)
-            tried[-1] += f", {ann_ms:.2f} ms vs exact {exact_ms:.2f} ms"
-            if ann_ms > options.ann_max_cost * exact_ms:
+            ann_ms, exact_ms = _median_ms([index.search, self.exact.search], self.timing)
+            self.exact_times.append(exact_ms)
+            self.tried[-1] += f", {ann_ms:.2f} ms vs exact {exact_ms:.2f} ms"
+            if ann_ms > self.options.ann_max_cost * exact_ms:
                 return None  # a wider search only costs more
-            index.add(ids[held], matrix[held])
+            index.add(self.ids[self.held], self.matrix[self.held])
+            breadth = (
+                {"nprobe": index.nprobe, "lists": index.lists}
+                if isinstance(index, AnnIndex)
+                else {"ef_search": index.ef_search}
+            )
             return IndexReport(
                 structure=index.kind,
-                rows=rows,
+                rows=len(self.ids),
                 recall=round(min(recall.values()), 4),
                 recall_by_family={n: round(r, 4) for n, r in recall.items()},
                 p50_ms=round(ann_ms, 3),
                 exact_p50_ms=round(exact_ms, 3),
                 build_seconds=0.0,
+                **breadth,
             )
         return None
 
-    def ivf() -> tuple[AnnIndex, list[int]]:
-        index = AnnIndex(
-            ids, matrix, nprobe=options.ann_nprobe, lists=options.ann_lists, seed=seed, skip=held
-        )
-        # more probes than this would scan over ``ann_max_cost`` of the rows: never cheap enough
-        affordable = max(1, min(index.lists, int(options.ann_max_cost * index.lists)))
-        return index, _ladder(options.ann_nprobe, affordable)
-
-    def hnsw() -> tuple[HnswIndex, list[int]]:
-        index = HnswIndex(
-            ids,
-            matrix,
-            ef_search=options.ann_ef_search,
-            m=options.ann_hnsw_m,
-            rebuild_dead_share=options.ann_rebuild_dead_share,
-            skip=held,
-        )
-        return index, _ladder(options.ann_ef_search, min(_HNSW_EF_MAX, max(options.ann_ef_search, rows)))
-
-    builders: dict[str, Callable[[], tuple[AnnIndex | HnswIndex, list[int]]]] = {"ivf": ivf, "hnsw": hnsw}
-    labels = {"ivf": "ivf nprobe", "hnsw": "hnsw efSearch"}
-    chosen: ExactIndex | AnnIndex | HnswIndex = exact
-    report: IndexReport | None = None
-    for structure in options.ann_structures:
-        index, steps = builders[structure]()
-        report = settle(index, steps, labels[structure])
-        if report is not None:
-            chosen = index
-            if isinstance(index, AnnIndex):
-                report = report.model_copy(update={"nprobe": index.nprobe, "lists": index.lists})
-            else:
-                report = report.model_copy(update={"ef_search": index.ef_search})
-            break
-        del index
-    if report is None:
-        exact_ms = round(float(np.median(exact_times or _median_ms([exact.search], timing))), 3)
-        report = IndexReport(
+    def exact_report(self) -> IndexReport:
+        times = self.exact_times or _median_ms([self.exact.search], self.timing)
+        exact_ms = round(float(np.median(times)), 3)
+        return IndexReport(
             structure="exact",
-            rows=rows,
+            rows=len(self.ids),
             recall=1.0,
             p50_ms=exact_ms,
             exact_p50_ms=exact_ms,
             build_seconds=0.0,
         )
+
+
+def build_calibrated(
+    ids: np.ndarray, matrix: np.ndarray, options: MemoryStoreOptions, *, seed: int = 0
+) -> tuple[ExactIndex | AnnIndex | HnswIndex, IndexReport]:
+    """The index to search one repo with, chosen by measurement, and its report.
+
+    In ``ann_structures`` order (IVF, then HNSW by default), each structure's breadth is doubled until
+    recall@20 meets ``ann_recall_target`` on every calibration family; a setting is a candidate if its
+    median query time is then at most ``ann_max_cost`` × the exact scan's. IVF that meets the target
+    probing at most ``ann_ivf_share`` of its lists is taken at once (an HNSW graph builds far slower and
+    would save little); otherwise the next structure is built too and the faster candidate kept, timed
+    side by side. With no candidate, the exact scan.
+    """
+    started = time.perf_counter()
+    matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+    ids = np.asarray(ids, dtype=np.int64)
+    if len(ids) <= 2 * CALIBRATION_K:
+        exact = ExactIndex(ids, matrix)
+        return exact, IndexReport(
+            structure="exact", rows=len(ids), recall=1.0, build_seconds=time.perf_counter() - started
+        )
+    cal = _Calibration(ids, matrix, options, seed)
+    candidates: list[tuple[AnnIndex | HnswIndex, IndexReport]] = []
+    for structure in options.ann_structures:
+        index, steps = cal.ivf() if structure == "ivf" else cal.hnsw()
+        report = cal.settle(index, steps)
+        if report is None:
+            del index
+            continue
+        candidates.append((index, report))
+        if isinstance(index, AnnIndex) and index.nprobe <= options.ann_ivf_share * index.lists:
+            break
+    chosen: ExactIndex | AnnIndex | HnswIndex
+    if not candidates:
+        chosen, report = cal.exact, cal.exact_report()
+    elif len(candidates) == 1:
+        chosen, report = candidates[0]
+    else:
+        times = _median_ms([index.search for index, _ in candidates], cal.timing)
+        cal.tried.append(
+            "side by side: "
+            + ", ".join(f"{r.setting} {t:.2f} ms" for (_, r), t in zip(candidates, times, strict=True))
+        )
+        chosen, report = candidates[int(np.argmin(times))]
     seconds = round(time.perf_counter() - started, 2)
-    return chosen, report.model_copy(update={"build_seconds": seconds, "tried": tried})
+    return chosen, report.model_copy(update={"build_seconds": seconds, "tried": cal.tried})
