@@ -91,7 +91,7 @@ def test_ivf_escalates_nprobe_until_fresh_queries_reach_the_floor() -> None:
     assert report.nprobe is not None and report.nprobe > 8  # escalated
     assert report.tried[0].startswith("ivf nprobe=8: recall ")
     assert report.recall is not None and report.recall >= 0.96
-    assert set(report.recall_by_family) == {"heldout", "between", "near"}
+    assert set(report.recall_by_family) == {"heldout", "between", "near", "fresh"}
     assert recall_on(index, x, ids, fresh) >= FLOOR
     assert len(index) == ROWS  # the held-out calibration rows were added back
 
@@ -158,7 +158,7 @@ def test_nothing_cheap_enough_falls_back_to_the_exact_scan() -> None:
 def test_calibration_queries_are_not_rows_of_the_measured_index() -> None:
     x = low_rank(np.random.default_rng(15))(3_000)
     families, held = calibration_queries(x, 300)
-    assert set(families) == {"heldout", "between", "near"} and len(held) == 100
+    assert set(families) == {"heldout", "between", "near", "fresh"} and len(held) == 75
     measured = np.delete(x, held, axis=0)
     for name, queries in families.items():
         nearest = exact_neighbours(measured, queries, 1)[:, 0]

@@ -316,24 +316,32 @@ def _unit_rows(vectors: np.ndarray) -> np.ndarray:
 def calibration_queries(
     matrix: np.ndarray, count: int, seed: int = 0
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """About ``count`` queries in three families, none of them a row of the index being measured:
+    """About ``count`` queries in four families, none of them a row of the index being measured:
     ``heldout``, stored rows withheld from the index while it is measured (real draws from the data,
     like a new finding's text); ``between``, a random pair of rows interpolated at 25-75 %; ``near``, a
-    row moved by half the data's spread, in the data's own shape (the covariance of a sample of rows).
-    Unit-length data gets unit queries. Returns the families and the held-out row positions."""
+    row moved by half the data's spread; ``fresh``, a new draw with the data's mean and covariance (near
+    no stored row when the data is clustered). Spread and covariance are those of a sample of rows;
+    unit-length data gets unit queries. Returns the families and the held-out row positions."""
     rng = np.random.default_rng(seed)
     rows = len(matrix)
-    per = max(1, count // 3)
+    per = max(1, count // 4)
     held = np.sort(rng.choice(rows, min(per, max(1, rows // 10)), replace=False))
     sample = matrix[rng.choice(rows, min(rows, _SPREAD_SAMPLE), replace=False)].astype(np.float64)
-    centred = sample - sample.mean(axis=0)
-    shaped = rng.standard_normal((per, len(centred))) @ centred / math.sqrt(len(centred))
+    mean = sample.mean(axis=0)
+
+    def shaped(n: int) -> np.ndarray:
+        """Zero-mean draws whose covariance is the sample's."""
+        return rng.standard_normal((n, len(sample))) @ (sample - mean) / math.sqrt(len(sample))
 
     def pick(n: int) -> np.ndarray:
         return matrix[rng.integers(0, rows, n)].astype(np.float64)
 
     t = rng.uniform(0.25, 0.75, (per, 1))
-    made = {"between": (1 - t) * pick(per) + t * pick(per), "near": pick(per) + 0.5 * shaped}
+    made = {
+        "between": (1 - t) * pick(per) + t * pick(per),
+        "near": pick(per) + 0.5 * shaped(per),
+        "fresh": mean + shaped(per),
+    }
     if np.allclose(np.linalg.norm(sample, axis=1), 1.0, atol=1e-3):
         made = {name: _unit_rows(q) for name, q in made.items()}
     families = {"heldout": matrix[held].astype(np.float32)}
