@@ -167,6 +167,9 @@ def test_full_disk_loses_nothing_runs_nothing_twice_and_reports_not_ready(
         for i in range(3):  # acknowledged before the disk fills: their jobs wait for the gate
             assert server.deliver(body(base + i), f"before-{base + i}").status_code == 200
             acknowledged[f"before-{base + i}"] = base + i
+        # the first job has recorded its start (the other two wait behind it): the server writes nothing
+        # more until the test does, so the WAL truncated now has no space a later write could reuse
+        wait_until(lambda: server.statuses().get(f"before-{base}") == "running", 30, "the first job", server)
         truncate_wal(server.jobs_db)
         assert server.proc is not None
         disk.fill(server.proc.pid)

@@ -70,6 +70,7 @@ EVICT_EVERY = 1000
 WAL_LIMIT_BYTES = 16 * 1024 * 1024  # a TRUNCATE checkpoint once the WAL passes this (and journal_size_limit)
 TRUNCATE_BUSY_MS = 250  # how long a TRUNCATE checkpoint may wait for readers (intake waits meanwhile)
 TRUNCATE_RETRY_SECONDS = 0.5
+PROBE_BYTES = 64 * 1024  # several intakes' worth of WAL (see _probe)
 
 __all__ = [
     "FINAL_STATUSES",
@@ -499,11 +500,16 @@ class JobJournal:
             self._log.warning("Job journal WAL checkpoint could not finish; retrying", walBytes=size)
 
     def _probe(self) -> None:
-        """A one-row write: does the journal take writes again?"""
+        """Does the journal take writes again? A write of ``PROBE_BYTES``: on a full disk a page or two can
+        still fit in WAL space the file already has (after a checkpoint lets the WAL restart), so a tiny
+        probe would make readiness flap while an intake still fails."""
         self._check_file()
         now = iso(datetime.now(UTC))
         with self._transaction() as conn:
-            conn.execute("UPDATE journal_meta SET probed_at = ? WHERE id = 1", (now,))
+            conn.execute(
+                "UPDATE journal_meta SET probed_at = ?, probe = randomblob(?) WHERE id = 1",
+                (now, PROBE_BYTES),
+            )
 
     def _idle(self) -> None:
         self._check_file()

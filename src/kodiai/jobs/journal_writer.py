@@ -17,7 +17,7 @@ A write that fails is never dropped silently. An intake write's caller learns it
 kept, in order, and applied again with everything that follows it until it lands: dropping a "done" on a
 full disk would run the job again after the next restart. While writes fail, or nothing has shown they
 work again, :attr:`JournalWriter.failure` says why (``/readiness`` answers not-ready); when idle, the
-thread probes with a one-row write every ``retry_every`` seconds.
+thread probes with a 64 KiB write every ``retry_every`` seconds.
 
 The journal's connection never checkpoints the WAL itself on commit (a checkpoint copies pages back and
 syncs): a daemon thread runs a PASSIVE checkpoint every second through its own connection, and writers carry
@@ -73,7 +73,7 @@ class JournalWriter:
     """The single writer thread. ``submit`` returns a future resolved after the batch commits.
 
     ``apply_batch`` sets each op's result or error (raising means the whole batch failed); ``probe`` is
-    a one-row write run when idle while writes are failing; ``idle`` runs on every idle tick (the
+    a write run when idle while writes are failing; ``idle`` runs on every idle tick (the
     journal's file-identity check).
     """
 

@@ -1,0 +1,3 @@
+-- The write probe's payload (issue 15): while journal writes fail, /readiness comes back only once a write of
+-- this size (64 KiB, rewritten in place) lands, not when one page happens to fit in WAL space already there.
+ALTER TABLE journal_meta ADD COLUMN probe BLOB;
