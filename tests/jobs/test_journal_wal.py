@@ -76,4 +76,8 @@ async def test_the_wal_stays_under_its_limit_under_sustained_writes_and_overlapp
     # one TRUNCATE per limit crossed; between two checks the writer adds at most a few batches
     print(f"largest WAL {biggest / 1e6:.1f} MB")
     assert biggest < 8 * LIMIT, f"WAL reached {biggest / 1e6:.1f} MB (limit {LIMIT / 1e6:.1f} MB)"
-    assert len(JobJournal.open(db).unfinished()) == 0
+    reopened = JobJournal.open(db)
+    try:
+        assert reopened.unfinished() == []
+    finally:
+        reopened.close()
