@@ -6,25 +6,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from execution_helpers import INSTALLATION, OWNER, PR, REPO, RecordingSleep, make_client
 
-from github import Auth, Github
 from kodiai.execution.pacing import PacingPolicy, WritePacer
 from kodiai.execution.tools import PublishFlag, ToolEnv
 from support.fake_github import FakeGitHub
 from support.fake_github_pr import PrState, install_pr_routes
-
-OWNER, REPO, INSTALLATION, PR = "acme", "widgets", 42, 7
-KEY = "kodiai-review-output:v1:inst-42:acme/widgets:pr-7:action-opened:delivery-d-1:head-abc123def456"
-
-
-class RecordingSleep:
-    """An awaitable sleep that records the waits instead of blocking the test."""
-
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
 
 
 @pytest.fixture(scope="module")
@@ -54,16 +41,6 @@ def fake_gh(fake_server: tuple[FakeGitHub, PrState]) -> FakeGitHub:
 @pytest.fixture
 def pr_state(fake_server: tuple[FakeGitHub, PrState], fake_gh: FakeGitHub) -> PrState:
     return fake_server[1]
-
-
-def make_client(fake: FakeGitHub) -> Github:
-    """A fresh client per call, as in production; the installation token is minted once per server
-    (PyGithub's installation auth caches it until expiry), like the platform's token cache."""
-    auth = fake.data.get("_exec_installation_auth")
-    if auth is None:
-        auth = Auth.AppAuth(fake.app_id, fake.private_key_pem).get_installation_auth(INSTALLATION)
-        fake.data["_exec_installation_auth"] = auth
-    return Github(base_url=fake.url, auth=auth, retry=None)
 
 
 @pytest.fixture

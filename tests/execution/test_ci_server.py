@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from exec_tool_calls import call, payload, text
+from execution_helpers import OWNER, REPO
 
-from conftest import OWNER, REPO
 from kodiai.execution.tools.ci_server import ci_tools
 from support.fake_github import FakeGitHub
 from support.fake_github_pr import PrState

@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from execution_helpers import INSTALLATION, OWNER, PR, REPO, make_client
 from pydantic import SecretStr
 
-from conftest import INSTALLATION, OWNER, PR, REPO, make_client
 from kodiai.execution.executor import ClaudeAgentExecutor
 from kodiai.execution.options import ModelCredentials, app_secret_names, cli_env
 from kodiai.execution.types import ExecutionContext

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 from exec_tool_calls import call, payload, text
+from execution_helpers import OWNER, PR, REPO
 
-from conftest import OWNER, PR, REPO
 from kodiai.execution.tools.comment_server import comment_tools
 from kodiai.execution.tools.validators import (
     CommentValidationError,

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import structlog
+from execution_helpers import INSTALLATION, OWNER, PR, REPO, make_client
 from pydantic import SecretStr
 
-from conftest import INSTALLATION, OWNER, PR, REPO, make_client
 from kodiai.config.yaml_loader import MAX_DOCUMENT_CHARS
 from kodiai.execution.executor import ClaudeAgentExecutor
 from kodiai.execution.options import ModelCredentials

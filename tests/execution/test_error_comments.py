@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import structlog
+from execution_helpers import OWNER, PR, REPO, make_client
 
-from conftest import OWNER, PR, REPO, make_client
 from kodiai.execution.error_comments import mention_error_body, post_or_update_error_comment
 from kodiai.execution.errors import classify_error, format_error_comment
 from kodiai.github.rest import GitHubRest

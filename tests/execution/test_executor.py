@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 import structlog
 from claude_agent_sdk import ClaudeAgentOptions
+from execution_helpers import INSTALLATION, KEY, OWNER, PR, REPO, make_client
 from pydantic import SecretStr
 
-from conftest import INSTALLATION, KEY, OWNER, PR, REPO, make_client
 from kodiai.execution.config_view import ExecutorConfig
 from kodiai.execution.executor import ClaudeAgentExecutor, Executor
 from kodiai.execution.options import ModelCredentials

@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
+from execution_helpers import INSTALLATION, OWNER, PR, REPO, make_client
 from pydantic import SecretStr
 
-from conftest import INSTALLATION, OWNER, PR, REPO, make_client
 from kodiai.execution.executor import ClaudeAgentExecutor
 from kodiai.execution.options import ModelCredentials
 from kodiai.execution.types import ExecutionContext, ExecutionResult

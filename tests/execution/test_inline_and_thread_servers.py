@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from exec_tool_calls import call, payload, text
+from execution_helpers import KEY, OWNER, PR, REPO
 
-from conftest import KEY, OWNER, PR, REPO
 from kodiai.execution.review_output import build_review_output_marker
 from kodiai.execution.tools.inline_server import InlineCommentServer
 from kodiai.execution.tools.thread_server import thread_tools

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 from exec_tool_calls import call, payload, text
+from execution_helpers import KEY, OWNER, PR, REPO, make_client
 
-from conftest import KEY, OWNER, PR, REPO, make_client
 from kodiai.execution.pacing import PacingPolicy, WritePacer, advised_wait
 from kodiai.execution.review_output import build_review_output_marker
 from kodiai.execution.tools import PublishFlag, ToolEnv
