@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import os
+import shutil
 import stat
 import time
 from pathlib import Path
@@ -94,7 +95,8 @@ async def test_4_2_06_failed_clone_removes_dir_and_redacts(tmp_path: Path) -> No
 
 def write_git_wrapper(bin_dir: Path, log: Path, leak: bool = False) -> Path:
     """A `git` on PATH that logs its argv (and optionally echoes its auth env to stderr) then runs git."""
-    real = os.popen("command -v git").read().strip()
+    real = shutil.which("git")
+    assert real is not None
     bin_dir.mkdir(parents=True, exist_ok=True)
     script = bin_dir / "git"
     leak_line = 'echo "leaking $GIT_CONFIG_VALUE_0 and token ghs_s3cr3tT0k3n" >&2; exit 1' if leak else ""

@@ -53,7 +53,9 @@ def env(tmp_path: Path, fake: FakeGitHub) -> Iterator[Env]:
         make_github(fake),
         register,
     )
-    yield Env(server, runtime, recorder)
+    env = Env(server, runtime, recorder)
+    with env.http:
+        yield env
     server.stop()
 
 
