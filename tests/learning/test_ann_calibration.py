@@ -153,6 +153,7 @@ def test_nothing_cheap_enough_falls_back_to_the_exact_scan() -> None:
     assert isinstance(index, ExactIndex) and report.structure == "exact" and report.recall == 1.0
     assert report.exact_p50_ms is not None and report.exact_p50_ms > 0
     assert any(t.startswith("ivf") for t in report.tried) and any(t.startswith("hnsw") for t in report.tried)
+    assert len(report.tried) == 2  # over the cost limit at the first step: no structure widened further
 
 
 def test_calibration_queries_are_not_rows_of_the_measured_index() -> None:
