@@ -241,4 +241,3 @@ async def test_remember_on_an_issue_is_refused(mh: MentionHarness) -> None:
     await mh.mention("@kodiai remember: x", author="maya", on_pr=False, number=7)
     assert memories_of(mh, None) == []
     assert any("works on a pull request" in str(c["body"]) for c in mh.issue_comments(7))
-

@@ -28,6 +28,7 @@ DEFAULT_BATCH_SIZE = 16
 """Small batches interleave the per-CPU sessions best (measured 16 > 32 > 64 > 128 on 2 cores)."""
 _ALLOWED_MODULES = {"Transformer", "Pooling", "Normalize"}
 
+
 class UnsupportedModelError(ValueError):
     """The model directory is not a Transformer + mean-pooling sentence-transformers model."""
 
