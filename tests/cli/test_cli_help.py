@@ -35,9 +35,6 @@ HEAVY = (
     "kodiai.handlers",
     "kodiai.learning.memory_store",
 )
-#: Commands whose own module imports the learning stack at module level (eval_cmd, calibrate_cmd: owned
-#: elsewhere). Their help is still correct, only slow; the marks are strict so a fix shows up here.
-HEAVY_MODULES_ELSEWHERE = {"eval", "memory calibrate"}
 
 PROBE = """
 import json, resource, sys, time
@@ -105,21 +102,7 @@ def test_importing_the_cli_app_imports_no_heavy_module() -> None:
     assert proc.stdout.strip() == "[]"
 
 
-def _cases() -> list[object]:
-    cases: list[object] = []
-    for path in _subcommands():
-        name = " ".join(path)
-        slow = name in HEAVY_MODULES_ELSEWHERE or (len(path) == 2 and " ".join(path[:1]) == "eval")
-        marks = (
-            [pytest.mark.xfail(strict=True, reason="the command module imports the learning stack")]
-            if slow
-            else []
-        )
-        cases.append(pytest.param(path, id=name or "kodiai", marks=marks))
-    return cases
-
-
-@pytest.mark.parametrize("path", _cases())
+@pytest.mark.parametrize("path", _subcommands(), ids=lambda p: " ".join(p) or "kodiai")
 def test_help_is_fast_and_imports_no_heavy_module(path: list[str]) -> None:
     data = _probe([*path, "--help"])
     print(

@@ -238,3 +238,24 @@ def test_memory_calibrate_prints_kodiai_yml(data_dir: Path, cache_dir: Path) -> 
     assert retrieval["cutStrategy"] == "headgap"
     profile = resolve_profile("all-MiniLM-L6-v2", retrieval["calibration"])
     assert profile.strategy == "headgap"
+
+
+def test_eval_and_calibrate_show_progress_on_stderr(data_dir: Path, tmp_path: Path) -> None:
+    """A first run embeds every text (minutes on real data): each stage has a bar with its count, on
+    stderr, so --json on stdout stays parseable; a cached run has nothing to embed and shows no bar."""
+    cache = tmp_path / "cache"
+    first = run("eval", "retrieval", "--data", str(data_dir), "--cache", str(cache), "--json")
+    assert first.exit_code == 0, first.output
+    json.loads(first.stdout)
+    assert "past-fixes: embedding with all-MiniLM-L6-v2" in first.stderr
+    # the findings and the queries, one count
+    assert f"{len(FINDINGS) + len(QUERIES)}/{len(FINDINGS) + len(QUERIES)}" in first.stderr
+    assert "past-fixes: queries through the chain" in first.stderr
+    assert f"{len(QUERIES)}/{len(QUERIES)}" in first.stderr
+    cached = run("eval", "retrieval", "--data", str(data_dir), "--cache", str(cache), "--json")
+    assert "embedding" not in cached.stderr and "queries through the chain" in cached.stderr
+    calibrated = run("memory", "calibrate", "--data", str(data_dir), "--cache", str(tmp_path / "fresh"))
+    assert calibrated.exit_code == 0, calibrated.output
+    assert calibrated.stdout.startswith("# kodiai memory calibrate")
+    for stage in ("past-fixes: embedding", "rereview: queries through the chain"):
+        assert stage in calibrated.stderr

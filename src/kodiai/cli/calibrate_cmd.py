@@ -12,23 +12,14 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from ruamel.yaml import YAML
 
-from kodiai.cli.eval_cmd import provider_for
-from kodiai.learning.calibration import (
-    CalibrationTargets,
-    LabelledPool,
-    calibration_yaml_keys,
-    derive_profile,
-    profile_for_model,
-    profile_only_keys,
-)
-from kodiai.learning.evaluation.data import REREVIEW_DIR, DataError, EvalDataset, load_dataset
-from kodiai.learning.evaluation.embedding_cache import DEFAULT_CACHE_DIR, EmbeddingCache, EmbeddingFailedError
-from kodiai.learning.evaluation.runner import ChainOptions, run_chain
+from kodiai.learning.evaluation.defaults import DEFAULT_CACHE_DIR
+
+if TYPE_CHECKING:
+    from kodiai.learning.evaluation.data import EvalDataset
 
 
 def _fail(message: str) -> typer.Exit:
@@ -37,6 +28,8 @@ def _fail(message: str) -> typer.Exit:
 
 
 def _tracks(data: Path) -> list[EvalDataset]:
+    from kodiai.learning.evaluation.data import REREVIEW_DIR, DataError, load_dataset
+
     out: list[EvalDataset] = []
     if (data / "queries.jsonl").is_file():
         out.append(load_dataset(data))
@@ -82,6 +75,22 @@ def calibrate(
     ] = True,
 ) -> None:
     """Derive a headgap profile for the embedder from a labelled set; print it as .kodiai.yml YAML."""
+    from ruamel.yaml import YAML
+
+    from kodiai.cli.eval_cmd import provider_for
+    from kodiai.cli.progress import stage_progress
+    from kodiai.learning.calibration import (
+        CalibrationTargets,
+        LabelledPool,
+        calibration_yaml_keys,
+        derive_profile,
+        profile_for_model,
+        profile_only_keys,
+    )
+    from kodiai.learning.evaluation.data import DataError
+    from kodiai.learning.evaluation.embedding_cache import EmbeddingCache, EmbeddingFailedError
+    from kodiai.learning.evaluation.runner import ChainOptions, run_chain
+
     try:
         tracks = _tracks(data)
     except DataError as exc:
@@ -90,17 +99,22 @@ def calibrate(
     embeddings = EmbeddingCache(cache, provider)
     pools: dict[str, list[LabelledPool]] = {}
     try:
-        for dataset in tracks:
-            findings = embeddings.embed([f.memory_text() for f in dataset.findings], "document")
-            queries = embeddings.embed([q.query_text for q in dataset.queries], "query")
-            _, pools[dataset.name] = run_chain(
-                dataset,
-                queries,
-                findings,
-                {},
-                model=provider.model,
-                options=ChainOptions(top_k=top_k, lexical=lexical),
-            )
+        with stage_progress() as stages:
+            for dataset in tracks:
+                findings, queries = embeddings.embed_corpus(
+                    [f.memory_text() for f in dataset.findings],
+                    [q.query_text for q in dataset.queries],
+                    stages.report(f"{dataset.name}: embedding with {provider.model}"),
+                )
+                _, pools[dataset.name] = run_chain(
+                    dataset,
+                    queries,
+                    findings,
+                    {},
+                    model=provider.model,
+                    options=ChainOptions(top_k=top_k, lexical=lexical),
+                    on_query=stages.report(f"{dataset.name}: queries through the chain"),
+                )
     except (EmbeddingFailedError, ValueError) as exc:
         raise _fail(str(exc)) from exc
     targets = CalibrationTargets(

@@ -1,29 +1,23 @@
-"""`kodiai eval ...`: offline evaluation of the learned-memory retrieval on labelled data."""
+"""`kodiai eval ...`: offline evaluation of the learned-memory retrieval on labelled data.
+
+The learning stack (numpy, LanceDB, the embedder) is imported inside the command, so ``--help`` is instant.
+"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 
-from kodiai.learning.embeddings import EmbeddingProvider, LocalEmbeddingProvider, build_embedding_provider
-from kodiai.learning.evaluation.data import REREVIEW_DIR, DataError, EvalDataset, load_dataset
-from kodiai.learning.evaluation.embedding_cache import DEFAULT_CACHE_DIR, EmbeddingFailedError
-from kodiai.learning.evaluation.evaluate import EvalResult, evaluate
-from kodiai.learning.evaluation.loo import LooResult, evaluation_loo
-from kodiai.learning.evaluation.metrics import BOOTSTRAP_REPS
-from kodiai.learning.evaluation.report import (
-    loo_json,
-    loo_tables,
-    per_repo_table,
-    result_table,
-    targets_table,
-)
-from kodiai.learning.evaluation.runner import ChainOptions
-from kodiai.learning.evaluation.targets import check_targets
+from kodiai.learning.evaluation.defaults import BOOTSTRAP_REPS, DEFAULT_CACHE_DIR
+
+if TYPE_CHECKING:
+    from kodiai.learning.embeddings import EmbeddingProvider
+    from kodiai.learning.evaluation.data import EvalDataset
+    from kodiai.learning.evaluation.evaluate import EvalResult
+    from kodiai.learning.evaluation.loo import LooResult
 
 app = typer.Typer(help="Offline evaluations of the learned memory.", no_args_is_help=True)
 
@@ -37,6 +31,8 @@ def provider_for(name: str, voyage_api_key: str | None) -> EmbeddingProvider:
     """The embedder, or a clear error: an evaluation with the no-op provider measures nothing.
 
     ``local`` is built directly so a fully cached run never imports the model stack (it loads lazily)."""
+    from kodiai.learning.embeddings import LocalEmbeddingProvider, build_embedding_provider
+
     if name.strip().lower() == "local":
         return LocalEmbeddingProvider()
     try:
@@ -113,6 +109,13 @@ def retrieval(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object keyed by strategy name.")] = False,
 ) -> None:
     """Run the real retrieval chain over a labelled set and print the quality of every cut strategy."""
+    from kodiai.cli.progress import stage_progress
+    from kodiai.learning.evaluation.data import REREVIEW_DIR, DataError, load_dataset
+    from kodiai.learning.evaluation.embedding_cache import EmbeddingFailedError
+    from kodiai.learning.evaluation.evaluate import evaluate
+    from kodiai.learning.evaluation.loo import evaluation_loo
+    from kodiai.learning.evaluation.runner import ChainOptions
+
     try:
         if loo:
             datasets = [load_dataset(data)]
@@ -130,16 +133,19 @@ def retrieval(
     results: dict[str, EvalResult] = {}
     pools: dict[str, Any] = {}
     try:
-        for dataset in datasets:
-            results[dataset.name], pools[dataset.name] = evaluate(
-                dataset,
-                provider,
-                cache,
-                options=options,
-                cut_strategy=cut_strategy,
-                calibration=calibration,
-                bootstrap_reps=bootstrap,
-            )
+        with stage_progress() as stages:
+            for dataset in datasets:
+                results[dataset.name], pools[dataset.name] = evaluate(
+                    dataset,
+                    provider,
+                    cache,
+                    options=options,
+                    cut_strategy=cut_strategy,
+                    calibration=calibration,
+                    bootstrap_reps=bootstrap,
+                    on_embedded=stages.report(f"{dataset.name}: embedding with {provider.model}"),
+                    on_query=stages.report(f"{dataset.name}: queries through the chain"),
+                )
         held_out = (
             evaluation_loo(
                 pools,
@@ -165,6 +171,17 @@ def _print(
     as_json: bool,
     all_fixed: bool,
 ) -> None:
+    from rich.console import Console
+
+    from kodiai.learning.evaluation.report import (
+        loo_json,
+        loo_tables,
+        per_repo_table,
+        result_table,
+        targets_table,
+    )
+    from kodiai.learning.evaluation.targets import check_targets
+
     if as_json:
         if held_out is None:
             typer.echo(json.dumps(results[datasets[0].name].to_json(), indent=2, sort_keys=False))

@@ -12,14 +12,13 @@ import hashlib
 import os
 import re
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from kodiai.learning.embeddings import EmbeddingProvider, InputType
 
-DEFAULT_CACHE_DIR = ".eval-cache"
 SAVE_EVERY = 512
 
 
@@ -57,11 +56,41 @@ class EmbeddingCache:
     def path(self) -> Path:
         return self._path
 
-    def embed(self, texts: Sequence[str], input_type: InputType) -> np.ndarray:
-        """A ``(len(texts), dims)`` float32 array; raises :class:`EmbeddingFailedError` on a provider failure."""
+    def embed_corpus(
+        self,
+        documents: Sequence[str],
+        queries: Sequence[str],
+        on_embedded: Callable[[int, int], None] | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The findings' and the queries' vectors; ``on_embedded(done, total)`` counts the texts of both the
+        cache did not hold (reported after each saved batch; never called when everything is cached)."""
+        pending = len(self._missing(documents, "document"))
+        total = pending + len(self._missing(queries, "query"))
+
+        def offset(base: int) -> Callable[[int, int], None] | None:
+            if on_embedded is None:
+                return None
+            report = on_embedded
+            return lambda done, _: report(base + done, total)
+
+        return self.embed(documents, "document", offset(0)), self.embed(queries, "query", offset(pending))
+
+    def _missing(self, texts: Sequence[str], input_type: InputType) -> list[str]:
+        keys = (text_key(self._provider.model, input_type, t) for t in texts)
+        return list(dict.fromkeys(k for k in keys if k not in self._vectors))
+
+    def embed(
+        self,
+        texts: Sequence[str],
+        input_type: InputType,
+        on_embedded: Callable[[int, int], None] | None = None,
+    ) -> np.ndarray:
+        """A ``(len(texts), dims)`` float32 array; raises :class:`EmbeddingFailedError` on a provider failure.
+
+        ``on_embedded(done, total)`` is called after each saved batch of texts the cache did not hold."""
         model = self._provider.model
         keys = [text_key(model, input_type, t) for t in texts]
-        missing = list(dict.fromkeys(k for k in keys if k not in self._vectors))
+        missing = self._missing(texts, input_type)
         self.hits += len(keys) - len(missing)
         self.misses += len(missing)
         if missing:
@@ -78,6 +107,8 @@ class EmbeddingCache:
                     assert vector is not None
                     self._vectors[key] = np.asarray(vector, dtype=np.float32)
                 self._save()
+                if on_embedded is not None:
+                    on_embedded(min(start + SAVE_EVERY, len(missing)), len(missing))
         if not keys:
             return np.zeros((0, self._provider.dimensions), dtype=np.float32)
         return np.stack([self._vectors[k] for k in keys])

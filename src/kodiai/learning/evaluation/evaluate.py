@@ -215,13 +215,17 @@ def evaluate(
     cut_strategy: str | None = None,
     calibration: Mapping[str, Any] | BaseModel | None = None,
     on_query: Callable[[int, int], None] | None = None,
+    on_embedded: Callable[[int, int], None] | None = None,
     bootstrap_reps: int = BOOTSTRAP_REPS,
 ) -> tuple[EvalResult, list[LabelledPool]]:
-    """Embed (cached), run every strategy through the real chain, check the replays, aggregate."""
+    """Embed (cached), run every strategy through the real chain, check the replays, aggregate.
+
+    ``on_embedded(done, total)`` reports texts the cache did not hold; ``on_query(done, total)`` queries."""
     opts = options or ChainOptions()
     cache = EmbeddingCache(cache_dir, provider)
-    finding_vectors = cache.embed([f.memory_text() for f in dataset.findings], "document")
-    query_vectors = cache.embed([q.query_text for q in dataset.queries], "query")
+    finding_vectors, query_vectors = cache.embed_corpus(
+        [f.memory_text() for f in dataset.findings], [q.query_text for q in dataset.queries], on_embedded
+    )
     strategies, default, notes = build_strategies(
         provider.model, cut_strategy=cut_strategy, calibration=calibration, options=opts
     )
