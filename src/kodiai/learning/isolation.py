@@ -7,7 +7,7 @@ When the adaptive threshold will cut later, isolation fetches a wide, unfiltered
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -31,6 +31,19 @@ class MemoryReader(Protocol):
     ) -> list[MemoryHit]: ...
 
     def get_memory_records(self, memory_ids: Sequence[int]) -> dict[int, LearningMemoryRecord]: ...
+
+
+@runtime_checkable
+class ReviewMemoryReader(Protocol):
+    """A store that can also select memories by the review they came from (the re-review scope)."""
+
+    def retrieve_review_memories(
+        self,
+        query_embedding: Sequence[float] | np.ndarray,
+        repo: str,
+        review_ids: Sequence[int],
+        top_k: int,
+    ) -> list[MemoryHit]: ...
 
 
 class ProvenanceQuery(BaseModel):
@@ -73,6 +86,42 @@ class IsolationLayer:
         self._store = memory_store
         self._log = get_logger("kodiai.learning.isolation")
 
+    def retrieve_for_reviews(
+        self,
+        *,
+        query_embedding: Sequence[float] | np.ndarray,
+        repo: str,
+        review_ids: frozenset[int],
+        limit: int,
+    ) -> list[RetrievalResult]:
+        """The ``limit`` nearest live memories of ``repo`` written by ``review_ids`` (nearest first), found
+        by a filtered query rather than in the vector pool, so a PR's own memory that is far from the
+        query is still seen. Raises ``TypeError`` when the store cannot filter by review."""
+        if not review_ids or limit <= 0:
+            return []
+        if not isinstance(self._store, ReviewMemoryReader):
+            raise TypeError(f"{type(self._store).__name__} cannot select memories by review")
+        hits = self._store.retrieve_review_memories(query_embedding, repo, sorted(review_ids), limit)
+        return self._resolve(hits)
+
+    def _resolve(self, hits: Sequence[MemoryHit]) -> list[RetrievalResult]:
+        records = self._store.get_memory_records([h.memory_id for h in hits])
+        results: list[RetrievalResult] = []
+        for hit in hits:
+            record = records.get(hit.memory_id)
+            if record is None:
+                self._log.debug("Memory record missing; skipped", memory_id=hit.memory_id)
+                continue
+            results.append(
+                RetrievalResult(
+                    memory_id=hit.memory_id,
+                    distance=hit.distance,
+                    record=record,
+                    source_repo=record.source_repo,
+                )
+            )
+        return results
+
     def retrieve_with_isolation(
         self,
         *,
@@ -98,21 +147,7 @@ class IsolationLayer:
         for hit in [*repo_hits, *shared_hits]:
             merged.setdefault(hit.memory_id, hit)
         ordered = sorted(merged.values(), key=lambda h: h.distance)[:k]
-        records = self._store.get_memory_records([h.memory_id for h in ordered])
-        results: list[RetrievalResult] = []
-        for hit in ordered:
-            record = records.get(hit.memory_id)
-            if record is None:
-                self._log.debug("Memory record missing; skipped", memory_id=hit.memory_id)
-                continue
-            results.append(
-                RetrievalResult(
-                    memory_id=hit.memory_id,
-                    distance=hit.distance,
-                    record=record,
-                    source_repo=record.source_repo,
-                )
-            )
+        results = self._resolve(ordered)
         sources = list(dict.fromkeys(r.source_repo for r in results))
         provenance = Provenance(
             repo_sources=sources,

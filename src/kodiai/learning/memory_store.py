@@ -235,6 +235,23 @@ class LanceMemoryStore:
         )
 
     @_locked
+    def retrieve_review_memories(
+        self,
+        query_embedding: Sequence[float] | np.ndarray,
+        repo: str,
+        review_ids: Sequence[int],
+        top_k: int,
+    ) -> list[MemoryHit]:
+        """The ``top_k`` nearest live memories of ``repo`` written by one of ``review_ids`` (the re-review
+        scope), nearest first: an exact scan of those rows only, so it does not depend on the vector pool."""
+        validate_repo(repo)
+        if top_k <= 0 or not review_ids:
+            return []
+        query = as_vector(query_embedding, self._dimensions)
+        where = f"{_live_where(repo)} AND review_id IN ({sql_int_list(review_ids)})"
+        return lance_search(self._table, query, where, top_k, self._options, use_index=False)
+
+    @_locked
     def retrieve_memories_for_owner(
         self, query_embedding: Sequence[float] | np.ndarray, owner: str, exclude_repo: str, top_k: int
     ) -> list[MemoryHit]:

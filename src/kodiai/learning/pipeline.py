@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -32,6 +32,9 @@ from kodiai.learning.recency import RecencyConfig, apply_recency_weighting
 from kodiai.learning.rerank import RerankConfig, rerank_by_language
 from kodiai.learning.types import RerankedResult, RetrievalResult, ThresholdMethod
 from kodiai.log import get_logger
+
+if TYPE_CHECKING:
+    from kodiai.learning.same_pr import SamePrMode
 
 
 class CutContext(BaseModel):
@@ -123,6 +126,8 @@ class RetrievalQuality(BaseModel):
     """The channels that fed the pool: ``vector`` or ``vector+lexical``."""
     lexical_candidates: int | None = None
     """Pool members only the lexical channel found (None when it did not run)."""
+    same_pr_memories: int | None = None
+    """The PR's own earlier memories found by the re-review scope (None on a first review)."""
 
 
 class RetrievalOutcome(BaseModel):
@@ -144,6 +149,9 @@ class RetrievalOutcome(BaseModel):
     ambiguity: AmbiguitySignal | None = None
     lexical: dict[int, float] | None = None
     """The lexical channel's scores per candidate memory id (None when it did not run)."""
+    same_pr: list[RerankedResult] | None = None
+    """The re-review scope's pool: the PR's own earlier memories after language rerank, before recency,
+    nearest first (None on a first review)."""
 
     def prompt_findings(self) -> list[dict[str, object]]:
         """The final results as the review prompt's retrieval context (spec §1 step 32.8), with labels."""
@@ -212,6 +220,8 @@ def retrieve_context(
     recency: bool = True,
     lexical: LexicalSearcher | None = None,
     query_text: str | None = None,
+    same_pr_review_ids: frozenset[int] | None = None,
+    same_pr_mode: SamePrMode = "only",
 ) -> RetrievalOutcome:
     """Run the chain once. ``confidence``/``ambiguity`` switch those signals on (None = off).
 
@@ -219,6 +229,11 @@ def retrieve_context(
     whose ``owns_recency`` attribute is true receives the list before recency and weights it itself.
     ``lexical`` + ``query_text``: the lexical channel, used only by an adaptive cut whose ``uses_lexical``
     is true; a failure of the channel is logged and the retrieval goes on with the vector channel alone.
+
+    ``same_pr_review_ids`` (a re-review): the ids of the PR's earlier reviews. Their memories are fetched
+    by review id (not only from the vector pool) and, in the default mode ``only``, are the whole answer:
+    the ``top_k`` most similar, nothing from other PRs, nothing at all when the PR has none
+    (:mod:`kodiai.learning.same_pr`). None (a first review) leaves the chain exactly as it was.
     """
     isolated = isolation.retrieve_with_isolation(
         query_embedding=query_embedding,
@@ -266,6 +281,20 @@ def retrieve_context(
         lexical=scores,
     )
     decision = cut(reranked, ctx)
+    own: list[RerankedResult] | None = None
+    if same_pr_review_ids is not None:
+        own, decision = _same_pr_scope(
+            isolation,
+            query_embedding,
+            pool,
+            decision,
+            ctx,
+            repo=repo,
+            review_ids=same_pr_review_ids,
+            mode=same_pr_mode,
+            pr_languages=pr_languages,
+            rerank_config=rerank_config,
+        )
     final = decision.results
 
     labels = confidence_labels([r.distance for r in final], confidence) if confidence is not None else None
@@ -289,6 +318,7 @@ def retrieve_context(
         confidence_low=counts["low"] if counts is not None else None,
         channels="vector" if scores is None else "vector+lexical",
         lexical_candidates=None if scores is None else extra,
+        same_pr_memories=None if own is None else len(own),
     )
     return RetrievalOutcome(
         candidates=candidates,
@@ -300,4 +330,43 @@ def retrieve_context(
         confidence=labels,
         ambiguity=signal,
         lexical=scores,
+        same_pr=own,
     )
+
+
+def _same_pr_scope(
+    isolation: IsolationLayer,
+    query_embedding: Sequence[float] | np.ndarray,
+    pool: Sequence[RetrievalResult],
+    normal: CutDecision,
+    ctx: CutContext,
+    *,
+    repo: str,
+    review_ids: frozenset[int],
+    mode: SamePrMode,
+    pr_languages: Sequence[str],
+    rerank_config: RerankConfig | None,
+) -> tuple[list[RerankedResult], CutDecision]:
+    """The re-review scope over the normal cut's decision: the PR's own earlier memories (fetched by
+    review id, plus any already in the pool), language-reranked like the pool, then
+    :func:`kodiai.learning.same_pr.same_pr_decide`."""
+    from kodiai.learning.cut_strategy import candidates_of
+    from kodiai.learning.same_pr import same_pr_decide, threshold_of
+
+    fetched = isolation.retrieve_for_reviews(
+        query_embedding=query_embedding,
+        repo=repo,
+        review_ids=review_ids,
+        limit=internal_top_k(ctx.top_k, True),
+    )
+    seen = {r.memory_id for r in fetched}
+    in_pool = [r for r in pool if r.record.review_id in review_ids and r.memory_id not in seen]
+    found = collapse_outcome_rows(sorted([*fetched, *in_pool], key=lambda r: r.distance))
+    own = rerank_by_language(found, pr_languages, rerank_config) if found else []
+    ids, method = same_pr_decide(
+        candidates_of(own, ctx), [r.memory_id for r in normal.results], ctx.top_k, mode
+    )
+    shown = apply_recency_weighting(own, ctx.now, ctx.recency_config) if own and ctx.recency else own
+    by_id = {**{r.memory_id: r for r in normal.results}, **{r.memory_id: r for r in shown}}
+    kept = [by_id[i] for i in ids]
+    return own, CutDecision(results=kept, threshold=threshold_of(kept, method, len(own)))

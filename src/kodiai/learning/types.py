@@ -28,6 +28,11 @@ ThresholdMethod = Literal[
     # evaluation baselines: fixed thresholds and "top-k, no cut".
     "fixed",
     "topk",
+    # kodiai.learning.same_pr: the re-review scope (the PR's own earlier memories).
+    "same-pr:kept",
+    "same-pr:first",
+    "same-pr:fallback",
+    "same-pr:abstain",
 ]
 
 
