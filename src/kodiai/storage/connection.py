@@ -135,16 +135,28 @@ class LockedConnection:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """``BEGIN IMMEDIATE`` … ``COMMIT``; any exception rolls the whole block back and propagates."""
+        """``BEGIN IMMEDIATE`` … ``COMMIT``; any exception, a failing ``COMMIT`` included, rolls the whole
+        block back and propagates.
+
+        A ``COMMIT`` that fails (a deferred constraint, ``SQLITE_FULL``, ``SQLITE_BUSY``) can leave the
+        transaction open; without the rollback every later ``BEGIN`` on this shared connection would fail
+        with "cannot start a transaction within a transaction"."""
         with self._lock:
             self._check_open()
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self._conn
+                self._conn.execute("COMMIT")
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                self._rollback()
                 raise
-            self._conn.execute("COMMIT")
+
+    def _rollback(self) -> None:
+        """Roll back what is still open; SQLite may already have rolled back (an I/O error, a full disk),
+        and a failing ROLLBACK must not hide the error that caused it."""
+        if self._conn.in_transaction:
+            with suppress(sqlite3.Error):
+                self._conn.execute("ROLLBACK")
 
     def checkpoint(self) -> tuple[int, int, int]:
         with self._lock:
