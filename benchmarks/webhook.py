@@ -2,7 +2,7 @@
 
 Both servers run as separate processes under the same uvicorn configuration; this process is the load
 generator (N keep-alive connections, each posting back to back, with a lean asyncio HTTP/1.1 client). Payloads are a real
-``pull_request.opened`` fixture (≈24 KB; padded if it were under 20 KB), HMAC-signed, with a unique delivery id each and
+``pull_request.opened`` fixture (≈24 KB; padded if it were under 20 KB), HMAC-signed, each with its own body (a number in the PR body) and delivery id, and
 installations spread over 20 lanes. Kodiai runs its full pipeline: signature, JSON check and routing
 fields, SQLite dedup + journal write before the 200, router, per-installation lanes; its job reads the
 payload (parsed on that first read, as any real handler's would be) and appends the delivery id to a file. After each run the server is stopped with SIGTERM (graceful drain) and the file is
@@ -221,7 +221,11 @@ async def load(
     import hashlib
     import hmac
 
-    signatures = ["sha256=" + hmac.new(SECRET.encode(), b, hashlib.sha256).hexdigest() for b in bodies]
+    # Every request a distinct body (signed before the clock starts); the run number keeps bodies of
+    # successive runs against one server apart too.
+    run_id = uuid.uuid4().int % 10**6
+    payloads = [unique_body(bodies[i % len(bodies)], run_id * 10**8 + i) for i in range(requests)]
+    signatures = ["sha256=" + hmac.new(SECRET.encode(), b, hashlib.sha256).hexdigest() for b in payloads]
     ids = [f"bench-{uuid.uuid4()}" for _ in range(requests)]
     latencies: list[float] = []
     acked: list[str] = []
@@ -240,11 +244,11 @@ async def load(
                 else:
                     i, slot = slot, slot + concurrency
                     await asyncio.sleep(max(0.0, started + i / rate - time.perf_counter()))
-                body = bodies[i % len(bodies)]
+                body = payloads[i]
                 head = (
                     "POST /webhooks/github HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                     f"X-GitHub-Event: pull_request\r\nX-GitHub-Delivery: {ids[i]}\r\n"
-                    f"X-Hub-Signature-256: {signatures[i % len(bodies)]}\r\nUser-Agent: GitHub-Hookshot/bench\r\n"
+                    f"X-Hub-Signature-256: {signatures[i]}\r\nUser-Agent: GitHub-Hookshot/bench\r\n"
                     f"Content-Length: {len(body)}\r\n{close_header}\r\n"
                 ).encode()
                 t0 = time.perf_counter() if rate is None else max(started + i / rate, 0.0)
@@ -297,14 +301,26 @@ def server_cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+NONCE = b"bench-nonce-0000000000000000"
+"""A fixed-width marker in the PR body that each request replaces with its own number: the server
+deduplicates replays of an identical signed body, so a benchmark that resent one body would be measuring
+the replay guard (and its deliveries would never run)."""
+
+
 def with_installations(body: bytes, lanes: int = 20) -> list[bytes]:
-    """One body per installation lane (ids 1..lanes); the load generator cycles through them."""
+    """One body template per installation lane (ids 1..lanes); the load generator cycles through them."""
     data = json.loads(body)
+    data["pull_request"]["body"] = (data["pull_request"].get("body") or "") + NONCE.decode()
     out = []
     for i in range(1, lanes + 1):
         data["installation"] = {"id": i}
         out.append(json.dumps(data).encode())
     return out
+
+
+def unique_body(template: bytes, i: int) -> bytes:
+    """The template with its marker replaced by request ``i``'s number (same length)."""
+    return template.replace(NONCE, f"bench-nonce-{i:016d}".encode(), 1)
 
 
 def run(args: argparse.Namespace) -> int:
