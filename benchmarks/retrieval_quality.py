@@ -7,8 +7,9 @@ Runs the real chain over both tracks (all-MiniLM-L6-v2, embeddings from the on-d
 embeds everything), then leave-one-repository-out, and prints per track and split the default next to
 "top 5, no cut", the best fixed threshold on the default's scale (dev: in hindsight; leave-one-out:
 fitted on the other repositories), the recency-scale fixed threshold, the vector-only variant and the
-previous default, each with 95 % bootstrap intervals; then F0.5 per repository and every target with
-met / not met. The same figures, in full, come from ``kodiai eval retrieval --data DIR --loo``.
+previous default, each with 95 % bootstrap intervals; on the re-review track the default is the
+re-review scope ``same-pr`` (every query there is a re-review) and its variants are shown next to the
+plain cut; then F0.5 per repository and every target with met / not met. The same figures, in full, come from ``kodiai eval retrieval --data DIR --loo``.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def _cell(m: StrategyMetrics, key: str, pct: bool = False) -> str:
 def _row(split: str, track: str, label: str, m: StrategyMetrics) -> str:
     return (
         f"| {split} | {track} | {label} | {_cell(m, 'f0_5')} | {_cell(m, 'precision')} | "
-        f"{_cell(m, 'recall_at_5')} | {_cell(m, 'empty', True)} | {_cell(m, 'abstain', True)} |"
+        f"{_cell(m, 'recall_at_5')} | {m.ndcg_at_5:.3f} | {_cell(m, 'empty', True)} | {_cell(m, 'abstain', True)} |"
     )
 
 
@@ -70,11 +71,14 @@ def main() -> None:
         bootstrap_reps=args.bootstrap,
     )
     top = f"top{options.top_k}"
-    print("| split | track | strategy | F0.5 | precision | recall@5 | empty | abstain |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| split | track | strategy | F0.5 | precision | recall@5 | nDCG@5 | empty | abstain |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for track, result in dev.items():
         rows = {
             f"**{result.default}** (default)": result.default,
+            "same-pr>headgap (own memories, then headgap)": "same-pr>headgap",
+            "same-pr|headgap (own memories, else headgap)": "same-pr|headgap",
+            "headgap (the cut alone, no re-review scope)": "headgap" if result.default != "headgap" else "",
             "headgap:vector (vector channel only)": "headgap:vector",
             f"{top} (no cut)": top,
             f"{top}+lexical (no cut)": f"{top}+lexical",
@@ -84,11 +88,16 @@ def main() -> None:
             "maxgap (original)": "maxgap",
         }
         for label, name in rows.items():
-            if name in result.strategies:
+            if name and name in result.strategies:
                 print(_row("dev", track, label, result.strategies[name]))
         held = loo.strategies[track]
+        default = loo.defaults.get(track, result.default)
+        fitted = "band fitted per fold" if default in loo.fitted else "nothing fitted"
         loo_rows = {
-            f"**{result.default}** (default, band fitted per fold)": result.default,
+            f"**{default}** (default, {fitted})": default,
+            "same-pr>headgap (headgap's band fitted per fold)": "same-pr>headgap",
+            "same-pr|headgap (headgap's band fitted per fold)": "same-pr|headgap",
+            "headgap (band fitted per fold, no re-review scope)": "headgap" if default != "headgap" else "",
             "headgap:vector (band fitted per fold)": "headgap:vector",
             f"{top} (no cut)": top,
             f"{top}+lexical (no cut)": f"{top}+lexical",
@@ -97,7 +106,7 @@ def main() -> None:
             "headgap-v1 (ceiling refitted per fold)": "headgap-v1",
         }
         for label, name in loo_rows.items():
-            if name in held:
+            if name and name in held:
                 print(_row("LOO", track, label, held[name]))
     print("\nF0.5 per repository (past-fixes): dev | leave-one-out")
     names = [dev["past-fixes"].default, top, "fixed", "headgap-v1"]

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 CORPUS_FILE = "corpus.jsonl"
 QUERIES_FILE = "queries.jsonl"
 REREVIEW_DIR = "rereview"
+REREVIEW_TRACK = "rereview"
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -33,6 +34,14 @@ def _parse_time(value: str) -> datetime:
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
+class FindingSource(BaseModel):
+    """Where a finding came from; ``pr`` is the PR whose branch it was made on (track B), if any."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    pr: int | None = None
+
+
 class EvalFinding(BaseModel):
     """One past finding: becomes one learned memory."""
 
@@ -46,6 +55,7 @@ class EvalFinding(BaseModel):
     category: str
     severity: str | None = None
     created_at: datetime
+    source: FindingSource | None = None
 
     @field_validator("created_at", mode="before")
     @classmethod
@@ -68,6 +78,7 @@ class EvalQuery(BaseModel):
     owner: str
     created_at: datetime
     query_text: str
+    pr_number: int | None = None
     languages: list[str] = Field(default_factory=list)
     relevant_ids: list[str] = Field(default_factory=list)
     graded: dict[str, int] = Field(default_factory=dict)
@@ -91,6 +102,11 @@ class EvalDataset(BaseModel):
     name: str
     findings: list[EvalFinding]
     queries: list[EvalQuery]
+
+    @property
+    def rereview(self) -> bool:
+        """Track B: every query is a re-review of its PR (the same-PR scope applies)."""
+        return self.name == REREVIEW_TRACK
 
 
 def _read_jsonl(path: Path, model: type[_M]) -> list[_M]:
@@ -125,4 +141,5 @@ def load_dataset(data_dir: str | Path, *, rereview: bool = False) -> EvalDataset
         seen.add(finding.id)
     if not queries:
         raise DataError(f"{root / QUERIES_FILE}: no queries")
-    return EvalDataset(name="rereview" if rereview else "past-fixes", findings=findings, queries=queries)
+    name = REREVIEW_TRACK if rereview else "past-fixes"
+    return EvalDataset(name=name, findings=findings, queries=queries)

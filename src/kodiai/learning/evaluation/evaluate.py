@@ -10,6 +10,11 @@ multiplier for ``fixed@recency``), so the last threshold of each keeps every can
 
 After the chain has run, every strategy whose decision is a pure function of the pool is replayed on the
 captured pools and must keep exactly what the chain kept: calibration and leave-one-out use those replays.
+
+On the re-review track every query is a re-review, so the strategies that carry the re-review scope
+(:class:`kodiai.learning.same_pr.SamePrStrategy`: ``same-pr``, ``same-pr>headgap``, ``same-pr|headgap``)
+are added and the track's default is ``same-pr`` — what the review handler runs on a re-review. Track A's
+queries are first reviews: its default stays the model's cut and the scoped rows are not shown there.
 """
 
 from __future__ import annotations
@@ -37,9 +42,17 @@ from kodiai.learning.embeddings import EmbeddingProvider
 from kodiai.learning.evaluation.data import EvalDataset
 from kodiai.learning.evaluation.embedding_cache import EmbeddingCache
 from kodiai.learning.evaluation.metrics import BOOTSTRAP_REPS, QueryJudgement, StrategyMetrics, with_intervals
-from kodiai.learning.evaluation.runner import ChainOptions, run_chain
+from kodiai.learning.evaluation.runner import ChainOptions, ScopedPool, run_chain
 from kodiai.learning.recency import DEFAULT_RECENCY_CONFIG, OTHER_SEVERITY_FLOOR_SHARE
 from kodiai.learning.rerank import DEFAULT_RERANK_CONFIG
+from kodiai.learning.same_pr import (
+    DEFAULT_SAME_PR_MODE,
+    SAME_PR_MODES,
+    SamePrStrategy,
+    needs_normal_cut,
+    same_pr_decide,
+    scoped_name,
+)
 
 FIXED_STEP = 0.05
 DEFAULT_KEY = "default"
@@ -112,12 +125,14 @@ def build_strategies(
     cut_strategy: str | None = None,
     calibration: Mapping[str, Any] | BaseModel | None = None,
     options: ChainOptions | None = None,
+    rereview: bool = False,
 ) -> tuple[dict[str, NamedCut], str, dict[str, str]]:
     """The strategies compared, the name of the default among them, and a description of each reference.
 
     ``headgap`` is the model's profile (with the config's calibration keys); with the lexical channel on
     and a profile that uses it, ``headgap:vector`` is the same profile on the vector channel alone and
-    ``top<k>+lexical`` the fused order without a cut.
+    ``top<k>+lexical`` the fused order without a cut. ``rereview``: the queries are re-reviews, so the
+    re-review scope's strategies are added around the model's cut and ``same-pr`` is the default.
     """
     opts = options or ChainOptions()
     profile = resolve_profile(model, calibration)
@@ -146,7 +161,20 @@ def build_strategies(
         for t in fixed_grid(max_distance(recency=True)):
             cut = FixedCut(t, scale="recency")
             strategies[cut.name] = cut
-    return strategies, resolve_cut(model, cut_strategy, calibration).name, notes
+    default = resolve_cut(model, cut_strategy, calibration).name
+    if rereview:
+        inner = strategies[default]
+        descriptions = {
+            "only": "re-review scope: the PR's own earlier memories only (top k by similarity); none → nothing",
+            "first": f"re-review scope: the PR's own earlier memories, then what {default} keeps",
+            "fallback": f"re-review scope: the PR's own earlier memories; none → what {default} keeps",
+        }
+        for mode in SAME_PR_MODES:
+            scoped = SamePrStrategy(inner, mode)
+            strategies[scoped.name] = scoped
+            notes[scoped.name] = descriptions[mode]
+        default = scoped_name(DEFAULT_SAME_PR_MODE, inner.name)
+    return strategies, default, notes
 
 
 def replay_judgements(
@@ -156,7 +184,7 @@ def replay_judgements(
     out = []
     for pool in pools:
         lexical = cut.uses_lexical and pool.fused is not None
-        kept = replay_ids(pool.pool(lexical), cut, top_k, lexical=lexical, recency=pool.recency)
+        kept = _replay(pool, cut, top_k, lexical=lexical)
         out.append(
             QueryJudgement(
                 query_id=pool.query_id,
@@ -168,6 +196,20 @@ def replay_judgements(
             )
         )
     return out
+
+
+def _replay(pool: LabelledPool, cut: NamedCut, top_k: int, *, lexical: bool) -> list[str]:
+    """What ``cut`` keeps from the captured ``pool``; a re-review-scoped strategy replays its inner cut on
+    the normal pool and :func:`same_pr_decide` on the scope's pool (its inner cut alone without one)."""
+    if isinstance(cut, SamePrStrategy):
+        own = pool.same_pr if isinstance(pool, ScopedPool) else None
+        if own is None:
+            return _replay(pool, cut.inner, top_k, lexical=lexical)
+        normal = (
+            _replay(pool, cut.inner, top_k, lexical=lexical) if needs_normal_cut(cut.mode, len(own)) else []
+        )
+        return same_pr_decide(own, normal, top_k, cut.mode)[0]
+    return replay_ids(pool.pool(lexical), cut, top_k, lexical=lexical, recency=pool.recency)
 
 
 def check_replays(
@@ -217,7 +259,7 @@ def evaluate(
     on_query: Callable[[int, int], None] | None = None,
     on_embedded: Callable[[int, int], None] | None = None,
     bootstrap_reps: int = BOOTSTRAP_REPS,
-) -> tuple[EvalResult, list[LabelledPool]]:
+) -> tuple[EvalResult, list[ScopedPool]]:
     """Embed (cached), run every strategy through the real chain, check the replays, aggregate.
 
     ``on_embedded(done, total)`` reports texts the cache did not hold; ``on_query(done, total)`` queries."""
@@ -227,7 +269,11 @@ def evaluate(
         [f.memory_text() for f in dataset.findings], [q.query_text for q in dataset.queries], on_embedded
     )
     strategies, default, notes = build_strategies(
-        provider.model, cut_strategy=cut_strategy, calibration=calibration, options=opts
+        provider.model,
+        cut_strategy=cut_strategy,
+        calibration=calibration,
+        options=opts,
+        rereview=dataset.rereview,
     )
     judgements, pools = run_chain(
         dataset,

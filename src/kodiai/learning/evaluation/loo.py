@@ -15,7 +15,11 @@ Fitted procedures (all replayed on the pools the chain captured, see ``evaluate.
   training queries' best distances, or off) under its old constraints (empty ≤ 10 %, re-review abstain
   ≥ 70 %), the relative constants kept.
 
-Strategies without fitted constants (``maxgap``, ``top<k>``, ``top<k>+lexical``) score as on the dev split.
+- the re-review scope around the default cut (``same-pr>headgap``, ``same-pr|headgap``): the inner
+  ``headgap`` fitted as above, the scope itself has nothing to fit.
+
+Strategies without fitted constants (``maxgap``, ``top<k>``, ``top<k>+lexical``, ``same-pr``) score as on
+the dev split. The re-review-scoped rows are reported only on the tracks whose queries are re-reviews.
 
 Besides the held-out figures, each fold's fitted constants are also scored on the whole track
 (``stability``): how much the fitted profile's F0.5 moves when one repository is left out of the fit.
@@ -51,7 +55,8 @@ from kodiai.learning.evaluation.metrics import (
     aggregate,
     with_intervals,
 )
-from kodiai.learning.evaluation.runner import ChainOptions
+from kodiai.learning.evaluation.runner import ChainOptions, ScopedPool
+from kodiai.learning.same_pr import SamePrMode, SamePrStrategy, scoped_name
 
 Tracks = Mapping[str, Sequence[LabelledPool]]
 LEGACY_TARGETS = CalibrationTargets(max_empty=0.10, min_abstain=0.70, abstain_tracks=frozenset({"rereview"}))
@@ -79,6 +84,8 @@ class LooResult(BaseModel):
     folds: list[FoldReport]
     fitted: list[str]
     """The strategies whose constants were fitted per fold (the others score as on the dev split)."""
+    defaults: dict[str, str] = {}
+    """track → the default the review runs on that track (``same-pr`` on the re-review track)."""
 
     def stability_range(self, strategy: str, track: str) -> tuple[float, float] | None:
         values = [f.stability[strategy][track] for f in self.folds if track in f.stability.get(strategy, {})]
@@ -123,6 +130,8 @@ def _legacy_cuts(train: Tracks) -> list[NamedCut]:
 
 
 def _describe(cut: NamedCut) -> str:
+    if isinstance(cut, SamePrStrategy):
+        return f"scope {cut.mode}, inner {_describe(cut.inner)}"
     if isinstance(cut, FixedCut):
         return f"{cut.threshold:g}"
     if isinstance(cut, LegacyHeadGapCut):
@@ -147,8 +156,11 @@ def fitted_procedures(
     lexical: bool,
     recency: bool,
     targets: CalibrationTargets,
+    rereview: bool = False,
 ) -> dict[str, Callable[[Tracks], NamedCut]]:
-    """Strategy name → the procedure that fits its constants on training tracks."""
+    """Strategy name → the procedure that fits its constants on training tracks. ``rereview``: add the
+    re-review scope around the fitted ``headgap`` (modes ``first`` and ``fallback``; ``only`` has nothing
+    to fit)."""
 
     def headgap(use_lexical: bool) -> Callable[[Tracks], NamedCut]:
         base = profile if use_lexical else profile.model_copy(update={"head_lexical_weight": 0.0})
@@ -171,7 +183,29 @@ def fitted_procedures(
         weighted = [FixedCut(t, scale="recency") for t in fixed_grid(max_distance(recency=True))]
         procedures["fixed@recency"] = lambda train: choose(weighted, train, top_k, targets)
     procedures["headgap-v1"] = lambda train: choose(_legacy_cuts(train), train, top_k, LEGACY_TARGETS)
+    if rereview:
+        fit_head = _last_fit(procedures["headgap"])
+        procedures["headgap"] = fit_head
+        for mode in ("first", "fallback"):
+            procedures[scoped_name(mode, "headgap")] = _scoped_fit(fit_head, mode)
     return procedures
+
+
+def _scoped_fit(fit: Callable[[Tracks], NamedCut], mode: SamePrMode) -> Callable[[Tracks], NamedCut]:
+    """The re-review scope in ``mode`` around the cut ``fit`` fits (the scope itself has no constants)."""
+    return lambda train: SamePrStrategy(fit(train), mode)
+
+
+def _last_fit(fit: Callable[[Tracks], NamedCut]) -> Callable[[Tracks], NamedCut]:
+    """``fit`` remembering its last answer: a fold fits ``headgap`` once for every strategy around it."""
+    last: list[tuple[Tracks, NamedCut]] = []
+
+    def cached(train: Tracks) -> NamedCut:
+        if not last or last[0][0] is not train:
+            last[:] = [(train, fit(train))]
+        return last[0][1]
+
+    return cached
 
 
 def leave_one_repo_out(
@@ -181,9 +215,12 @@ def leave_one_repo_out(
     *,
     top_k: int,
     bootstrap_reps: int = BOOTSTRAP_REPS,
+    scoped: frozenset[str] = frozenset(),
+    defaults: Mapping[str, str] | None = None,
 ) -> LooResult:
     """Run every fold. ``unfitted``: strategies without fitted constants, replayed as they are (so
-    their held-out figures equal their dev figures; ``maxgap`` has no replay and is left out)."""
+    their held-out figures equal their dev figures; ``maxgap`` has no replay and is left out).
+    ``scoped``: the re-review-scoped strategies, reported only on tracks whose pools carry the scope."""
     repos = sorted({p.repo for pools in tracks.values() for p in pools})
     if len(repos) < 2:
         raise ValueError("leave-one-repository-out needs queries from at least two repositories")
@@ -211,6 +248,8 @@ def leave_one_repo_out(
             **{name: replay_judgements(tracks[track], cut, top_k) for name, cut in unfitted.items()},
             **{name: heldout[track][name] for name in procedures},
         }
+        if not _is_scoped(tracks[track]):
+            judged = {name: js for name, js in judged.items() if name not in scoped}
         strategies[track] = {name: with_intervals(js, reps=bootstrap_reps) for name, js in judged.items()}
         by_repo: dict[str, dict[str, StrategyMetrics]] = defaultdict(dict)
         for name, js in judged.items():
@@ -220,7 +259,18 @@ def leave_one_repo_out(
             for r, group in grouped.items():
                 by_repo[r][name] = with_intervals(group, reps=bootstrap_reps)
         per_repo[track] = dict(sorted(by_repo.items()))
-    return LooResult(strategies=strategies, per_repo=per_repo, folds=folds, fitted=list(procedures))
+    return LooResult(
+        strategies=strategies,
+        per_repo=per_repo,
+        folds=folds,
+        fitted=list(procedures),
+        defaults=dict(defaults or {}),
+    )
+
+
+def _is_scoped(pools: Sequence[LabelledPool]) -> bool:
+    """Whether a track's queries are re-reviews (their pools carry the re-review scope)."""
+    return any(isinstance(p, ScopedPool) and p.same_pr is not None for p in pools)
 
 
 def evaluation_loo(
@@ -235,6 +285,7 @@ def evaluation_loo(
     """Leave-one-repository-out over the pools ``evaluate`` captured for each track, with the model's
     profile (and the config's calibration keys), the fitted procedures above, and the no-cut rows."""
     profile = resolve_profile(model, calibration)
+    rereview = any(_is_scoped(track) for track in pools.values())
     procedures = fitted_procedures(
         model=model,
         profile=profile,
@@ -242,8 +293,27 @@ def evaluation_loo(
         lexical=options.lexical,
         recency=options.recency,
         targets=CalibrationTargets(min_abstain=min_abstain),
+        rereview=rereview,
     )
-    strategies, _, _ = build_strategies(model, calibration=calibration, options=options)
+    strategies, default, _ = build_strategies(model, calibration=calibration, options=options)
     # "top k, no cut" (and its fused variant) have nothing to fit; maxgap has no replay.
     unfitted = {name: cut for name, cut in strategies.items() if name.startswith("top")}
-    return leave_one_repo_out(pools, procedures, unfitted, top_k=options.top_k, bootstrap_reps=bootstrap_reps)
+    scoped: set[str] = set()
+    defaults = {track: default for track in pools}
+    if rereview:
+        scoped_strategies, scoped_default, _ = build_strategies(
+            model, calibration=calibration, options=options, rereview=True
+        )
+        scoped = {n for n, c in scoped_strategies.items() if isinstance(c, SamePrStrategy)}
+        # the scope in mode "only" has nothing to fit (its inner cut never answers)
+        unfitted[scoped_default] = scoped_strategies[scoped_default]
+        defaults.update({track: scoped_default for track, p in pools.items() if _is_scoped(p)})
+    return leave_one_repo_out(
+        pools,
+        procedures,
+        unfitted,
+        top_k=options.top_k,
+        bootstrap_reps=bootstrap_reps,
+        scoped=frozenset(scoped | {n for n in procedures if n.startswith("same-pr")}),
+        defaults=defaults,
+    )

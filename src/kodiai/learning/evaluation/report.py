@@ -120,7 +120,8 @@ def per_repo_table(result: EvalResult) -> Table:
 
 
 def loo_tables(loo: LooResult, default: str) -> list[Table]:
-    """Per track: the pooled held-out figures; then the folds (constants fitted, held-out F0.5)."""
+    """Per track: the pooled held-out figures; then the folds (constants fitted, held-out F0.5). The
+    default marked per track is ``loo.defaults[track]`` (``default`` when the result names none)."""
     tables: list[Table] = []
     for track, strategies in loo.strategies.items():
         table = Table(
@@ -140,11 +141,12 @@ def loo_tables(loo: LooResult, default: str) -> list[Table]:
             "stability",
         ):
             table.add_column(column, justify="left" if column == "strategy" else "right")
+        track_default = loo.defaults.get(track, default)
         for name, m in strategies.items():
             held = loo.heldout_range(name, track)
             stab = loo.stability_range(name, track) if name in loo.fitted else None
             table.add_row(
-                name + (" (default)" if name == default else ""),
+                name + (" (default)" if name == track_default else ""),
                 _ci(m, "f0_5"),
                 _ci(m, "precision"),
                 _ci(m, "recall_at_5"),

@@ -8,6 +8,13 @@ candidate pool to the chain for every strategy, and the rest of the chain (lexic
 that use it, language rerank, recency, cut, top_k) runs for real per strategy. Alongside, each query's
 uncut pool is captured (with and without the lexical channel) so calibration and leave-one-out can
 replay a cut without the chain.
+
+The re-review scope (:mod:`kodiai.learning.same_pr`): the data has no reviews, so each PR stands for one
+synthetic review whose id is the PR number (:func:`synthetic_review_id`); a finding made on a PR's branch
+(track B's ``source.pr``) is stored with that ``review_id``, and a re-review query (every track B query)
+passes its own PR's id as ``same_pr_review_ids`` to the strategies that are :class:`SamePrStrategy`.
+PR numbers of different repositories never mix: the scope's store query is filtered by repository.
+Track A queries are first reviews: no scope, those strategies run as their inner cut.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import hashlib
 import tempfile
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -24,13 +32,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from kodiai.learning.adaptive_threshold import AdaptiveThresholdResult
 from kodiai.learning.calibration import LabelledPool
 from kodiai.learning.cut_strategy import Candidate, NamedCut, candidates_of
-from kodiai.learning.evaluation.data import EvalDataset, EvalFinding
+from kodiai.learning.evaluation.data import EvalDataset, EvalFinding, EvalQuery
 from kodiai.learning.evaluation.metrics import QueryJudgement
 from kodiai.learning.isolation import IsolationLayer
 from kodiai.learning.lexical import LexicalChannel
 from kodiai.learning.memory_store import LanceMemoryStore, open_memory_store
 from kodiai.learning.pipeline import CutContext, CutDecision, LexicalMatches, retrieve_context
 from kodiai.learning.rerank import RerankConfig
+from kodiai.learning.same_pr import SamePrStrategy
 from kodiai.learning.types import LearningMemoryRecord, MemoryHit, RerankedResult
 
 NO_RERANK = RerankConfig(same_language_boost=1.0, cross_language_penalty=1.0)
@@ -80,6 +89,18 @@ class _MemoReader:
             )
         return self._hits[key]
 
+    def retrieve_review_memories(
+        self,
+        query_embedding: Sequence[float] | np.ndarray,
+        repo: str,
+        review_ids: Sequence[int],
+        top_k: int,
+    ) -> list[MemoryHit]:
+        key = ("review", self._key(query_embedding), f"{repo}\0{sorted(review_ids)}", top_k)
+        if key not in self._hits:
+            self._hits[key] = self._store.retrieve_review_memories(query_embedding, repo, review_ids, top_k)
+        return self._hits[key]
+
     def get_memory_records(self, memory_ids: Sequence[int]) -> dict[int, LearningMemoryRecord]:
         key = tuple(memory_ids)
         if key not in self._records:
@@ -111,13 +132,39 @@ class _MemoLexical:
         return self._found[key]
 
 
+def synthetic_review_id(pr_number: int | None) -> int | None:
+    """The review a finding made on PR ``pr_number`` belongs to: one synthetic review per PR, whose id
+    is the PR number (None for a finding not made on a PR)."""
+    return pr_number
+
+
+def same_pr_scope(dataset: EvalDataset, query: EvalQuery) -> frozenset[int] | None:
+    """The ``same_pr_review_ids`` the review would pass for ``query``: its PR's earlier review on the
+    re-review track (every query there re-reviews its PR), None on a first review (track A)."""
+    if not dataset.rereview:
+        return None
+    review = synthetic_review_id(query.pr_number)
+    if review is None:
+        raise ValueError(f"re-review query {query.id} has no pr_number")
+    return frozenset({review})
+
+
+@dataclass(frozen=True)
+class ScopedPool(LabelledPool):
+    """A labelled pool plus the re-review scope's pool: the PR's own earlier memories (ascending adjusted
+    distance, recency multipliers set; None on a first review)."""
+
+    same_pr: list[Candidate[str]] | None = None
+
+
 def memory_record(finding: EvalFinding, index: int, model: str, dimensions: int) -> LearningMemoryRecord:
-    """The learned-memory row of a labelled finding (``finding_id`` = its position in the corpus)."""
+    """The learned-memory row of a labelled finding (``finding_id`` = its position in the corpus,
+    ``review_id`` = the synthetic review of the PR it was made on)."""
     return LearningMemoryRecord(
         repo=finding.repo,
         owner=finding.owner,
         finding_id=index,
-        review_id=None,
+        review_id=synthetic_review_id(finding.source.pr if finding.source is not None else None),
         source_repo=finding.repo,
         finding_text=finding.finding_text,
         severity=finding.severity or UNKNOWN_SEVERITY,
@@ -160,7 +207,7 @@ def run_chain(
     options: ChainOptions | None = None,
     workdir: str | Path | None = None,
     on_query: Callable[[int, int], None] | None = None,
-) -> tuple[dict[str, list[QueryJudgement]], list[LabelledPool]]:
+) -> tuple[dict[str, list[QueryJudgement]], list[ScopedPool]]:
     """Judgements per strategy name (in query order), and each query's uncut pool (for replays).
 
     ``query_vectors[i]`` embeds ``dataset.queries[i].query_text``; ``finding_vectors[j]`` embeds
@@ -180,7 +227,7 @@ def run_chain(
     judgements: dict[str, list[QueryJudgement | None]] = {
         name: [None] * len(dataset.queries) for name in strategies
     }
-    pools: list[LabelledPool | None] = [None] * len(dataset.queries)
+    pools: list[ScopedPool | None] = [None] * len(dataset.queries)
     done = 0
     with tempfile.TemporaryDirectory(prefix="kodiai-eval-", dir=workdir) as tmp:
         store = open_memory_store(str(Path(tmp) / "memory.lance"), dims)
@@ -208,6 +255,8 @@ def run_chain(
                 lexical = _MemoLexical(channel) if channel is not None else None
                 grades = query.grades()
                 relevant = frozenset(query.relevant_ids)
+                scope = same_pr_scope(dataset, query)
+                own: list[Candidate[str]] | None = None
                 captures = [_Capture(lexical=False)]
                 if channel is not None:
                     captures.append(_Capture(lexical=True))
@@ -216,6 +265,7 @@ def run_chain(
                     *((None, c) for c in captures),
                 ]
                 for name, cut in cuts:
+                    scoped = scope is not None and isinstance(cut, SamePrStrategy)
                     outcome = retrieve_context(
                         isolation,
                         query_vectors[i],
@@ -232,7 +282,21 @@ def run_chain(
                         recency=opts.recency,
                         lexical=lexical,
                         query_text=query.query_text,
+                        same_pr_review_ids=scope if scoped else None,
+                        same_pr_mode=cut.mode if isinstance(cut, SamePrStrategy) else "only",
                     )
+                    if scoped and own is None and outcome.same_pr is not None:
+                        ctx = CutContext(
+                            top_k=opts.top_k,
+                            distance_threshold=opts.distance_threshold,
+                            adaptive=True,
+                            now=query.created_at,
+                            recency=opts.recency,
+                        )
+                        own = [
+                            Candidate(_finding_id(dataset, r), c.distance, c.multiplier, c.lexical)
+                            for r, c in zip(outcome.same_pr, candidates_of(outcome.same_pr, ctx), strict=True)
+                        ]
                     if name is None:
                         continue
                     judgements[name][i] = QueryJudgement(
@@ -243,7 +307,7 @@ def run_chain(
                         method=outcome.quality.threshold_method,
                         repo=query.repo,
                     )
-                pools[i] = LabelledPool(
+                pools[i] = ScopedPool(
                     query_id=query.id,
                     repo=query.repo,
                     relevant=relevant,
@@ -253,6 +317,7 @@ def run_chain(
                     if len(captures) > 1 and captures[1].lexical_ran
                     else None,
                     recency=opts.recency,
+                    same_pr=own if scope is not None else None,
                 )
                 done += 1
                 if on_query is not None:
