@@ -2,9 +2,8 @@
 
 The labelled set has the format of ``shared/eval-dev``: ``DIR/corpus.jsonl`` + ``DIR/queries.jsonl``
 and, when present, the re-review track in ``DIR/rereview/``. The result is printed as YAML for the
-``knowledge.retrieval`` section of ``.kodiai.yml``; the figures it reached, and the derived constants
-that ``.kodiai.yml`` cannot set yet (the band with the lexical channel), are YAML comments. Whether the
-procedure generalises is what ``kodiai eval retrieval --loo`` measures: it runs this same derivation
+``knowledge.retrieval`` section of ``.kodiai.yml`` (both bands, the lexical weight and the recency
+margin are real keys); the figures it reached are YAML comments. Whether the procedure generalises is what ``kodiai eval retrieval --loo`` measures: it runs this same derivation
 once per left-out repository.
 """
 
@@ -143,7 +142,8 @@ def calibrate(
                 f"recall@5 {m.recall_at_5:.3f}, empty {_pct(m.empty)}, abstain {_pct(m.abstain)}"
             )
     extra = ", ".join(f"{k} {v}" for k, v in profile_only_keys(profile).items())
-    lines.append(f"# built-in profile constants .kodiai.yml cannot set yet: {extra}")
+    if extra:
+        lines.append(f"# profile constants .kodiai.yml cannot express: {extra}")
     yaml = YAML(typ="safe", pure=True)
     yaml.default_flow_style = False
     buffer = io.StringIO()

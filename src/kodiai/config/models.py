@@ -123,10 +123,27 @@ class RetrievalCalibrationConfig(ConfigModel):
     )
     head: Annotated[float | None, _num(1, 20)] = Field(None, description="headgap: leading gaps searched.")
     head_min_relative_gap: Annotated[float | None, _num(0, 10)] = Field(
-        None, description="headgap: smallest relative gap that cuts."
+        None,
+        description="headgap: smallest gap of the pool-normalised score (0..1) that cuts; 0 = no gap rule.",
     )
     head_band: Annotated[float | None, _num(0, 10)] = Field(
-        None, description="headgap: without a gap, keep results within this share of the best."
+        None,
+        description="headgap, vector channel only: keep results whose pool-normalised similarity (0..1) is "
+        "within this of the best.",
+    )
+    head_lexical_band: Annotated[float | None, _num(0, 10)] = Field(
+        None,
+        description="headgap with the lexical channel: keep results whose fused score (0..1) is within this "
+        "of the best.",
+    )
+    head_lexical_weight: Annotated[float | None, _num(0, 1)] = Field(
+        None,
+        description="headgap: weight of the lexical channel (BM25) in the fused score; 0 = vector only.",
+    )
+    head_recency_margin: Annotated[float | None, _num(0, 10)] = Field(
+        None,
+        description="headgap: a kept memory is dropped only for one at least as similar whose recency "
+        "weight is this share higher (0.1 = 10 %).",
     )
     head_ceiling: Annotated[float | None, _num(0, 2)] = Field(
         None, description="headgap: abstain when the best result is farther."

@@ -327,18 +327,24 @@ def derive_profile(
 
 
 def calibration_yaml_keys(profile: CalibrationProfile, model: str) -> dict[str, Any]:
-    """The ``knowledge.retrieval`` keys that ``.kodiai.yml`` accepts today for ``profile`` and ``model``
-    (``headBand``, ``headMinProminence``; the lexical and recency keys are built-in profile constants)."""
-    calibration: dict[str, Any] = {"model": model, "headBand": profile.head_band}
+    """The ``knowledge.retrieval`` keys of ``.kodiai.yml`` that reproduce ``profile`` under ``model``:
+    both bands, the lexical weight and the recency margin (the constants calibration fits or sets), and the
+    relative abstain gate when it is on. :func:`resolve_profile` of the result gives ``profile`` back for
+    every constant ``.kodiai.yml`` can express (see :func:`profile_only_keys` for the rest)."""
+    calibration: dict[str, Any] = {
+        "model": model,
+        "headBand": profile.head_band,
+        "headLexicalBand": profile.head_lexical_band,
+        "headLexicalWeight": profile.head_lexical_weight,
+    }
+    if profile.head_recency_margin is not None:
+        calibration["headRecencyMargin"] = profile.head_recency_margin
     if profile.head_min_prominence > 0:
         calibration["headMinProminence"] = profile.head_min_prominence
     return {"knowledge": {"retrieval": {"cutStrategy": profile.strategy, "calibration": calibration}}}
 
 
 def profile_only_keys(profile: CalibrationProfile) -> dict[str, Any]:
-    """The derived constants ``.kodiai.yml`` cannot set yet (camelCase), for the calibrate report."""
-    return {
-        "headLexicalWeight": profile.head_lexical_weight,
-        "headLexicalBand": profile.head_lexical_band,
-        "headRecencyMargin": profile.head_recency_margin,
-    }
+    """Constants of ``profile`` that ``.kodiai.yml`` cannot express (camelCase), for the calibrate report:
+    only a recency margin of None (recency re-orders but never drops), since YAML keys reject null."""
+    return {"headRecencyMargin": None} if profile.head_recency_margin is None else {}
