@@ -170,8 +170,10 @@ _HEADGAP_REASONS = {
 def _threshold_reason(t: AdaptiveThresholdResult, adaptive: bool, configured: float) -> str:
     if not adaptive:
         return f"adaptive off: the configured threshold {configured} as is"
-    if t.method in _HEADGAP_REASONS:
-        return _HEADGAP_REASONS[t.method]
+    method = t.method.removesuffix("+lexical")
+    if method in _HEADGAP_REASONS:
+        fused = " (on the fused vector + lexical score)" if method != t.method else ""
+        return _HEADGAP_REASONS[method] + fused
     if t.method == "configured" and t.candidate_count == 0:
         return "no candidates: the configured threshold, clamped"
     if t.method == "percentile":
@@ -181,9 +183,25 @@ def _threshold_reason(t: AdaptiveThresholdResult, adaptive: bool, configured: fl
     return f"largest gap {t.gap_size:.4f} before candidate #{t.gap_index}: cut just below it, clamped"
 
 
-def _print_search(console: Console, out: RetrievalOutcome, adaptive: bool, configured: float) -> None:
+def channels_line(out: RetrievalOutcome, lexical_wanted: bool) -> str:
+    """Which channels answered, and why the lexical one did not when it did not."""
+    if out.quality.channels == "vector+lexical":
+        return (
+            f"Channels: vector+lexical ({out.quality.lexical_candidates} candidate(s) found by the lexical "
+            "channel alone)"
+        )
+    if lexical_wanted:
+        return "Channels: vector (the lexical channel failed, see the warning above)"
+    return "Channels: vector (the lexical channel is off or the cut does not use it)"
+
+
+def _print_search(
+    console: Console, out: RetrievalOutcome, adaptive: bool, configured: float, lexical_wanted: bool
+) -> None:
+    console.print(channels_line(out, lexical_wanted))
+    scores = out.lexical
     candidates = Table(title=f"1. Candidates from isolation ({len(out.candidates)})")
-    for column in ("#", "memory", "repo", "finding", "file", "distance"):
+    for column in ("#", "memory", "repo", "finding", "file", "distance", *(("BM25",) if scores else ())):
         candidates.add_column(column)
     for i, c in enumerate(out.candidates, start=1):
         candidates.add_row(
@@ -193,6 +211,7 @@ def _print_search(console: Console, out: RetrievalOutcome, adaptive: bool, confi
             str(c.record.finding_id),
             c.record.file_path,
             f"{c.distance:.4f}",
+            *((f"{scores.get(c.memory_id, 0.0):.3f}",) if scores else ()),
         )
     console.print(candidates)
     adjusted = Table(title="2. After language rerank and recency weighting")
@@ -256,12 +275,21 @@ def search(
             help="maxgap (the original's) or headgap; default: the embedding model's calibration profile.",
         ),
     ] = None,
+    lexical: Annotated[
+        bool,
+        typer.Option(
+            "--lexical/--no-lexical",
+            help="Also run the lexical channel (BM25 over finding text and file path) when the cut uses "
+            "it, as reviews do.",
+        ),
+    ] = True,
     as_json: JsonOpt = False,
 ) -> None:
-    """Run the whole retrieval chain and print every stage."""
+    """Run the whole retrieval chain (as a review does) and print every stage and the channels that answered."""
     from kodiai.learning.calibration import resolve_cut
     from kodiai.learning.confidence import ConfidenceConfig
     from kodiai.learning.isolation import IsolationLayer
+    from kodiai.learning.lexical import LexicalChannel
     from kodiai.learning.memory_schema import InvalidNameError, validate_repo
     from kodiai.learning.pipeline import retrieve_context
 
@@ -290,11 +318,13 @@ def search(
         adaptive=adaptive,
         confidence=ConfidenceConfig(),
         cut=cut,
+        lexical=LexicalChannel(store) if lexical else None,
+        query_text=text,
     )
     if as_json:
         typer.echo(json.dumps(out.model_dump(mode="json"), indent=2))
         return
-    _print_search(_console(), out, adaptive, threshold)
+    _print_search(_console(), out, adaptive, threshold, lexical and adaptive and cut.uses_lexical)
 
 
 def _knowledge(db: str | None) -> tuple[ReadOnlyKnowledge | None, str | None]:

@@ -20,7 +20,9 @@ from kodiai.jobs.lanes import JobQueue
 from kodiai.jobs.limit import ConcurrencyLimit
 from kodiai.learning.embeddings import EmbeddingProvider
 from kodiai.learning.isolation import IsolationLayer
+from kodiai.learning.lexical import LexicalChannel
 from kodiai.learning.memory_store import LanceMemoryStore
+from kodiai.learning.pipeline import LexicalSearcher
 from kodiai.metrics import Metrics
 from kodiai.review.usage_scan import UsageAnalysisResult, analyze_package_usage
 from kodiai.storage.knowledge import KnowledgeStore
@@ -43,11 +45,22 @@ def registry_client() -> httpx.Client:
 
 @dataclass(frozen=True)
 class LearnedMemory:
-    """The learned-memory store, the isolation layer over it, and the embedder its table was opened for."""
+    """The learned-memory store, the isolation layer over it, the embedder its table was opened for, and
+    the lexical channel (BM25) over the same table.
+
+    ``lexical`` is one object per store, not per request: it remembers that the full-text indexes exist,
+    so only the first retrieval checks for (and builds) them. Left unset, it is built over ``store``;
+    whether a retrieval uses it is the cut's choice (``uses_lexical``, i.e. ``headLexicalWeight`` > 0).
+    """
 
     store: LanceMemoryStore
     isolation: IsolationLayer
     embeddings: EmbeddingProvider
+    lexical: LexicalSearcher | None = None
+
+    def __post_init__(self) -> None:
+        if self.lexical is None:
+            object.__setattr__(self, "lexical", LexicalChannel(self.store))
 
 
 @dataclass(frozen=True)

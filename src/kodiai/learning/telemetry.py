@@ -22,8 +22,8 @@ class RetrievalQualitySink(Protocol):
 
 
 class RetrievalQualityRow(BaseModel):
-    """A ``retrieval_quality`` row: the original's columns, then the additive confidence and feedback
-    columns (``migrations/telemetry/01xx_*.sql``), which stay NULL when their signal is off."""
+    """A ``retrieval_quality`` row: the original's columns, then the additive confidence, feedback and
+    channel columns (``migrations/telemetry/01xx_*.sql``), which stay NULL when their signal is off."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -47,6 +47,8 @@ class RetrievalQualityRow(BaseModel):
     feedback_rejected: int | None = None
     """Results carrying human 👍 / 👎, and those net-negative (``0101_retrieval_feedback.sql``); None when
     the caller had no feedback source."""
+    channels: str | None = None
+    """``vector`` or ``vector+lexical``: the channels that fed the pool (``0102_retrieval_channels.sql``)."""
 
 
 def quality_row(
@@ -70,6 +72,7 @@ def quality_row(
         confidence_high=q.confidence_high,
         confidence_medium=q.confidence_medium,
         confidence_low=q.confidence_low,
+        channels=q.channels,
     )
 
 

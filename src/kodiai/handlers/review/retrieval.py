@@ -1,5 +1,5 @@
 """Retrieval from learned memory (spec/review.md §1 step 32): the query, its embedding, the isolated and
-re-ranked candidates, the embedder's calibrated cut and the confidence and ambiguity signals, and (a port
+re-ranked candidates (with the lexical channel's hits when the cut uses it), the embedder's calibrated cut and the confidence and ambiguity signals, and (a port
 addition) how the team reacted to each result, so the prompt never offers a rejected finding as precedent."""
 
 from __future__ import annotations
@@ -84,7 +84,9 @@ async def gather_retrieval(
     sources: GatherSources,
     log: Any,
 ) -> RetrievalStep:
-    """Step 32 (fail-open): query → embed → isolation → rerank → recency → calibrated cut → labels."""
+    """Step 32 (fail-open): query → embed → isolation [+ lexical channel] → rerank → recency → calibrated
+    cut → labels. The lexical channel (``memory.lexical``, BM25 over the query text) runs only for a cut
+    that uses it; when it fails the vector channel alone answers (logged by the chain)."""
     settings = config.knowledge.retrieval
     if not settings.enabled:
         return RetrievalStep(status="disabled", detail="knowledge.retrieval.enabled is false")
@@ -108,6 +110,8 @@ async def gather_retrieval(
     confidence, ambiguity = signal_configs(settings.confidence_labels, settings.ambiguity_signal)
 
     def run() -> RetrievalOutcome:
+        # In a worker thread: the lexical channel may build its full-text indexes (first use) and fold new
+        # rows into them (``table.optimize()``, first read after writes), both blocking LanceDB calls.
         return retrieve_context(
             memory.isolation,
             vector,
@@ -122,6 +126,8 @@ async def gather_retrieval(
             cut=resolve_cut(memory.embeddings.model, settings.cut_strategy, settings.calibration),
             confidence=confidence,
             ambiguity=ambiguity,
+            lexical=memory.lexical,
+            query_text=query,
         )
 
     outcome = await asyncio.to_thread(run)
@@ -137,7 +143,9 @@ async def gather_retrieval(
         gate="adaptive-threshold",
         thresholdMethod=outcome.threshold.method,
         threshold=outcome.threshold.threshold,
+        channels=outcome.quality.channels,
         candidates=outcome.quality.candidate_count,
+        lexicalCandidates=outcome.quality.lexical_candidates,
         results=outcome.quality.result_count,
         rejected=sum(1 for t in feedback or [] if t is not None and t.rejected),
     )
