@@ -9,14 +9,23 @@ only reach the prompt through the lexical channel.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 from review_harness import ReviewHarness
 from test_review_checklist import AxisEmbedder, at_distance
 
+from kodiai.handlers import review
 from kodiai.handlers.deps import LearnedMemory
-from kodiai.learning.lexical import LexicalChannel
+from kodiai.learning.lexical import LexicalChannel, unindexed_rows
+from kodiai.learning.memory_store import LanceMemoryStore
+from kodiai.learning.pipeline import LexicalMatches
 from kodiai.learning.types import LearningMemoryRecord
+from kodiai.webhook.bot_filter import BotFilter
+from kodiai.webhook.router import EventRouter
 
 #: The file the PR changes (the harness's default head tree); the retrieval query lists it.
 CHANGED = "src/index.ts"
@@ -132,3 +141,64 @@ def test_learned_memory_builds_one_channel_per_store(tmp_path: Path, harness: Re
     assert isinstance(memory.lexical, LexicalChannel)
     again = LearnedMemory(memory.store, memory.isolation, memory.embeddings, memory.lexical)
     assert again.lexical is memory.lexical
+
+
+class ThreadRecordingChannel:
+    """The real channel, recording whether each call ran with an event loop in its thread (it must not:
+    index builds and ``table.optimize()`` are blocking LanceDB calls) and how many rows it found unindexed."""
+
+    def __init__(self, inner: LexicalChannel, store: LanceMemoryStore) -> None:
+        self.inner = inner
+        self.store = store
+        self.calls: list[tuple[bool, int]] = []
+
+    def match(
+        self,
+        query_text: str,
+        query_embedding: Sequence[float] | np.ndarray,
+        *,
+        repo: str,
+        limit: int,
+        known: Sequence[int],
+    ) -> LexicalMatches:
+        on_loop = asyncio_running_loop() is not None
+        self.calls.append((on_loop, self.store.with_table(unindexed_rows)))
+        return self.inner.match(query_text, query_embedding, repo=repo, limit=limit, known=known)
+
+
+def asyncio_running_loop() -> object:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+async def test_the_channel_runs_off_the_event_loop_and_folds_new_rows_once(
+    tmp_path: Path, harness: ReviewHarness
+) -> None:
+    """One channel serves every review; a memory written between two reviews is folded into the full-text
+    index by the next retrieval, in the retrieval's worker thread."""
+    h = ReviewHarness(tmp_path / "thread", harness.fake, harness.state, embedder=AxisEmbedder())
+    try:
+        assert h.deps.memory is not None and h.memory_store is not None
+        recording = ThreadRecordingChannel(LexicalChannel(h.memory_store), h.memory_store)
+        deps = dataclasses.replace(h.deps, memory=dataclasses.replace(h.deps.memory, lexical=recording))
+        h.deps = deps
+        h.router = EventRouter(BotFilter("kodiai", []))
+        review.register(h.router, deps)
+        seed_pool(h)
+        await h.deliver(h.open_pr(), delivery="lexical-4")
+        seed(h, 100, 1.65, 6, CHANGED, "Second export counter bug in the index module")
+        second = h.open_pr(
+            number=102,
+            branch="feature-2",
+            base_files={"README.md": "# repo 2\n", CHANGED: "export const a = 1;\n"},
+            head_files={CHANGED: "export const a = 3;\n"},
+        )
+        await h.deliver(second, delivery="lexical-5")
+        assert recording.calls == [(False, 0), (False, 1)]  # no index yet, then one row to fold
+        assert h.memory_store.with_table(unindexed_rows) == 0
+        assert "Second export counter bug" in h.prompts[1]
+        assert [r[0] for r in channel_rows(h)] == ["vector+lexical", "vector+lexical"]
+    finally:
+        h.close()
