@@ -76,8 +76,8 @@ def main() -> None:
     for track, result in dev.items():
         rows = {
             f"**{result.default}** (default)": result.default,
-            "same-pr>headgap (own memories, then headgap)": "same-pr>headgap",
-            "same-pr|headgap (own memories, else headgap)": "same-pr|headgap",
+            "same-pr-then-headgap (own memories, then headgap)": "same-pr-then-headgap",
+            "same-pr-else-headgap (own memories, else headgap)": "same-pr-else-headgap",
             "headgap (the cut alone, no re-review scope)": "headgap" if result.default != "headgap" else "",
             "headgap:vector (vector channel only)": "headgap:vector",
             f"{top} (no cut)": top,
@@ -95,8 +95,8 @@ def main() -> None:
         fitted = "band fitted per fold" if default in loo.fitted else "nothing fitted"
         loo_rows = {
             f"**{default}** (default, {fitted})": default,
-            "same-pr>headgap (headgap's band fitted per fold)": "same-pr>headgap",
-            "same-pr|headgap (headgap's band fitted per fold)": "same-pr|headgap",
+            "same-pr-then-headgap (headgap's band fitted per fold)": "same-pr-then-headgap",
+            "same-pr-else-headgap (headgap's band fitted per fold)": "same-pr-else-headgap",
             "headgap (band fitted per fold, no re-review scope)": "headgap" if default != "headgap" else "",
             "headgap:vector (band fitted per fold)": "headgap:vector",
             f"{top} (no cut)": top,

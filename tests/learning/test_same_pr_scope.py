@@ -269,7 +269,7 @@ def test_the_harness_scores_the_scope_on_re_reviews_and_its_replay_agrees(tmp_pa
     options = ChainOptions(lexical=False)
     strategies, default, _ = build_strategies("m", options=options, rereview=True)
     assert default == "same-pr" and isinstance(strategies["same-pr"], SamePrStrategy)
-    assert {"same-pr>headgap", "same-pr|headgap", "headgap"} <= set(strategies)
+    assert {"same-pr-then-headgap", "same-pr-else-headgap", "headgap"} <= set(strategies)
     judgements, pools = run_chain(ds, qv, fv, strategies, model="m", options=options, workdir=tmp_path)
     check_replays(judgements, pools, strategies, options.top_k)  # raises on any disagreement
     kept = {j.query_id: (j.kept, j.method) for j in judgements["same-pr"]}
@@ -292,7 +292,7 @@ def test_first_reviews_get_no_scope_and_scoped_rows_run_as_their_cut(tmp_path: P
     assert build_strategies("m", options=options)[1] == "headgap"
     judgements, pools = run_chain(first, qv, fv, strategies, model="m", options=options, workdir=tmp_path)
     assert all(isinstance(p, ScopedPool) and p.same_pr is None for p in pools)
-    for name in ("same-pr", "same-pr>headgap", "same-pr|headgap"):
+    for name in ("same-pr", "same-pr-then-headgap", "same-pr-else-headgap"):
         assert [j.kept for j in judgements[name]] == [j.kept for j in judgements["headgap"]]
         assert [j.kept for j in replay_judgements(pools, strategies[name], 5)] == [
             j.kept for j in judgements["headgap"]
@@ -323,7 +323,7 @@ def test_leave_one_out_and_targets_judge_the_default_each_track_runs(tmp_path: P
     )
     assert loo.defaults == {"past-fixes": "headgap", "rereview": "same-pr"}
     assert "same-pr" in loo.strategies["rereview"] and "same-pr" not in loo.strategies["past-fixes"]
-    assert "same-pr>headgap" in loo.strategies["rereview"] and "same-pr>headgap" in loo.fitted
+    assert "same-pr-then-headgap" in loo.strategies["rereview"] and "same-pr-then-headgap" in loo.fitted
     assert not any(n.startswith("same-pr") for n in loo.strategies["past-fixes"])
     held = loo.strategies["rereview"]["same-pr"]
     assert (held.f0_5, held.abstain) == (1.0, 1.0)

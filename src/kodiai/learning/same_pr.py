@@ -85,11 +85,11 @@ class SamePrStrategy:
 
 
 def scoped_name(mode: SamePrMode, inner: str) -> str:
-    """The evaluation's row name: ``same-pr`` (only), ``same-pr>headgap`` (first: own memories, then the
-    normal cut), ``same-pr|headgap`` (fallback: own memories, else the normal cut)."""
+    """The evaluation's row name: ``same-pr`` (only), ``same-pr-then-headgap`` (first: own memories, then
+    the normal cut), ``same-pr-else-headgap`` (fallback: own memories, else the normal cut)."""
     if mode == "only":
         return "same-pr"
-    return f"same-pr{'>' if mode == 'first' else '|'}{inner}"
+    return f"same-pr-{'then' if mode == 'first' else 'else'}-{inner}"
 
 
 def threshold_of(

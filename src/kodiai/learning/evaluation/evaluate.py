@@ -12,7 +12,7 @@ After the chain has run, every strategy whose decision is a pure function of the
 captured pools and must keep exactly what the chain kept: calibration and leave-one-out use those replays.
 
 On the re-review track every query is a re-review, so the strategies that carry the re-review scope
-(:class:`kodiai.learning.same_pr.SamePrStrategy`: ``same-pr``, ``same-pr>headgap``, ``same-pr|headgap``)
+(:class:`kodiai.learning.same_pr.SamePrStrategy`: ``same-pr``, ``same-pr-then-headgap``, ``same-pr-else-headgap``)
 are added and the track's default is ``same-pr`` — what the review handler runs on a re-review. Track A's
 queries are first reviews: its default stays the model's cut and the scoped rows are not shown there.
 """

@@ -15,7 +15,7 @@ Fitted procedures (all replayed on the pools the chain captured, see ``evaluate.
   training queries' best distances, or off) under its old constraints (empty ≤ 10 %, re-review abstain
   ≥ 70 %), the relative constants kept.
 
-- the re-review scope around the default cut (``same-pr>headgap``, ``same-pr|headgap``): the inner
+- the re-review scope around the default cut (``same-pr-then-headgap``, ``same-pr-else-headgap``): the inner
   ``headgap`` fitted as above, the scope itself has nothing to fit.
 
 Strategies without fitted constants (``maxgap``, ``top<k>``, ``top<k>+lexical``, ``same-pr``) score as on
