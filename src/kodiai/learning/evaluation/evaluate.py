@@ -259,7 +259,7 @@ def evaluate(
     on_query: Callable[[int, int], None] | None = None,
     on_embedded: Callable[[int, int], None] | None = None,
     bootstrap_reps: int = BOOTSTRAP_REPS,
-) -> tuple[EvalResult, list[ScopedPool]]:
+) -> tuple[EvalResult, list[LabelledPool]]:
     """Embed (cached), run every strategy through the real chain, check the replays, aggregate.
 
     ``on_embedded(done, total)`` reports texts the cache did not hold; ``on_query(done, total)`` queries."""

@@ -207,7 +207,7 @@ def run_chain(
     options: ChainOptions | None = None,
     workdir: str | Path | None = None,
     on_query: Callable[[int, int], None] | None = None,
-) -> tuple[dict[str, list[QueryJudgement]], list[ScopedPool]]:
+) -> tuple[dict[str, list[QueryJudgement]], list[LabelledPool]]:
     """Judgements per strategy name (in query order), and each query's uncut pool (for replays).
 
     ``query_vectors[i]`` embeds ``dataset.queries[i].query_text``; ``finding_vectors[j]`` embeds
