@@ -233,6 +233,13 @@ class Metrics:
             "Size of the job journal's WAL file after the last commit.",
             registry=r,
         )
+        self.store_write_failures = Counter(
+            "kodiai_store_write_failures",
+            "Failed writes to the knowledge, telemetry and learned-memory stores, by store and kind "
+            "(no_space and io make the server not ready until a probe write lands; other is only counted).",
+            ["store", "kind"],
+            registry=r,
+        )
         self.jobs_dead = Counter(
             "kodiai_jobs_dead",
             "Deliveries moved to the dead-letter state (their job was cut by a process exit every attempt).",

@@ -53,6 +53,7 @@ from kodiai.learning.memory_schema import (
 from kodiai.learning.types import LearningMemoryRecord, MemoryHit
 from kodiai.learning.vector_cache import RepoIndex, VectorCache
 from kodiai.log import get_logger
+from kodiai.storage.write_health import WriteHealth, local_directory, reports_writes
 
 OWNER_POOL_REPOS = 5
 
@@ -102,7 +103,10 @@ class LanceMemoryStore:
         dimensions: int,
         options: MemoryStoreOptions,
         clock: Callable[[], datetime],
+        write_health: WriteHealth | None = None,
     ) -> None:
+        self.write_health = write_health or WriteHealth("memory", None)
+        """Whether writes land (``/readiness``); the write methods below report to it."""
         self._table = table
         self._dimensions = dimensions
         self._options = options
@@ -137,6 +141,7 @@ class LanceMemoryStore:
         """Store one memory; returns its id, or None when ``(repo, finding_id, outcome)`` already exists."""
         return self.write_memories([record], [embedding])[0]
 
+    @reports_writes
     @_locked
     def write_memories(
         self,
@@ -442,6 +447,7 @@ class LanceMemoryStore:
 
     # ---- maintenance ------------------------------------------------------------------------------
 
+    @reports_writes
     @_locked
     def mark_stale(self, embedding_model: str) -> int:
         """Flag live rows written by any other model; returns how many were flagged."""
@@ -452,6 +458,7 @@ class LanceMemoryStore:
         self._invalidate()
         return int(result.rows_updated)
 
+    @reports_writes
     @_locked
     def purge_stale_embeddings(self) -> int:
         """Delete stale rows (with their vectors); returns the number deleted."""
@@ -461,6 +468,7 @@ class LanceMemoryStore:
             self._keys = None  # stale rows are in no cached index or live count
         return count
 
+    @reports_writes
     @_locked
     def retire(self, repo: str, finding_id: int, outcome: str | None = None) -> int:
         """Remove one finding's memories from ``repo`` (all outcomes unless one is named)."""
@@ -507,6 +515,7 @@ class LanceMemoryStore:
             ann=self._index_reports(),
         )
 
+    @reports_writes
     @_locked
     def ensure_index(self, *, force: bool = False) -> bool:
         """Build the ANN index once the table outgrows exact search; fold new rows into it later.
@@ -630,5 +639,9 @@ def open_memory_store(
             "use a separate store per embedding size"
         )
     return LanceMemoryStore(
-        table, dimensions, options or MemoryStoreOptions(), clock or (lambda: datetime.now(UTC))
+        table,
+        dimensions,
+        options or MemoryStoreOptions(),
+        clock or (lambda: datetime.now(UTC)),
+        WriteHealth("memory", local_directory(uri)),
     )

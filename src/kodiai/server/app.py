@@ -189,6 +189,9 @@ def create_app(runtime: Runtime, http: HttpOptions | None = None) -> FastAPI:
             reason = f"job journal cannot record deliveries: {journal.reason}"
             log.warning("Readiness check failed: job journal", reason=reason, heldBack=journal.held_back)
             return JSONResponse({"status": "not ready", "reason": reason}, 503)
+        unwritable = _unwritable_stores(runtime)
+        if unwritable:  # fail-open writes (reviews still post) are being lost: logged once per change
+            return JSONResponse({"status": "not ready", "reason": "; ".join(unwritable)}, 503)
         if await asyncio.to_thread(runtime.github.check_connectivity):
             return JSONResponse({"status": "ready"})
         log.warning("Readiness check failed: GitHub API unreachable")
@@ -206,6 +209,18 @@ def create_app(runtime: Runtime, http: HttpOptions | None = None) -> FastAPI:
 
     app.add_middleware(_ErrorBoundary)  # outermost of the app's own middleware
     return app
+
+
+def _unwritable_stores(runtime: Runtime) -> list[str]:
+    """Why each store that cannot write now cannot (a full disk or an I/O error), e.g. "knowledge store
+    cannot write: database or disk is full" (:mod:`kodiai.storage.write_health`)."""
+    stores = runtime.stores
+    if stores is None:
+        return []
+    healths = [stores.knowledge.write_health, stores.telemetry.write_health]
+    if stores.memory is not None:
+        healths.append(stores.memory.write_health)
+    return [failure for h in healths if (failure := h.failure) is not None]
 
 
 def _add_setup_routes(app: FastAPI, runtime: Runtime) -> None:

@@ -80,6 +80,18 @@ def warm_review_path(deps: HandlerDeps) -> threading.Thread:
     return thread
 
 
+def count_store_write_failures(runtime: Runtime) -> None:
+    """Every failed knowledge, telemetry or learned-memory write counts in ``/metrics`` by store and kind."""
+    stores, failures = runtime.stores, runtime.metrics.store_write_failures
+    if stores is None:
+        return
+    healths = [stores.knowledge.write_health, stores.telemetry.write_health]
+    if stores.memory is not None:
+        healths.append(stores.memory.write_health)
+    for health in healths:
+        health.observe(lambda store, kind: failures.labels(store, kind).inc())
+
+
 def builtin_registrar(
     settings: Settings, extras: list[Callable[[Runtime], None]] | None = None
 ) -> HandlerRegistrar:
@@ -90,6 +102,7 @@ def builtin_registrar(
         if runtime.stores is not None and runtime.stores.memory is not None:
             # index builds (the start-up warm runs already: builds made before this are replayed)
             runtime.stores.memory.observe_builds(runtime.metrics.memory_index.observe)
+        count_store_write_failures(runtime)
         # write keys, rate limit, turns: shared by workers
         state = MentionState.open(runtime.config.jobs_db_path)
         runtime.closers.append(state.close)

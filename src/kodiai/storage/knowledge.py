@@ -39,6 +39,7 @@ from kodiai.storage.knowledge_models import (
     TrendRow,
 )
 from kodiai.storage.migrations import apply_migrations_to
+from kodiai.storage.write_health import WriteHealth, database_directory, reports_writes
 
 _REVIEW_COLUMNS = list(ReviewRecord.model_fields)
 _FINDING_COLUMNS = list(FindingRecord.model_fields)
@@ -62,15 +63,19 @@ class KnowledgeStore:
             raise
         self.path = str(path)
         self._db = LockedConnection(conn)
+        self.write_health = WriteHealth("knowledge", database_directory(path))
+        """Whether writes land (``/readiness``); every write method below reports to it."""
 
     # -- reviews and findings -------------------------------------------------------------------
 
+    @reports_writes
     def record_review(self, entry: ReviewRecord | RecordLike) -> int:
         """Insert a review; returns its new integer id."""
         values = as_record(ReviewRecord, entry).model_dump()
         cur = self._db.execute(_insert("reviews", _REVIEW_COLUMNS), tuple(values[c] for c in _REVIEW_COLUMNS))
         return int(cur.lastrowid or 0)
 
+    @reports_writes
     def record_findings(self, findings: Sequence[FindingRecord | RecordLike]) -> None:
         if not findings:
             return
@@ -134,6 +139,7 @@ class KnowledgeStore:
 
     # -- suppressions and global patterns ------------------------------------------------------
 
+    @reports_writes
     def record_suppression_log(self, entries: Sequence[SuppressionLogEntry | RecordLike]) -> None:
         if not entries:
             return
@@ -146,6 +152,7 @@ class KnowledgeStore:
                     (e.review_id, e.pattern, e.matched_count, ids),
                 )
 
+    @reports_writes
     def record_global_pattern(self, entry: GlobalPatternRecord | RecordLike) -> None:
         """Add ``count`` to the pattern (skipped when count ≤ 0). The fingerprint is stored in the ``fp-`` form;
         a row an older database wrote in bare hex is found and added to instead of duplicated."""
@@ -184,6 +191,7 @@ class KnowledgeStore:
 
     # -- feedback ------------------------------------------------------------------------------
 
+    @reports_writes
     def record_feedback_reactions(self, reactions: Sequence[FeedbackReactionRecord | RecordLike]) -> int:
         """Append reactions; duplicates of (repo, comment_id, reaction_id) are skipped. Returns rows added."""
         if not reactions:
@@ -204,9 +212,11 @@ class KnowledgeStore:
     def list_feedback_suppressions(self, repo: str) -> list[FeedbackPattern]:
         return self.aggregate_feedback_patterns(repo)
 
+    @reports_writes
     def clear_feedback_suppressions(self, repo: str) -> int:
         return int(self._db.execute("DELETE FROM feedback_reactions WHERE repo = ?", (repo,)).rowcount)
 
+    @reports_writes
     def remove_withdrawn_reactions(self, repo: str, comment_id: int, kept_reaction_ids: Sequence[int]) -> int:
         """Forget the comment's stored reactions that are gone from GitHub; returns rows deleted."""
         return feedback.remove_withdrawn_reactions(self._db, repo, comment_id, kept_reaction_ids)
@@ -223,6 +233,7 @@ class KnowledgeStore:
 
     # -- memory governance ---------------------------------------------------------------------
 
+    @reports_writes
     def record_memory_governance(self, entry: MemoryGovernanceRecord | RecordLike) -> MemoryGovernanceRecord:
         return feedback.record_governance(self._db, as_record(MemoryGovernanceRecord, entry))
 
@@ -234,6 +245,7 @@ class KnowledgeStore:
 
     # -- dep bumps -----------------------------------------------------------------------------
 
+    @reports_writes
     def record_dep_bump_merge_history(self, entry: DepBumpMergeHistoryRecord | RecordLike) -> bool:
         """Insert-or-ignore on (repo, pr_number): the first write wins. ``False`` when one was there."""
         entry = as_record(DepBumpMergeHistoryRecord, entry)
@@ -257,6 +269,7 @@ class KnowledgeStore:
 
     # -- run state and author cache ------------------------------------------------------------
 
+    @reports_writes
     def check_and_claim_run(
         self, *, repo: str, pr_number: int, base_sha: str, head_sha: str, delivery_id: str, action: str
     ) -> RunClaim:
@@ -274,9 +287,11 @@ class KnowledgeStore:
         """``(delivery_id, status)`` of a claimed run (tells a replay of the same delivery from a duplicate)."""
         return runs.run_delivery(self._db, run_key)
 
+    @reports_writes
     def complete_run(self, run_key: str) -> None:
         runs.complete_run(self._db, run_key)
 
+    @reports_writes
     def purge_old_runs(self, retention_days: int = 30) -> int:
         return runs.purge_old_runs(self._db, retention_days)
 
@@ -286,6 +301,7 @@ class KnowledgeStore:
     def get_author_cache(self, repo: str, author_login: str) -> AuthorCacheEntry | None:
         return runs.get_author_cache(self._db, repo, author_login)
 
+    @reports_writes
     def upsert_author_cache(
         self, *, repo: str, author_login: str, tier: str, author_association: str, pr_count: int | None
     ) -> None:
@@ -298,6 +314,7 @@ class KnowledgeStore:
             pr_count=pr_count,
         )
 
+    @reports_writes
     def purge_stale_author_cache(self, days: int = runs.AUTHOR_CACHE_RETENTION_DAYS) -> int:
         return runs.purge_stale_author_cache(self._db, days)
 
@@ -309,4 +326,5 @@ class KnowledgeStore:
 
     def close(self) -> None:
         """Close; never raises. Any later call raises ``sqlite3.ProgrammingError``."""
+        self.write_health.close()
         self._db.close()

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from kodiai.storage.coerce import as_record
 from kodiai.storage.connection import LockedConnection, connect
 from kodiai.storage.migrations import apply_migrations_to
+from kodiai.storage.write_health import WriteHealth, database_directory, reports_writes
 
 CHECKPOINT_EVERY = 1000
 
@@ -92,6 +93,8 @@ class TelemetryStore:
             raise
         self.path = str(path)
         self._db = LockedConnection(conn)
+        self.write_health = WriteHealth("telemetry", database_directory(path))
+        """Whether writes land (``/readiness``); every write method below reports to it."""
         self._writes_since_checkpoint = 0
         self.auto_checkpoints = 0
         """How many automatic checkpoints ran since the store opened."""
@@ -111,6 +114,7 @@ class TelemetryStore:
             self._writes_since_checkpoint = 0
             self.auto_checkpoints += 1
 
+    @reports_writes
     def record(self, entry: ExecutionRecord | BaseModel | Mapping[str, Any]) -> None:
         """Insert one ``executions`` row (a redelivery that runs again adds another row)."""
         values = as_record(ExecutionRecord, entry).model_dump()
@@ -119,6 +123,7 @@ class TelemetryStore:
             self._db.execute(sql, tuple(params))
             self._count_write()
 
+    @reports_writes
     def record_retrieval_quality(self, entry: RetrievalQualityRecord | BaseModel | Mapping[str, Any]) -> bool:
         """Insert-or-ignore one ``retrieval_quality`` row; ``False`` when the delivery id was already there.
 
@@ -135,6 +140,7 @@ class TelemetryStore:
             self._count_write()
             return cur.rowcount > 0
 
+    @reports_writes
     def purge_older_than(self, days: int) -> int:
         """Delete ``executions`` rows created strictly before now − ``days``; ``retrieval_quality`` is kept."""
         if days < 0:
@@ -154,4 +160,5 @@ class TelemetryStore:
 
     def close(self) -> None:
         """Close the connection; never raises. Any later call raises ``sqlite3.ProgrammingError``."""
+        self.write_health.close()
         self._db.close()
