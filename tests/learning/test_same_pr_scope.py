@@ -330,3 +330,16 @@ def test_leave_one_out_and_targets_judge_the_default_each_track_runs(tmp_path: P
     checks = [c for c in check_targets({}, loo) if c.split == "loo" and c.track == "rereview"]
     assert {c.target: c.met for c in checks}["abstain ≥ 70%"]
     assert any("no fitted constants" in c.value for c in checks)
+
+
+def test_a_re_review_track_without_pr_numbers_cannot_run_the_scope(tmp_path: Path) -> None:
+    ds, qv, fv = rereview_track()
+    bare = ds.model_copy(update={"queries": [q.model_copy(update={"pr_number": None}) for q in ds.queries]})
+    assert ds.scoped and bare.rereview and not bare.scoped
+    options = ChainOptions(lexical=False)
+    plain, _, _ = build_strategies("m", options=options)
+    _, pools = run_chain(bare, qv, fv, plain, model="m", options=options, workdir=tmp_path)
+    assert all(isinstance(p, ScopedPool) and p.same_pr is None for p in pools)  # no scope asked: no error
+    scoped, _, _ = build_strategies("m", options=options, rereview=True)
+    with pytest.raises(ValueError, match="no pr_number"):
+        run_chain(bare, qv, fv, scoped, model="m", options=options, workdir=tmp_path)

@@ -108,6 +108,12 @@ class EvalDataset(BaseModel):
         """Track B: every query is a re-review of its PR (the same-PR scope applies)."""
         return self.name == REREVIEW_TRACK
 
+    @property
+    def scoped(self) -> bool:
+        """Whether the re-review scope can run: track B with every query's ``pr_number`` (without it the
+        data cannot say which memories the PR's own earlier reviews wrote)."""
+        return self.rereview and all(q.pr_number is not None for q in self.queries)
+
 
 def _read_jsonl(path: Path, model: type[_M]) -> list[_M]:
     if not path.is_file():

@@ -273,7 +273,7 @@ def evaluate(
         cut_strategy=cut_strategy,
         calibration=calibration,
         options=opts,
-        rereview=dataset.rereview,
+        rereview=dataset.scoped,
     )
     judgements, pools = run_chain(
         dataset,

@@ -228,6 +228,7 @@ def run_chain(
         name: [None] * len(dataset.queries) for name in strategies
     }
     pools: list[ScopedPool | None] = [None] * len(dataset.queries)
+    needs_scope = any(isinstance(cut, SamePrStrategy) for cut in strategies.values())
     done = 0
     with tempfile.TemporaryDirectory(prefix="kodiai-eval-", dir=workdir) as tmp:
         store = open_memory_store(str(Path(tmp) / "memory.lance"), dims)
@@ -255,7 +256,7 @@ def run_chain(
                 lexical = _MemoLexical(channel) if channel is not None else None
                 grades = query.grades()
                 relevant = frozenset(query.relevant_ids)
-                scope = same_pr_scope(dataset, query)
+                scope = same_pr_scope(dataset, query) if needs_scope else None
                 own: list[Candidate[str]] | None = None
                 captures = [_Capture(lexical=False)]
                 if channel is not None:
