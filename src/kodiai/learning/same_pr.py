@@ -67,9 +67,9 @@ def same_pr_decide(
 class SamePrStrategy:
     """An evaluation handle: ``inner`` (the normal cut) run with the re-review scope in ``mode``.
 
-    Called by the chain as a cut it *is* ``inner`` (same name attributes aside): without review ids the
-    scope is off and the result is exactly the normal cut's. The evaluation harness passes the query's
-    same-PR review ids and ``mode`` to ``retrieve_context`` when the strategy is one of these."""
+    As a cut it behaves exactly as ``inner``, so on a first review (no review ids) the row equals the
+    normal cut's. On a re-review the harness passes the query's same-PR review ids and ``mode`` to
+    ``retrieve_context``, which applies the scope around ``inner``."""
 
     def __init__(
         self, inner: NamedCut, mode: SamePrMode = DEFAULT_SAME_PR_MODE, name: str | None = None
