@@ -95,9 +95,9 @@ def test_classify(exc: BaseException, kind: str) -> None:
 
 def test_sqlite_result_code_wins_over_the_text() -> None:
     exc = sqlite3.OperationalError("disk I/O error")
-    exc.sqlite_errorcode = 5  # type: ignore[attr-defined]  # SQLITE_BUSY, whatever the text says
+    exc.sqlite_errorcode = 5  # SQLITE_BUSY, whatever the text says
     assert classify(exc) == "other"
-    exc.sqlite_errorcode = 10 | (4 << 8)  # type: ignore[attr-defined]  # SQLITE_IOERR_WRITE
+    exc.sqlite_errorcode = 10 | (4 << 8)  # SQLITE_IOERR_WRITE
     assert classify(exc) == "io"
 
 
