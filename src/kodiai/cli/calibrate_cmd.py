@@ -3,8 +3,8 @@
 The labelled set has the format of ``shared/eval-dev``: ``DIR/corpus.jsonl`` + ``DIR/queries.jsonl``
 and, when present, the re-review track in ``DIR/rereview/``. The result is printed as YAML for the
 ``knowledge.retrieval`` section of ``.kodiai.yml`` (both bands, the lexical weight and the recency
-margin are real keys); the figures it reached are YAML comments. Whether the procedure generalises is what ``kodiai eval retrieval --loo`` measures: it runs this same derivation
-once per left-out repository.
+margin are real keys); the figures it reached are YAML comments. Whether the procedure generalises is
+what ``kodiai eval retrieval --loo`` measures: it runs this same derivation once per left-out repository.
 """
 
 from __future__ import annotations
