@@ -1,6 +1,7 @@
 """Retrieval from learned memory (spec/review.md §1 step 32): the query, its embedding, the isolated and
-re-ranked candidates (with the lexical channel's hits when the cut uses it), the embedder's calibrated cut and the confidence and ambiguity signals, and (a port
-addition) how the team reacted to each result, so the prompt never offers a rejected finding as precedent."""
+re-ranked candidates (with the lexical channel's hits when the cut uses it), the embedder's calibrated cut
+and the confidence and ambiguity signals, and (a port addition) how the team reacted to each result, so
+the prompt never offers a rejected finding as precedent."""
 
 from __future__ import annotations
 
