@@ -66,6 +66,17 @@ def test_a_list_document_is_an_error(tmp_path: Path) -> None:
     result = runner.invoke(app, ["config", "validate", str(tmp_path)])
     assert result.exit_code == 1
     assert "must be a mapping of settings" in result.stderr and "not a list" in result.stderr
+    assert result.stderr.startswith("error: ") and "[red]" not in result.stderr
+
+
+def test_errors_with_brackets_print_as_written(tmp_path: Path) -> None:
+    """YAML errors quote the offending text, brackets included: printed as is, never read as markup."""
+    (tmp_path / ".kodiai.yml").write_text("review: [unclosed\n")
+    result = runner.invoke(app, ["config", "validate", str(tmp_path)])
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: ") and "[red]" not in result.stderr
+    missing = runner.invoke(app, ["config", "validate", str(tmp_path / "[x]" / ".kodiai.yml")])
+    assert missing.exit_code == 2 and "[x]" in missing.stderr
 
 
 def test_json_lists_unknown_keys(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from ruamel.yaml import YAML
 
@@ -41,6 +42,11 @@ def _document(file: Path) -> object:
     """The parsed YAML document (already known to parse), for the advisories parsing itself ignores."""
     raw = read_regular_file(file, max_bytes=MAX_CONFIG_BYTES)
     return load_yaml(raw.decode("utf-8", errors="replace"))
+
+
+def _error(console: Console, message: str) -> None:
+    """``error: <message>`` in red; the message is escaped (YAML errors and paths contain brackets)."""
+    console.print(f"[red]error:[/red] {escape(message)}", highlight=False)
 
 
 def _kind(document: object) -> str:
@@ -85,7 +91,7 @@ def validate(
     out = Console(file=sys.stdout, soft_wrap=True, width=120)
     err = Console(file=sys.stderr, soft_wrap=True, width=120)
     if not path.exists():
-        err.print(f"[red]error:[/red] {path} does not exist")
+        _error(err, f"{path} does not exist")
         raise typer.Exit(2)
     try:
         file, result, exists = _read(path)
@@ -94,10 +100,10 @@ def validate(
         if as_json:
             print(json.dumps({"path": str(path), "error": str(exc)}, indent=2))
         else:
-            err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+            _error(err, str(exc))
         raise typer.Exit(1) from exc
     except OSError as exc:
-        err.print(f"[red]error:[/red] cannot read {path}: {exc.strerror or exc}")
+        _error(err, f"cannot read {path}: {exc.strerror or exc}")
         raise typer.Exit(2) from exc
     if exists and not isinstance(document, dict):
         message = (
@@ -107,7 +113,7 @@ def validate(
         if as_json:
             print(json.dumps({"path": str(file), "error": message}, indent=2))
         else:
-            err.print(f"[red]error:[/red] {message}", markup=False, highlight=False)
+            _error(err, message)
         raise typer.Exit(1)
     unknown = unknown_keys(document)
     config = result.config.to_yaml_dict()
