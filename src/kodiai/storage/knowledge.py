@@ -15,6 +15,7 @@ from pathlib import Path
 from kodiai.feedback.tally import FeedbackTally
 from kodiai.review.findings import fingerprint_finding_title, fingerprint_variants, normalize_fingerprint
 from kodiai.storage import knowledge_feedback as feedback
+from kodiai.storage import knowledge_pr_reviews as pr_reviews
 from kodiai.storage import knowledge_reports as reports
 from kodiai.storage import knowledge_runs as runs
 from kodiai.storage.coerce import RecordLike, as_record
@@ -211,6 +212,11 @@ class KnowledgeStore:
 
     def list_feedback_suppressions(self, repo: str) -> list[FeedbackPattern]:
         return self.aggregate_feedback_patterns(repo)
+
+    def re_review_scope(self, repo: str, pr_number: int) -> frozenset[int] | None:
+        """The PR's earlier review ids (the learned memory's re-review scope), None for a first review."""
+        with self._db.lock:
+            return pr_reviews.re_review_scope(self._db.raw, repo, pr_number)
 
     @reports_writes
     def clear_feedback_suppressions(self, repo: str) -> int:

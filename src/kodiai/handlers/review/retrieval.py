@@ -75,6 +75,19 @@ def result_feedback(
     return out
 
 
+def re_review_scope(cut_name: str, sources: GatherSources, log: Any) -> frozenset[int] | None:
+    """On a re-review the PR's own earlier findings are the precedent (a port addition; see
+    docs/retrieval-quality.md): the ids of its earlier reviews, or None for a first review. The original's
+    ``maxgap`` path keeps its behaviour. A failed read is a first review (fail-open)."""
+    if cut_name == "maxgap" or sources.re_review_scope is None:
+        return None
+    try:
+        return sources.re_review_scope()
+    except Exception as exc:
+        log.warning("Re-review scope read failed (fail-open)", gate="retrieval-same-pr", err=str(exc))
+        return None
+
+
 async def gather_retrieval(
     facts: PullRequestFacts,
     config: RepoConfig,
@@ -109,6 +122,7 @@ async def gather_retrieval(
     if vector is None:
         return RetrievalStep(status="no-embedding", query=query)
     confidence, ambiguity = signal_configs(settings.confidence_labels, settings.ambiguity_signal)
+    cut = resolve_cut(memory.embeddings.model, settings.cut_strategy, settings.calibration)
 
     def run() -> RetrievalOutcome:
         # In a worker thread: the lexical channel may build its full-text indexes (first use) and fold new
@@ -124,11 +138,12 @@ async def gather_retrieval(
             distance_threshold=settings.distance_threshold,
             adaptive=settings.adaptive,
             now=sources.now,
-            cut=resolve_cut(memory.embeddings.model, settings.cut_strategy, settings.calibration),
+            cut=cut,
             confidence=confidence,
             ambiguity=ambiguity,
             lexical=memory.lexical,
             query_text=query,
+            same_pr_review_ids=re_review_scope(cut.name, sources, log),
         )
 
     outcome = await asyncio.to_thread(run)
@@ -147,6 +162,7 @@ async def gather_retrieval(
         channels=outcome.quality.channels,
         candidates=outcome.quality.candidate_count,
         lexicalCandidates=outcome.quality.lexical_candidates,
+        samePrMemories=outcome.quality.same_pr_memories,
         results=outcome.quality.result_count,
         rejected=sum(1 for t in feedback or [] if t is not None and t.rejected),
     )

@@ -47,6 +47,9 @@ class GatherSources:
     memory: LearnedMemory | None = None
     feedback: FeedbackLookup | None = None
     """The knowledge store's reaction tallies; without one, the memory's own 👍/👎 rows stand in."""
+    re_review_scope: Callable[[], frozenset[int] | None] | None = None
+    """The PR's earlier review ids when Kodiai reviewed it before (None: a first review); runs in the
+    retrieval worker thread. Without a knowledge store every review is a first review."""
     usage_analyzer: UsageAnalyzer = analyze_package_usage
     now: datetime | None = None
 
@@ -150,6 +153,9 @@ def webhook_sources(
         incremental_enabled=store is not None,
         memory=deps.memory,
         feedback=store.feedback_tallies if store is not None else None,
+        re_review_scope=(
+            (lambda: store.re_review_scope(facts.full_name, facts.number)) if store is not None else None
+        ),
         usage_analyzer=deps.usage_analyzer,
         now=deps.clock(),
     )
