@@ -45,7 +45,7 @@ class MemoryStoreOptions(BaseModel):
     next structure; beyond it an HNSW graph (slower to build, faster to search when IVF must scan much of
     the data) is built too and the faster of the two kept."""
     ann_calibration_queries: int = 300
-    """Calibration queries (three families; none is a stored row)."""
+    """Calibration queries (four families; none is a stored row)."""
     ann_nprobe: int = 8
     """Inverted lists probed per faiss IVF query: the first step of the calibration (doubled until the
     target is met), or the fixed value without it."""
