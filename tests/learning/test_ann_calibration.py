@@ -143,6 +143,23 @@ def test_easy_distribution_keeps_the_cheapest_setting() -> None:
     assert recall_on(index, x, ids, between) >= FLOOR
 
 
+def test_ivf_scanning_more_rows_than_an_exact_search_is_compared_with_hnsw() -> None:
+    """The same easy data, but IVF's 8 probes of ~141 lists scan ~1,100 rows per query, more than the
+    store searches exactly here: an HNSW graph is built too and the faster kept (at 1M rows a small share
+    of the lists is still tens of thousands of rows)."""
+    rng = np.random.default_rng(13)
+    x = tight_clusters(rng)(ROWS)
+    ids = np.arange(ROWS, dtype=np.int64) + 1
+    options = MemoryStoreOptions(ann_max_cost=10.0, ann_hnsw_m=16, exact_search_max_rows=500)
+
+    index, report = build_calibrated(ids, x, options)
+
+    assert report.tried[0].startswith("ivf nprobe=8: recall ")
+    assert any(t.startswith("hnsw efSearch=") for t in report.tried)
+    assert report.tried[-1].startswith("side by side: ivf nprobe=8")
+    assert report.structure == index.kind
+
+
 def test_nothing_cheap_enough_falls_back_to_the_exact_scan() -> None:
     sample = low_rank(np.random.default_rng(14))
     x = sample(5_000)

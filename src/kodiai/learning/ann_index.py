@@ -506,6 +506,15 @@ class _Calibration:
         )
 
 
+def _ivf_is_enough(index: AnnIndex, options: MemoryStoreOptions) -> bool:
+    """IVF that meets the target probing at most ``ann_ivf_share`` of its lists, and so scanning about as
+    many rows as the store would search exactly (``exact_search_max_rows``), is kept without building an
+    HNSW graph; beyond either, a graph's search may well be several times faster (a low-rank 1M table:
+    IVF 64 of 1000 lists, 64k rows per query) and is worth its slower build."""
+    share = index.nprobe / index.lists
+    return share <= options.ann_ivf_share and share * len(index) <= options.exact_search_max_rows
+
+
 def build_calibrated(
     ids: np.ndarray, matrix: np.ndarray, options: MemoryStoreOptions, *, seed: int = 0
 ) -> tuple[ExactIndex | AnnIndex | HnswIndex, IndexReport]:
@@ -514,8 +523,8 @@ def build_calibrated(
     In ``ann_structures`` order (IVF, then HNSW by default), each structure's breadth is doubled until
     recall@20 meets ``ann_recall_target`` on every calibration family; a setting is a candidate if its
     median query time is then at most ``ann_max_cost`` × the exact scan's. IVF that meets the target
-    probing at most ``ann_ivf_share`` of its lists is taken at once (an HNSW graph builds far slower and
-    would save little); otherwise the next structure is built too and the faster candidate kept, timed
+    cheaply (:func:`_ivf_is_enough`) is taken at once (an HNSW graph builds far slower and would save
+    little); otherwise the next structure is built too and the faster candidate kept, timed
     side by side. With no candidate, the exact scan.
     """
     started = time.perf_counter()
@@ -535,7 +544,7 @@ def build_calibrated(
             del index
             continue
         candidates.append((index, report))
-        if isinstance(index, AnnIndex) and index.nprobe <= options.ann_ivf_share * index.lists:
+        if isinstance(index, AnnIndex) and _ivf_is_enough(index, options):
             break
     chosen: ExactIndex | AnnIndex | HnswIndex
     if not candidates:

@@ -41,9 +41,10 @@ class MemoryStoreOptions(BaseModel):
     """Approximate structures the calibration tries, in order, before the exact scan (leave HNSW out
     where its slower build or extra memory matters more than latency)."""
     ann_ivf_share: float = 0.1
-    """IVF meeting the target while probing at most this share of its lists is taken without trying the
-    next structure; beyond it an HNSW graph (slower to build, faster to search when IVF must scan much of
-    the data) is built too and the faster of the two kept."""
+    """IVF meeting the target while probing at most this share of its lists (and at most
+    ``exact_search_max_rows`` rows per query) is taken without trying the next structure; beyond it an HNSW
+    graph (slower to build, faster to search when IVF must scan much of the data) is built too and the
+    faster of the two kept."""
     ann_calibration_queries: int = 300
     """Calibration queries (four families; none is a stored row)."""
     ann_nprobe: int = 8
