@@ -81,3 +81,41 @@ async def test_the_wal_stays_under_its_limit_under_sustained_writes_and_overlapp
         assert reopened.unfinished() == []
     finally:
         reopened.close()
+
+
+async def test_a_checkpoint_that_could_not_finish_is_retried_once_the_wal_grows_another_limit(
+    tmp_path: Path,
+) -> None:
+    """A reader holding its snapshot makes the TRUNCATE checkpoint busy. Once it lets go, the next
+    checkpoint must not wait for the retry pause (an hour here, so only the growth rule can retry): a
+    busy writer adds ~20 MB in the default half second, and one missed checkpoint let the WAL reach 14x its
+    limit in a full-suite run."""
+    db = tmp_path / "jobs.db"
+    wal = tmp_path / "jobs.db-wal"
+    journal = JobJournal.open(db, wal_limit_bytes=LIMIT, truncate_retry_seconds=3600)
+    journal.start_writer()
+    holder = sqlite3.connect(db, isolation_level=None)
+    body = b'{"action":"opened","pad":"%s","n":%d}'
+    sizes: list[int] = []
+
+    async def write(first: int, count: int) -> None:
+        now = datetime.now(UTC)
+        for start in range(first, first + count, 50):
+            ids = range(start, start + 50)
+            intakes = [Intake(f"r{i}", "issues", "opened", 1, body % (b"x" * 1500, i)) for i in ids]
+            assert all(await asyncio.gather(*(journal.accept_async(t, now=now) for t in intakes)))
+            sizes.append(wal.stat().st_size if wal.exists() else 0)
+
+    try:
+        holder.execute("BEGIN")
+        holder.execute("SELECT COUNT(*) FROM delivery_journal").fetchone()  # the snapshot is held
+        await write(0, 1500)  # ≈ 2.5 MB: past the limit, and the TRUNCATE attempt is busy
+        assert max(sizes) > 2 * LIMIT
+        holder.execute("COMMIT")
+        sizes.clear()
+        await write(10_000, 4000)  # ≈ 7 MB more
+    finally:
+        holder.close()
+        journal.close()
+    print(f"WAL after the reader let go: largest {max(sizes) / 1e6:.1f} MB, last {sizes[-1] / 1e6:.1f} MB")
+    assert sizes[-1] < 4 * LIMIT, f"WAL {sizes[-1] / 1e6:.1f} MB (limit {LIMIT / 1e6:.1f} MB)"

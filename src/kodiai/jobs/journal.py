@@ -69,7 +69,7 @@ FINISHED_RETENTION = timedelta(days=7)
 EVICT_EVERY = 1000
 WAL_LIMIT_BYTES = 16 * 1024 * 1024  # a TRUNCATE checkpoint once the WAL passes this (and journal_size_limit)
 TRUNCATE_BUSY_MS = 250  # how long a TRUNCATE checkpoint may wait for readers (intake waits meanwhile)
-TRUNCATE_RETRY_SECONDS = 0.5
+TRUNCATE_RETRY_SECONDS = 0.5  # or sooner, once the WAL grew by another limit's worth
 PROBE_BYTES = 64 * 1024  # several intakes' worth of WAL (see _probe)
 
 __all__ = [
@@ -122,6 +122,7 @@ class JobJournal:
         dedup_window: timedelta = DEDUP_WINDOW,
         path: str | Path | None = None,
         wal_limit_bytes: int = WAL_LIMIT_BYTES,
+        truncate_retry_seconds: float = TRUNCATE_RETRY_SECONDS,
     ) -> None:
         self._db = conn
         self._path = path
@@ -140,7 +141,9 @@ class JobJournal:
         self._rescued = False
         self._wal = Path(f"{path}-wal") if self._identity is not None else None
         self._wal_limit = wal_limit_bytes
+        self._truncate_retry = truncate_retry_seconds
         self._truncate_after = 0.0
+        self._truncate_at_bytes = 0
 
     @classmethod
     def open(
@@ -149,6 +152,7 @@ class JobJournal:
         *,
         dedup_window: timedelta = DEDUP_WINDOW,
         wal_limit_bytes: int = WAL_LIMIT_BYTES,
+        truncate_retry_seconds: float = TRUNCATE_RETRY_SECONDS,
     ) -> JobJournal:
         """Open (creating) the jobs database: integrity check, ``migrations/jobs``, rows left in the tables
         of the first schema moved across, and the journal's identity checked against the copy beside it.
@@ -180,7 +184,11 @@ class JobJournal:
             raw.close()
             raise
         journal = cls(
-            LockedConnection(raw), dedup_window=dedup_window, path=path, wal_limit_bytes=wal_limit_bytes
+            LockedConnection(raw),
+            dedup_window=dedup_window,
+            path=path,
+            wal_limit_bytes=wal_limit_bytes,
+            truncate_retry_seconds=truncate_retry_seconds,
         )
         journal._instance = instance
         journal._companions = [
@@ -486,9 +494,13 @@ class JobJournal:
         if self._metrics is not None:
             self._metrics.journal_wal_bytes.set(size)
         now = time.monotonic()
-        if size <= self._wal_limit or now < self._truncate_after:
+        if size <= self._wal_limit:
             return
-        self._truncate_after = now + TRUNCATE_RETRY_SECONDS
+        # After a checkpoint that could not finish (a reader holds its snapshot): retry after a pause, or
+        # sooner once the WAL has grown by another limit's worth (a busy writer adds ~20 MB in the pause:
+        # one missed checkpoint must not let the WAL reach many times its limit).
+        if now < self._truncate_after and size < self._truncate_at_bytes:
+            return
         with self._db.lock:
             conn = self._db.raw
             conn.execute(f"PRAGMA busy_timeout={TRUNCATE_BUSY_MS}")
@@ -497,7 +509,11 @@ class JobJournal:
             finally:
                 conn.execute("PRAGMA busy_timeout=5000")
         if busy:
+            self._truncate_after = now + self._truncate_retry
+            self._truncate_at_bytes = size + self._wal_limit
             self._log.warning("Job journal WAL checkpoint could not finish; retrying", walBytes=size)
+        else:
+            self._truncate_after, self._truncate_at_bytes = 0.0, 0
 
     def _probe(self) -> None:
         """Does the journal take writes again? A write of ``PROBE_BYTES``: on a full disk a page or two can
