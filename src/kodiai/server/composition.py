@@ -14,7 +14,6 @@ from kodiai.execution.options import ModelCredentials
 from kodiai.handlers import HandlerDeps, LearnedMemory, register_builtin_handlers
 from kodiai.jobs.limit import ConcurrencyLimit, default_review_concurrency
 from kodiai.jobs.mention_state import MentionState
-from kodiai.learning.lexical import LexicalChannel
 from kodiai.log import get_logger
 from kodiai.review.diff_analysis import warm_up as warm_up_diff_analysis
 from kodiai.server.runtime import HandlerRegistrar, Runtime
@@ -36,12 +35,8 @@ def handler_deps(runtime: Runtime, settings: Settings, *, executor: Executor | N
         raise RuntimeError("handlers need a configured GitHub App (not available in setup mode)")
     memory = None
     if stores is not None and stores.memory is not None and stores.isolation is not None:
-        memory = LearnedMemory(
-            store=stores.memory,
-            isolation=stores.isolation,
-            embeddings=stores.embeddings,
-            lexical=LexicalChannel(stores.memory),  # one per store: it remembers its indexes exist
-        )
+        # one LearnedMemory, so one lexical channel, per store: it remembers that its indexes exist
+        memory = LearnedMemory(store=stores.memory, isolation=stores.isolation, embeddings=stores.embeddings)
     metrics = runtime.metrics
     limit = settings.review_concurrency or default_review_concurrency()
     return HandlerDeps(
