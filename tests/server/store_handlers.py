@@ -3,8 +3,9 @@
 An ``issues.opened`` delivery gets one job on the real lanes shaped like the end of a review job
 (spec/review.md §1 steps 46-50): first its GitHub effect, then a fail-open write to one store.
 
-1. read the issue's comments on the fake GitHub, and post a comment with this delivery's marker unless it
-   is there already (as the review handler looks for its output marker): a replay never repeats it;
+1. the storm handlers' GitHub effect (``storm_handlers.post_once``): read the issue's comments on the fake
+   GitHub and post a comment with this delivery's marker unless it is there already (as the review
+   handler looks for its output marker), so a replay never repeats it;
 2. write to the store named by ``KODIAI_TEST_STORE`` (``knowledge``: a ``reviews`` row; ``telemetry``: an
    ``executions`` row; ``memory``: one learned memory with a unit vector) through the server's own store
    object, wrapped in the project's :func:`~kodiai.handlers.fail_open.fail_open` exactly as
@@ -13,6 +14,8 @@ An ``issues.opened`` delivery gets one job on the real lanes shaped like the end
 
 Each run reads the comments once, so the fake GitHub's ``GET …/comments`` count per issue is the number of
 times the job ran. The issue number is the payload's ``issue.number``; the repository is ``acme/widgets``.
+Only ``kodiai serve`` loads this module (with tests/server on its ``PYTHONPATH``), hence the top-level
+``storm_handlers`` import.
 """
 
 from __future__ import annotations
@@ -21,8 +24,8 @@ import asyncio
 import os
 from pathlib import Path
 
-import httpx
 import numpy as np
+from storm_handlers import REPO, append_line, post_once
 
 from kodiai.handlers.fail_open import fail_open
 from kodiai.jobs.lanes import JobContext
@@ -33,26 +36,14 @@ from kodiai.storage.knowledge_models import ReviewRecord
 from kodiai.storage.telemetry import ExecutionRecord
 from kodiai.webhook.events import WebhookEvent
 
-REPO = "acme/widgets"
-OWNER = "acme"
-
-
-def marker(delivery: str) -> str:
-    return f"<!-- kodiai:test-effect:{delivery} -->"
-
-
-def _append(path: Path, line: str) -> None:
-    with path.open("a") as fh:
-        fh.write(line + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
+OWNER = REPO.split("/")[0]
 
 
 def register(runtime: Runtime) -> None:
     store_name = os.environ["KODIAI_TEST_STORE"]
     record = Path(os.environ["KODIAI_TEST_RECORD_FILE"])
-    github, stores = runtime.github, runtime.stores
-    assert github is not None and stores is not None
+    stores = runtime.stores
+    assert runtime.github is not None and stores is not None
     log = get_logger("kodiai.test.store_handlers")
 
     def write(delivery: str, number: int) -> bool:
@@ -97,20 +88,11 @@ def register(runtime: Runtime) -> None:
             )
         return True
 
-    async def effect(event: WebhookEvent, number: int) -> None:
-        token = await asyncio.to_thread(github.installation_token, event.installation_id)
-        url = f"{runtime.config.github_api_url}/repos/{REPO}/issues/{number}/comments"
-        async with httpx.AsyncClient(timeout=10, headers={"Authorization": f"token {token}"}) as http:
-            comments = (await http.get(url, params={"per_page": 100})).json()
-            if not any(marker(event.id) in c["body"] for c in comments):
-                r = await http.post(url, json={"body": f"{marker(event.id)}\nDone for {event.id}."})
-                r.raise_for_status()
-
     async def handle(event: WebhookEvent) -> None:
         number = int(event.payload["issue"]["number"])
 
         async def job() -> None:
-            await effect(event, number)
+            await post_once(runtime, event)
             wrote = await fail_open(
                 log,
                 f"{store_name}-store",
@@ -118,7 +100,7 @@ def register(runtime: Runtime) -> None:
                 False,
                 f"Test {store_name} store write failed (fail-open)",
             )
-            await asyncio.to_thread(_append, record, f"{'wrote' if wrote else 'lost'} {event.id}")
+            await asyncio.to_thread(append_line, record, f"{'wrote' if wrote else 'lost'} {event.id}")
 
         await runtime.queue.enqueue(
             event.installation_id,

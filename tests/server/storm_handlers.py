@@ -35,11 +35,29 @@ def marker(delivery: str) -> str:
     return f"<!-- kodiai:test-effect:{delivery} -->"
 
 
-def _append(path: Path, line: str) -> None:
+def append_line(path: Path, line: str) -> None:
     with path.open("a") as fh:
         fh.write(line + "\n")
         fh.flush()
         os.fsync(fh.fileno())
+
+
+async def post_once(runtime: Runtime, event: WebhookEvent, pause: float = 0.0) -> None:
+    """The job's GitHub effect: read the issue's comments, wait ``pause`` seconds, and post this delivery's
+    marker comment unless it is there already."""
+    github = runtime.github
+    assert github is not None
+    number = int(event.payload["issue"]["number"])
+    token = await asyncio.to_thread(github.installation_token, event.installation_id)
+    url = f"{runtime.config.github_api_url}/repos/{REPO}/issues/{number}/comments"
+    async with httpx.AsyncClient(timeout=10, headers={"Authorization": f"token {token}"}) as http:
+        comments = (await http.get(url, params={"per_page": 100})).json()
+        done = any(marker(event.id) in c["body"] for c in comments)
+        if pause:
+            await asyncio.sleep(pause)
+        if not done:
+            r = await http.post(url, json={"body": f"{marker(event.id)}\nDone for {event.id}."})
+            r.raise_for_status()
 
 
 def register(runtime: Runtime) -> None:
@@ -47,33 +65,17 @@ def register(runtime: Runtime) -> None:
     record = Path(record_file) if record_file else None
     gate = os.environ.get("KODIAI_TEST_GATE")
     pause = float(os.environ.get("KODIAI_TEST_JOB_SECONDS", "0"))
-    github = runtime.github
-    assert github is not None
-
-    async def effect(event: WebhookEvent) -> None:
-        installation = event.installation_id
-        number = int(event.payload["issue"]["number"])
-        token = await asyncio.to_thread(github.installation_token, installation)
-        url = f"{runtime.config.github_api_url}/repos/{REPO}/issues/{number}/comments"
-        headers = {"Authorization": f"token {token}"}
-        async with httpx.AsyncClient(timeout=10, headers=headers) as http:
-            comments = (await http.get(url, params={"per_page": 100})).json()
-            done = any(marker(event.id) in c["body"] for c in comments)
-            if pause:
-                await asyncio.sleep(pause)
-            if not done:
-                r = await http.post(url, json={"body": f"{marker(event.id)}\nDone for {event.id}."})
-                r.raise_for_status()
+    assert runtime.github is not None
 
     async def handle(event: WebhookEvent) -> None:
         async def job() -> None:
             if record is not None:
-                await asyncio.to_thread(_append, record, f"start {event.id}")
+                await asyncio.to_thread(append_line, record, f"start {event.id}")
             while gate and not Path(gate).exists():
                 await asyncio.sleep(0.02)
-            await effect(event)
+            await post_once(runtime, event, pause)
             if record is not None:
-                await asyncio.to_thread(_append, record, f"done {event.id}")
+                await asyncio.to_thread(append_line, record, f"done {event.id}")
 
         await runtime.queue.enqueue(
             event.installation_id,

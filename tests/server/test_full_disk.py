@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import re
 import resource
 import signal
@@ -29,14 +28,12 @@ from pathlib import Path
 
 import pytest
 
+from server.issue_jobs import NAME, OWNER, effects, opened_issue
 from server.kodiai_proc import KodiaiServe, wait_until
-from server.storm_handlers import REPO, marker
 from support.fake_github import FakeGitHub
-from support.fake_github_pr import PrState, install_pr_routes
+from support.fake_github_pr import PrState
 
 pytestmark = pytest.mark.slow
-
-OWNER, NAME = REPO.split("/")
 
 
 class TmpfsDisk:
@@ -98,15 +95,6 @@ def mount_permitted(tmp: Path) -> str | None:
     return None
 
 
-@pytest.fixture(scope="module")
-def github() -> Iterator[tuple[FakeGitHub, PrState]]:
-    fake = FakeGitHub()
-    fake.add_installation(1, account="acme")
-    state = install_pr_routes(fake)
-    with fake:
-        yield fake, state
-
-
 @pytest.fixture(params=["tmpfs", "fsize"])
 def disk(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TmpfsDisk | FileSizeLimit]:
     if request.param == "tmpfs":
@@ -122,18 +110,10 @@ def disk(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TmpfsDisk |
         made.close()
 
 
-def body(number: int) -> bytes:
-    return json.dumps({"action": "opened", "installation": {"id": 1}, "issue": {"number": number}}).encode()
-
-
 def runs(fake: FakeGitHub) -> Counter[int]:
     """How many times each issue's job ran (each run reads the issue's comments once)."""
     pattern = rf"/repos/{OWNER}/{NAME}/issues/(\d+)/comments"
     return Counter(int(re.fullmatch(pattern, c.path).group(1)) for c in fake.calls_to("GET", pattern))  # type: ignore[union-attr]
-
-
-def effects(state: PrState, number: int, delivery: str) -> int:
-    return sum(1 for c in state.issue_comments(OWNER, NAME, number) if marker(delivery) in c["body"])
 
 
 def truncate_wal(db: Path) -> None:
@@ -165,7 +145,7 @@ def test_full_disk_loses_nothing_runs_nothing_twice_and_reports_not_ready(
     refused: dict[str, int] = {}
     try:
         for i in range(3):  # acknowledged before the disk fills: their jobs wait for the gate
-            assert server.deliver(body(base + i), f"before-{base + i}").status_code == 200
+            assert server.deliver(opened_issue(base + i), f"before-{base + i}").status_code == 200
             acknowledged[f"before-{base + i}"] = base + i
         # the first job has recorded its start (the other two wait behind it): the server writes nothing
         # more until the test does, so the WAL truncated now has no space a later write could reuse
@@ -176,7 +156,7 @@ def test_full_disk_loses_nothing_runs_nothing_twice_and_reports_not_ready(
 
         for i in range(3, 23):  # the journal cannot record these: 500, never a 200 for an unrecorded one
             number = base + i
-            r = server.deliver(body(number), f"during-{number}")
+            r = server.deliver(opened_issue(number), f"during-{number}")
             assert r.status_code in (200, 500)
             (acknowledged if r.status_code == 200 else refused)[f"during-{number}"] = number
             if refused:
@@ -208,11 +188,11 @@ def test_full_disk_loses_nothing_runs_nothing_twice_and_reports_not_ready(
         assert {d: statuses.get(d) for d in acknowledged} == dict.fromkeys(acknowledged, "done")
 
         for delivery, number in refused.items():  # what GitHub showed as failed is redelivered
-            assert server.deliver(body(number), delivery).status_code == 200
+            assert server.deliver(opened_issue(number), delivery).status_code == 200
         server.stop(signal.SIGTERM)
         server.start()
         sentinel = base + 99  # the lane is FIFO and replays go first: once this ran, any replay ran too
-        assert server.deliver(body(sentinel), f"sentinel-{sentinel}").status_code == 200
+        assert server.deliver(opened_issue(sentinel), f"sentinel-{sentinel}").status_code == 200
         everything = {**acknowledged, **refused, f"sentinel-{sentinel}": sentinel}
         wait_until(
             lambda: all(effects(state, n, d) == 1 for d, n in everything.items()), 60, "every effect", server

@@ -18,7 +18,6 @@ stayed 200, nothing was counted and only each job's own warning said a write was
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 import signal
 import sqlite3
@@ -27,15 +26,14 @@ from pathlib import Path
 
 import pytest
 
+from server.issue_jobs import NAME, OWNER, effects, opened_issue
 from server.kodiai_proc import KodiaiServe, wait_until
-from server.store_handlers import REPO, marker
 from server.test_full_disk import TmpfsDisk, mount_permitted, truncate_wal
 from support.fake_github import FakeGitHub
-from support.fake_github_pr import PrState, install_pr_routes
+from support.fake_github_pr import PrState
 
 pytestmark = pytest.mark.slow
 
-OWNER, NAME = REPO.split("/")
 DURING = 3  # deliveries whose write meets the full disk
 
 # store → (issue numbers from, the setting that puts it on the small disk, its path there, extra settings)
@@ -45,15 +43,6 @@ STORES: dict[str, tuple[int, str, str, dict[str, str]]] = {
     # the local model gives the server a memory store; the test's writes bring their own vectors
     "memory": (7200, "LEARNING_MEMORY_URI", "memory.lance", {"EMBEDDING_PROVIDER": "local"}),
 }
-
-
-@pytest.fixture(scope="module")
-def github() -> Iterator[tuple[FakeGitHub, PrState]]:
-    fake = FakeGitHub()
-    fake.add_installation(1, account="acme")
-    state = install_pr_routes(fake)
-    with fake:
-        yield fake, state
 
 
 @pytest.fixture
@@ -68,17 +57,9 @@ def disk(tmp_path: Path) -> Iterator[TmpfsDisk]:
         made.close()
 
 
-def body(number: int) -> bytes:
-    return json.dumps({"action": "opened", "installation": {"id": 1}, "issue": {"number": number}}).encode()
-
-
 def runs_of(fake: FakeGitHub, number: int) -> int:
     """How many times the issue's job ran (each run reads the issue's comments once)."""
     return len(fake.calls_to("GET", rf"/repos/{OWNER}/{NAME}/issues/{number}/comments"))
-
-
-def effects(state: PrState, number: int, delivery: str) -> int:
-    return sum(1 for c in state.issue_comments(OWNER, NAME, number) if marker(delivery) in c["body"])
 
 
 def outcomes(record: Path) -> dict[str, str]:
@@ -127,7 +108,7 @@ def test_full_store_disk_completes_every_job_once_and_reports_not_ready(
     after, sentinel = f"after-{base + 50}", f"sentinel-{base + 99}"
     server.start()
     try:
-        assert server.deliver(body(base), f"before-{base}").status_code == 200
+        assert server.deliver(opened_issue(base), f"before-{base}").status_code == 200
         wait_until(lambda: f"before-{base}" in outcomes(record), 60, "the first job", server)
         assert outcomes(record)[f"before-{base}"] == "wrote"
         assert server.get("/readiness").status_code == 200
@@ -138,7 +119,7 @@ def test_full_store_disk_completes_every_job_once_and_reports_not_ready(
 
         for delivery, number in deliveries.items():  # the journal is elsewhere: every one is acknowledged
             if delivery.startswith("during-"):
-                assert server.deliver(body(number), delivery).status_code == 200
+                assert server.deliver(opened_issue(number), delivery).status_code == 200
         wait_until(lambda: len(outcomes(record)) == 1 + DURING, 60, "the jobs on a full disk", server)
         assert {d: k for d, k in outcomes(record).items() if d.startswith("during-")} == {
             d: "lost" for d in deliveries if d.startswith("during-")
@@ -157,7 +138,7 @@ def test_full_store_disk_completes_every_job_once_and_reports_not_ready(
 
         disk.free(server.proc.pid)
         wait_until(lambda: server.get("/readiness").status_code == 200, 30, "ready again", server)
-        assert server.deliver(body(base + 50), after).status_code == 200
+        assert server.deliver(opened_issue(base + 50), after).status_code == 200
         wait_until(lambda: server.statuses().get(after) == "done", 60, "the job after space returned", server)
         assert outcomes(record)[after] == "wrote"
         if store != "memory":
@@ -166,7 +147,7 @@ def test_full_store_disk_completes_every_job_once_and_reports_not_ready(
 
         server.stop(signal.SIGTERM)
         server.start()  # the lane is FIFO and replays go first: once the sentinel ran, any replay ran too
-        assert server.deliver(body(base + 99), sentinel).status_code == 200
+        assert server.deliver(opened_issue(base + 99), sentinel).status_code == 200
         wait_until(lambda: server.statuses().get(sentinel) == "done", 60, "the sentinel", server)
     finally:
         with contextlib.suppress(AssertionError):

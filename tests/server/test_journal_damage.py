@@ -12,34 +12,22 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 import shutil
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 import pytest
 
+from server.issue_jobs import effects, opened_issue
 from server.kodiai_proc import KodiaiServe, listening_port, wait_until
-from server.storm_handlers import REPO, marker
 from support.fake_github import FakeGitHub
-from support.fake_github_pr import PrState, install_pr_routes
+from support.fake_github_pr import PrState
 from support.sqlite_damage import DAMAGES, filled_journal
 
 pytestmark = pytest.mark.slow
-
-OWNER, NAME = REPO.split("/")
-
-
-@pytest.fixture(scope="module")
-def github() -> Iterator[tuple[FakeGitHub, PrState]]:
-    fake = FakeGitHub()
-    fake.add_installation(1, account="acme")
-    state = install_pr_routes(fake)
-    with fake:
-        yield fake, state
 
 
 def exits_with_one_fatal_line(server: KodiaiServe) -> str:
@@ -75,14 +63,6 @@ def test_a_damaged_journal_stops_start_up_with_one_fatal_line(
     assert f"job journal {server.jobs_db} is damaged" in fatal and "docs/operations.md" in fatal
 
 
-def body(number: int) -> bytes:
-    return json.dumps({"action": "opened", "installation": {"id": 1}, "issue": {"number": number}}).encode()
-
-
-def effects(state: PrState, number: int, delivery: str) -> int:
-    return sum(1 for c in state.issue_comments(OWNER, NAME, number) if marker(delivery) in c["body"])
-
-
 def test_a_journal_deleted_while_running_is_reported_refused_and_recoverable(
     tmp_path: Path, github: tuple[FakeGitHub, PrState]
 ) -> None:
@@ -93,7 +73,7 @@ def test_a_journal_deleted_while_running_is_reported_refused_and_recoverable(
     server.start()
     try:
         for delivery, number in acknowledged.items():
-            assert server.deliver(body(number), delivery).status_code == 200
+            assert server.deliver(opened_issue(number), delivery).status_code == 200
         for path in (server.jobs_db, Path(f"{server.jobs_db}-wal"), Path(f"{server.jobs_db}-shm")):
             path.unlink(missing_ok=True)  # what `rm data/kodiai-jobs.db*` does
 
@@ -103,7 +83,7 @@ def test_a_journal_deleted_while_running_is_reported_refused_and_recoverable(
         health = server.get("/health").json()
         assert health["status"] == "unhealthy" and "deleted" in health["reason"]
         assert server.get("/readiness").status_code == 503
-        assert server.deliver(body(7010), "after-7010").status_code == 500  # never acknowledged
+        assert server.deliver(opened_issue(7010), "after-7010").status_code == 500  # never acknowledged
         gate.touch()
         wait_until(
             lambda: all(effects(state, n, d) == 1 for d, n in acknowledged.items()),
@@ -129,8 +109,10 @@ def test_a_journal_deleted_while_running_is_reported_refused_and_recoverable(
             lambda: server.get("/readiness").status_code == 200, 30, "ready on the restored journal", server
         )
         for delivery, number in acknowledged.items():  # still known: a redelivery is a duplicate
-            assert server.deliver(body(number), delivery).json() == {"received": True}
-        assert server.deliver(body(7010), "after-7010").status_code == 200  # GitHub's redelivery of the 500
+            assert server.deliver(opened_issue(number), delivery).json() == {"received": True}
+        assert (
+            server.deliver(opened_issue(7010), "after-7010").status_code == 200
+        )  # GitHub's redelivery of the 500
         wait_until(lambda: effects(state, 7010, "after-7010") == 1, 60, "the redelivered job", server)
         wait_until(
             lambda: all(server.statuses().get(d) == "done" for d in [*acknowledged, "after-7010"]),

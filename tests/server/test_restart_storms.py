@@ -9,32 +9,21 @@ and another at each replay's submission, so the second restart abandoned most of
 
 from __future__ import annotations
 
-import json
 import signal
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from server.issue_jobs import effects, opened_issue
 from server.kodiai_proc import KodiaiServe, wait_until
-from server.storm_handlers import REPO, marker
 from support.fake_github import FakeGitHub
-from support.fake_github_pr import PrState, install_pr_routes
+from support.fake_github_pr import PrState
 
 pytestmark = pytest.mark.slow
 
 DELIVERIES = 30
 JOB_SECONDS = 0.5
-
-
-@pytest.fixture(scope="module")
-def github() -> Iterator[tuple[FakeGitHub, PrState]]:
-    fake = FakeGitHub()
-    fake.add_installation(1, account="acme")
-    state = install_pr_routes(fake)
-    with fake:
-        yield fake, state
 
 
 def records(path: Path) -> list[tuple[str, str]]:
@@ -43,14 +32,8 @@ def records(path: Path) -> list[tuple[str, str]]:
     return [(kind, delivery) for kind, delivery in (line.split() for line in path.read_text().splitlines())]
 
 
-def effects(state: PrState, deliveries: list[str], offset: int) -> Counter[str]:
-    owner, name = REPO.split("/")
-    seen: Counter[str] = Counter()
-    for i, delivery in enumerate(deliveries):
-        for comment in state.issue_comments(owner, name, offset + i):
-            if marker(delivery) in comment["body"]:
-                seen[delivery] += 1
-    return seen
+def effects_of(state: PrState, deliveries: list[str], offset: int) -> Counter[str]:
+    return Counter({delivery: effects(state, offset + i, delivery) for i, delivery in enumerate(deliveries)})
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "kill-9"])
@@ -73,11 +56,8 @@ def test_every_acknowledged_delivery_completes_once_through_a_restart_storm(
     server.start()
     try:
         for i in range(DELIVERIES):
-            body = json.dumps(
-                {"action": "opened", "installation": {"id": 1}, "issue": {"number": offset + i}}
-            ).encode()
             delivery = f"storm-{sig.name}-{restarts}-{i}"
-            if server.deliver(body, delivery).status_code == 200:
+            if server.deliver(opened_issue(offset + i), delivery).status_code == 200:
                 acknowledged.append(delivery)
         assert len(acknowledged) == DELIVERIES
 
@@ -105,7 +85,7 @@ def test_every_acknowledged_delivery_completes_once_through_a_restart_storm(
 
     completed = Counter(d for kind, d in records(record) if kind == "done")
     assert set(completed) == set(acknowledged), "every acknowledged delivery runs to completion"
-    seen = effects(state, acknowledged, offset)
+    seen = effects_of(state, acknowledged, offset)
     assert {d: seen[d] for d in acknowledged if seen[d] != 1} == {}, "each effect appears exactly once"
     rows = server.journal("SELECT status, COUNT(*) FROM delivery_journal GROUP BY status")
     assert rows == [("done", DELIVERIES)]
