@@ -126,24 +126,12 @@ def check_targets(dev: Mapping[str, EvalResult], loo: LooResult | None = None) -
                 )
             spread = loo.stability_range(default, track)
             if default not in loo.fitted:
-                out.append(
-                    TargetCheck(
-                        split="loo",
-                        track=track,
-                        target=f"fold profiles' F0.5 spread ≤ {MAX_FOLD_SPREAD}",
-                        value=f"0.000 ({default} has no fitted constants)",
-                        met=True,
-                    )
-                )
+                value, met = f"0.000 ({default} has no fitted constants)", True
             elif spread is not None:
                 lo, hi = spread
-                out.append(
-                    TargetCheck(
-                        split="loo",
-                        track=track,
-                        target=f"fold profiles' F0.5 spread ≤ {MAX_FOLD_SPREAD}",
-                        value=f"{hi - lo:.3f} ({lo:.3f}–{hi:.3f})",
-                        met=hi - lo <= MAX_FOLD_SPREAD + 1e-9,
-                    )
-                )
+                value, met = f"{hi - lo:.3f} ({lo:.3f}–{hi:.3f})", hi - lo <= MAX_FOLD_SPREAD + 1e-9
+            else:
+                continue
+            target = f"fold profiles' F0.5 spread ≤ {MAX_FOLD_SPREAD}"
+            out.append(TargetCheck(split="loo", track=track, target=target, value=value, met=met))
     return out
