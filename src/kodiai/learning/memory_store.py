@@ -544,7 +544,8 @@ class LanceMemoryStore:
         return False
 
     def close(self) -> None:
-        """Nothing to release: LanceDB holds no open connection (kept for the original's API)."""
+        """Stop the write-health probe; LanceDB itself holds no open connection."""
+        self.write_health.close()
 
     @_locked
     def with_table(self, fn: Callable[[Any], Any]) -> Any:

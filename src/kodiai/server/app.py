@@ -214,13 +214,9 @@ def create_app(runtime: Runtime, http: HttpOptions | None = None) -> FastAPI:
 def _unwritable_stores(runtime: Runtime) -> list[str]:
     """Why each store that cannot write now cannot (a full disk or an I/O error), e.g. "knowledge store
     cannot write: database or disk is full" (:mod:`kodiai.storage.write_health`)."""
-    stores = runtime.stores
-    if stores is None:
+    if runtime.stores is None:
         return []
-    healths = [stores.knowledge.write_health, stores.telemetry.write_health]
-    if stores.memory is not None:
-        healths.append(stores.memory.write_health)
-    return [failure for h in healths if (failure := h.failure) is not None]
+    return [failure for h in runtime.stores.write_healths() if (failure := h.failure) is not None]
 
 
 def _add_setup_routes(app: FastAPI, runtime: Runtime) -> None:

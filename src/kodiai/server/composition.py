@@ -80,10 +80,7 @@ def count_store_write_failures(runtime: Runtime) -> None:
     stores, failures = runtime.stores, runtime.metrics.store_write_failures
     if stores is None:
         return
-    healths = [stores.knowledge.write_health, stores.telemetry.write_health]
-    if stores.memory is not None:
-        healths.append(stores.memory.write_health)
-    for health in healths:
+    for health in stores.write_healths():
         health.observe(lambda store, kind: failures.labels(store, kind).inc())
 
 

@@ -20,6 +20,7 @@ from kodiai.log import get_logger, redact
 from kodiai.storage.knowledge import KnowledgeStore
 from kodiai.storage.startup import open_knowledge_store, open_telemetry_store, purge_run_state
 from kodiai.storage.telemetry import TelemetryStore
+from kodiai.storage.write_health import WriteHealth
 
 
 @dataclass
@@ -31,6 +32,13 @@ class Stores:
     embeddings: EmbeddingProvider
     memory: LanceMemoryStore | None = None
     isolation: IsolationLayer | None = None
+
+    def write_healths(self) -> list[WriteHealth]:
+        """The write state of each store that has one (``/readiness`` and the write-failure metric)."""
+        healths = [self.knowledge.write_health, self.telemetry.write_health]
+        if self.memory is not None:
+            healths.append(self.memory.write_health)
+        return healths
 
     def close(self) -> None:
         for store in (self.memory, self.knowledge, self.telemetry):
