@@ -151,6 +151,41 @@ def test_the_store_selects_by_review_within_the_repo_and_live_rows(tmp_path: Pat
     assert store.retrieve_review_memories(query, "acme/api", [], 10) == []
 
 
+def test_review_id_is_indexed_and_a_table_indexed_without_it_gets_it_at_the_next_upkeep(
+    tmp_path: Path,
+) -> None:
+    """The scope filters by review_id: once the table is indexed that column has a scalar index, and a
+    table an older version indexed (vector and pre-filter indexes only) gains it on its next upkeep; the
+    scope's answer is the same either way."""
+    rng = np.random.default_rng(3)
+    uri = str(tmp_path / "mem.lance")
+    store = open_memory_store(uri, DIM)
+    records = [
+        make_record(finding_id=i, model="m", dim=DIM).model_copy(update={"review_id": i // 10})
+        for i in range(300)
+    ]
+    store.write_memories(records, [unit(rng, DIM) for _ in records])
+    query = unit(rng, DIM)
+    exact = store.retrieve_review_memories(query, "acme/api", [3, 17], 20)
+    found = store.get_memory_records([h.memory_id for h in exact])
+    assert len(exact) == 20 and {r.review_id for r in found.values()} == {3, 17}
+
+    def indexed_columns(table: object) -> set[str]:
+        return {column for idx in table.list_indices() for column in idx.columns}  # type: ignore[attr-defined]
+
+    assert store.ensure_index(force=True) is True
+    assert {"vector", "repo", "owner", "stale", "id", "review_id"} <= store.with_table(indexed_columns)
+    assert store.retrieve_review_memories(query, "acme/api", [3, 17], 20) == exact
+
+    store.with_table(lambda table: table.drop_index("review_id_idx"))  # as an older version left it
+    reopened = open_memory_store(uri, DIM)
+    assert "review_id" not in reopened.with_table(indexed_columns)
+    assert reopened.ensure_index(force=True) is True  # the missing scalar index is the upkeep's work
+    assert "review_id" in reopened.with_table(indexed_columns)
+    assert reopened.ensure_index(force=True) is False  # checked once: nothing more to do
+    assert reopened.retrieve_review_memories(query, "acme/api", [3, 17], 20) == exact
+
+
 class _PlainReader:
     """A store without review selection (the isolation protocol only)."""
 

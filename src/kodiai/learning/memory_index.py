@@ -88,11 +88,26 @@ def vector_index_config(dimensions: int, total_rows: int, options: MemoryStoreOp
     return IvfPq(distance_type="l2", num_partitions=partitions, num_sub_vectors=sub_vectors)
 
 
+def scalar_index_configs() -> dict[str, Any]:
+    """The scalar indexes beside the vector index: the pre-filter's columns (repo, owner, stale), id
+    lookups, and review_id for the re-review scope's filter (``benchmarks/re_review_scope.py``)."""
+    return {"repo": Bitmap(), "owner": Bitmap(), "stale": Bitmap(), "id": BTree(), "review_id": BTree()}
+
+
 def build_indexes(table: Any, dimensions: int, total_rows: int, options: MemoryStoreOptions) -> None:
-    """The vector index plus scalar indexes for the pre-filter (repo, owner, stale) and id lookups."""
+    """The vector index plus the scalar indexes (:func:`scalar_index_configs`)."""
     table.create_index(VECTOR_COLUMN, config=vector_index_config(dimensions, total_rows, options))
-    for column, scalar in (("repo", Bitmap()), ("owner", Bitmap()), ("stale", Bitmap()), ("id", BTree())):
-        table.create_index(column, config=scalar)
+    add_missing_scalar_indexes(table)
+
+
+def add_missing_scalar_indexes(table: Any) -> list[str]:
+    """Create the scalar indexes the table lacks (one indexed by an older version); returns their columns."""
+    configs = scalar_index_configs()
+    present = {column for idx in table.list_indices() for column in idx.columns}
+    missing = [column for column in configs if column not in present]
+    for column in missing:
+        table.create_index(column, config=configs[column])
+    return missing
 
 
 def has_vector_index(table: Any) -> bool:

@@ -31,6 +31,7 @@ from kodiai.learning.ann_index import AnnIndex, IndexReport, build_calibrated
 from kodiai.learning.exact_search import ExactIndex
 from kodiai.learning.memory_index import (
     MemoryStoreOptions,
+    add_missing_scalar_indexes,
     build_indexes,
     has_vector_index,
     lance_search,
@@ -117,6 +118,8 @@ class LanceMemoryStore:
         self._owner_repos: dict[str, Counter[str]] = {}
         self._writes_since_check = 0
         self._has_index: bool | None = None
+        self._scalars_checked = False
+        """Whether this process made sure an indexed table has every scalar index (``ensure_index``)."""
         self._keys: set[tuple[str, int | None, str]] | None = None
         self._vectors = VectorCache(options.vector_cache_bytes)
         self._building: set[str] = set()
@@ -532,8 +535,12 @@ class LanceMemoryStore:
             if not force and largest <= self._options.exact_search_max_rows:
                 return False  # every repo is searched exactly: an index would never be used
             build_indexes(self._table, self._dimensions, total, self._options)
-            self._has_index = True
+            self._has_index = self._scalars_checked = True
             return True
+        if not self._scalars_checked:  # a table indexed by an older version may lack one (review_id)
+            self._scalars_checked = True
+            if add_missing_scalar_indexes(self._table):
+                return True
         # Unindexed rows are scanned exactly next to the index, so a few are cheap; fold them in later.
         unindexed = unindexed_rows(self._table)
         if unindexed > max(
