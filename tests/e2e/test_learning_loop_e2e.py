@@ -70,6 +70,11 @@ def thread_reply(stack: Stack, pr: dict[str, Any], root: int, body: str, author:
     return int(comment["id"])
 
 
+def mention_jobs_done(stack: Stack, count: int) -> None:
+    """Wait until ``count`` mention jobs finished (their replies posted)."""
+    stack.server.wait_for_log("Job execution completed", jobType="mention", count=count)
+
+
 def replies_to(stack: Stack, comment_id: int) -> list[str]:
     return [
         c["body"] for c in stack.inline(1) if c.get("in_reply_to_id") and c["body"] and c["id"] > comment_id
@@ -116,6 +121,7 @@ def test_a_thumbs_down_changes_what_the_next_pr_is_told_and_forget_retires_it(st
     stack.state.set_permission(OWNER, REPO, "randall", "read")
     asked = thread_reply(stack, pr1, root, "@kodiai forget", "randall")
     stack.server.wait_for_log("Memory governance command", result="refused")
+    mention_jobs_done(stack, 1)  # the decision is logged before its reply is posted
     assert any(r.startswith("Sorry @randall") for r in replies_to(stack, asked))
     assert sorted(memories(stack)) == [(root, "accepted"), (root, "thumbs_down")]
     assert stack.rows("knowledge.db", "SELECT COUNT(*) FROM memory_governance") == [(0,)]
@@ -124,6 +130,7 @@ def test_a_thumbs_down_changes_what_the_next_pr_is_told_and_forget_retires_it(st
     stack.state.set_permission(OWNER, REPO, "maya", "maintain")
     asked = thread_reply(stack, pr1, root, "@kodiai forget", "maya")
     stack.server.wait_for_log("Memory governance command", result="forgotten")
+    mention_jobs_done(stack, 2)
     assert any(r.startswith("Forgotten.") for r in replies_to(stack, asked))
     assert memories(stack) == []
     ((action, actor, finding_id, removed, when),) = stack.rows(
