@@ -25,6 +25,7 @@ sys.path.insert(0, str(ROOT / "tests" / "learning"))
 from learning_helpers import make_record  # noqa: E402
 
 from kodiai.learning.memory_store import LanceMemoryStore, open_memory_store  # noqa: E402
+from kodiai.learning.types import MemoryHit  # noqa: E402
 
 DIM = 384
 PER_REVIEW = 20
@@ -45,12 +46,14 @@ def fill(store: LanceMemoryStore, rows: int, rng: np.random.Generator) -> None:
         store.write_memories(records, list(vectors))
 
 
-def timed(query: Callable[[np.ndarray], object], queries: list[np.ndarray]) -> tuple[float, float]:
-    """p50 and p95 in milliseconds."""
+def timed(
+    query: Callable[[np.ndarray, list[int]], object], pairs: list[tuple[np.ndarray, list[int]]]
+) -> tuple[float, float]:
+    """p50 and p95 in milliseconds of ``query(vector, review_ids)`` over ``pairs``."""
     took = []
-    for q in queries:
+    for vector, review_ids in pairs:
         start = time.perf_counter()
-        query(q)
+        query(vector, review_ids)
         took.append((time.perf_counter() - start) * 1000)
     took.sort()
     return statistics.median(took), took[max(0, int(len(took) * 0.95) - 1)]
@@ -76,18 +79,14 @@ def main() -> None:
         asked = [sorted(int(r) for r in rng.choice(reviews, 3, replace=False)) for _ in queries]
         pairs = list(zip(queries, asked, strict=True))
 
-        def scope(with_answers: list[list[int]]) -> Callable[[np.ndarray], object]:
-            it = iter(with_answers)
-            return lambda q: store.retrieve_review_memories(q, "acme/api", next(it), args.top_k)
+        def scope(vector: np.ndarray, review_ids: list[int]) -> list[MemoryHit]:
+            return store.retrieve_review_memories(vector, "acme/api", review_ids, args.top_k)
 
-        indexed = timed(scope([a for _q, a in pairs]), [q for q, _a in pairs])
-        answers = [store.retrieve_review_memories(q, "acme/api", a, args.top_k) for q, a in pairs]
+        indexed = timed(scope, pairs)
+        answers = [scope(q, a) for q, a in pairs]
         store.with_table(lambda table: table.drop_index("review_id_idx"))
-        baseline = timed(scope([a for _q, a in pairs]), [q for q, _a in pairs])
-        same = all(
-            store.retrieve_review_memories(q, "acme/api", a, args.top_k) == ans
-            for (q, a), ans in zip(pairs, answers, strict=True)
-        )
+        baseline = timed(scope, pairs)
+        same = all(scope(q, a) == ans for (q, a), ans in zip(pairs, answers, strict=True))
     print(f"{'review_id index':<22} p50 {indexed[0]:7.1f} ms   p95 {indexed[1]:7.1f} ms")
     print(f"{'baseline: no index':<22} p50 {baseline[0]:7.1f} ms   p95 {baseline[1]:7.1f} ms")
     print(f"same answers with and without the index: {same}")
