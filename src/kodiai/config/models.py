@@ -58,6 +58,11 @@ class WriteConfig(ConfigModel):
     secret_scan: WriteSecretScanConfig = Field(
         default_factory=WriteSecretScanConfig, description="Secret scanning of staged additions."
     )
+    allow_forks: Annotated[bool | None, Js()] = Field(
+        None,
+        description="Write requests on pull requests from forks (read from the base branch only): the "
+        "change is replied as a patch, never pushed. Unset = refused.",
+    )
 
 
 class MentionConversationConfig(ConfigModel):
@@ -80,6 +85,11 @@ class MentionConfig(ConfigModel):
         default_factory=list, description="If non-empty, only these users (case-insensitive) can trigger."
     )
     prompt: OptStr = Field(None, description="Extra instructions for mention runs.")
+    allowed_domains: list[Str] | None = Field(
+        None,
+        description="Domains mention runs may fetch from (WebFetch; WebSearch only when set). Read from "
+        "the base branch only. Unset = no web access.",
+    )
     conversation: MentionConversationConfig = Field(
         default_factory=MentionConversationConfig, description="Conversation limits."
     )

@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kodiai.execution.config_view import ExecutorConfig
+
 MENTION_EVENTS = frozenset(
     {"issue_comment.created", "pull_request_review_comment.created", "pull_request_review.submitted"}
 )
@@ -31,10 +33,27 @@ class ExecutionContext(BaseModel):
     dynamic_timeout_seconds: float | None = None
     bot_handles: list[str] = Field(default_factory=list)
     write_mode: bool = False
+    issue_number: int | None = Field(
+        default=None,
+        description="The issue or PR of the triggering event: the only one the GitHub tools may target "
+        "(None: the PR number)",
+    )
+    executor_config: ExecutorConfig | None = Field(
+        default=None,
+        description="The trusted configuration the handler chose (base or head); None: read the workspace's",
+    )
+    allowed_domains: tuple[str, ...] = Field(
+        default=(), description="Domains WebFetch may reach (mentions only; from the trusted config)"
+    )
 
     @property
     def is_mention(self) -> bool:
         return self.event_type in MENTION_EVENTS
+
+    @property
+    def target_number(self) -> int | None:
+        """The one issue/PR number the run's GitHub tools may write to."""
+        return self.issue_number if self.issue_number is not None else self.pr_number
 
 
 class ExecutionResult(BaseModel):
