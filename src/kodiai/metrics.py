@@ -240,6 +240,13 @@ class Metrics:
             ["store", "kind"],
             registry=r,
         )
+        self.outbound_secret_hits = Counter(
+            "kodiai_outbound_secret_hits",
+            "Secrets found in what the server sends out, by surface (issue_comment, review, review_comment, "
+            "review_comment_reply, pull_request, commit_message, pushed_file, ...) and action (redacted, refused).",
+            ["surface", "action"],
+            registry=r,
+        )
         self.jobs_dead = Counter(
             "kodiai_jobs_dead",
             "Deliveries moved to the dead-letter state (their job was cut by a process exit every attempt).",

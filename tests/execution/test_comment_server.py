@@ -135,8 +135,11 @@ async def test_5_1_04_approve_with_pr_submits_review(
 
 
 async def test_5_1_05_approve_without_pr_is_plain_comment(make_env: Any, pr_state: PrState) -> None:
-    """§5.1 #5: the same APPROVE body without a PR number is posted as a normal comment, no review."""
-    result, _ = await create(make_env, APPROVE_BODY, pr_number=None)
+    """§5.1 #5: the same APPROVE body without a PR number is posted as a normal comment, no review.
+    (An issue run: its target is the issue, ``ToolEnv.issue_number``; a run without a target writes nothing.)"""
+    env = make_env(pr_number=None)
+    env.issue_number = ISSUE
+    result = await call(comment_tools(env), "create_comment", {"issueNumber": ISSUE, "body": APPROVE_BODY})
     assert "comment_id" in payload(result)
     assert posted(pr_state) == [APPROVE_BODY]
     assert pr_state.reviews(OWNER, REPO, PR) == []

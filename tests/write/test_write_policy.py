@@ -271,8 +271,14 @@ def test_secret_spanning_two_lines_is_not_joined_into_one() -> None:
     assert verdict(["a.txt"], {"a.txt": ["ghp_" + "a" * 20, "a" * 16]}, deny=()) is None
 
 
-def test_secret_scan_off_skips_regex_and_entropy() -> None:
-    assert verdict(["a.txt"], {"a.txt": [PAT, "-----BEGIN PRIVATE KEY-----"]}, deny=(), scan=False) is None
+def test_secret_scan_off_skips_only_entropy() -> None:
+    """Port deviation (docs/parity.md): the flag governs the entropy heuristic only; tokens and keys are
+    always refused (the original let ``secretScan.enabled: false`` commit them)."""
+    err = verdict(["a.txt"], {"a.txt": [PAT, "-----BEGIN PRIVATE KEY-----"]}, deny=(), scan=False)
+    assert err is not None and err.detector == "regex:private-key"
+    random_token = "Zx9" + "".join(chr(65 + (i * 7) % 26) + str(i % 10) for i in range(20))
+    assert verdict(["a.txt"], {"a.txt": [random_token]}, deny=(), scan=True) is not None
+    assert verdict(["a.txt"], {"a.txt": [random_token]}, deny=(), scan=False) is None
 
 
 def test_message_never_contains_the_secret() -> None:

@@ -150,6 +150,8 @@ class ClaudeAgentExecutor:
             review_output_key=context.review_output_key,
             pr_number=context.pr_number,
             delivery_id=context.delivery_id,
+            issue_number=context.target_number,
+            thread_comment_id=context.comment_id,
         )
         servers = build_mcp_servers(
             env,

@@ -23,6 +23,7 @@ from urllib3 import Retry
 from github import Auth, Github, GithubIntegration
 from kodiai.github.retry import GitHubRetry
 from kodiai.log import get_logger, redact
+from kodiai.outbound import register_installation_token
 
 DEFAULT_API_URL = "https://api.github.com"
 CONNECTIVITY_TTL_SECONDS = 30.0
@@ -116,6 +117,7 @@ class GitHubApp:
                     f"Could not mint an installation token for installation {installation_id}: {_describe(exc)}"
                 ) from None
             token, expires = _validated_token(access, installation_id)
+            register_installation_token(token, expires)  # the outbound scanner redacts it from now on
             self._tokens[installation_id] = (token, expires)
             return token
 

@@ -4,6 +4,8 @@ PyGithub is synchronous; every request runs in a worker thread so the agent's ev
 serving the CLI while GitHub answers. Failures are re-raised as :class:`GitHubApiError`, whose
 ``str()`` follows Octokit's shape (``<message>[: <errors>] - <documentation_url>``) because the
 inline tool's hints and error classification (spec/exec.md §3.22, §4) read that text.
+
+Every POST/PATCH/PUT body is scanned for secrets in :meth:`GitHubRest.call` before it is sent.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import anyio.to_thread
 from github.Requester import Requester
 
 from github import Github, GithubException
+from kodiai.outbound import guard_body
 
 #: Builds a fresh authenticated installation client; the tools call it once per tool call.
 GitHubClientFactory = Callable[[], Github]
@@ -97,8 +100,12 @@ class GitHubRest:
 
         ``on_success`` runs as soon as GitHub accepted the request, so a write that completes while the
         run is being cancelled (a timeout) is still reported as published.
+
+        Every write's body passes the secret scanner first (:func:`kodiai.outbound.guard_body`): this is
+        the one door all of the server's comments, reviews, replies and PRs go out through.
         """
         requester = self._client.requester if method == "GET" else self._write_requester()
+        body = guard_body(method, path, body)
         try:
             _headers, data = requester.requestJsonAndCheck(method, path, parameters=params, input=body)
         except GithubException as exc:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from pydantic import SecretStr
 
+from kodiai import outbound
 from kodiai.execution.executor import ClaudeAgentExecutor, Executor
 from kodiai.execution.options import ModelCredentials
 from kodiai.handlers import HandlerDeps, LearnedMemory, register_builtin_handlers
@@ -84,6 +85,14 @@ def count_store_write_failures(runtime: Runtime) -> None:
         health.observe(lambda store, kind: failures.labels(store, kind).inc())
 
 
+def guard_outbound_secrets(runtime: Runtime, settings: Settings) -> None:
+    """The outbound scanner knows the settings' secret values, and its hits count in ``/metrics``, for as
+    long as the runtime lives."""
+    hits = runtime.metrics.outbound_secret_hits
+    runtime.closers.append(outbound.register_settings(settings))
+    runtime.closers.append(outbound.observe_hits(lambda surface, action: hits.labels(surface, action).inc()))
+
+
 def builtin_registrar(
     settings: Settings, extras: list[Callable[[Runtime], None]] | None = None
 ) -> HandlerRegistrar:
@@ -95,6 +104,7 @@ def builtin_registrar(
             # index builds (the start-up warm runs already: builds made before this are replayed)
             runtime.stores.memory.observe_builds(runtime.metrics.memory_index.observe)
         count_store_write_failures(runtime)
+        guard_outbound_secrets(runtime, settings)
         # write keys, rate limit, turns: shared by workers
         state = MentionState.open(runtime.config.jobs_db_path)
         runtime.closers.append(state.close)

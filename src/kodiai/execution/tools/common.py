@@ -47,8 +47,17 @@ class ToolEnv:
     review_output_key: str | None = None
     pr_number: int | None = None
     delivery_id: str | None = None
+    #: The triggering event's issue/PR when it is not ``pr_number`` (an issue mention).
+    issue_number: int | None = None
+    #: The review comment that triggered the run: thread replies stay in its thread.
+    thread_comment_id: int | None = None
     #: Replaces GitHub altogether (``kodiai review`` records what would be posted).
     rest_factory: Callable[[], RestApi] | None = None
+
+    @property
+    def target_number(self) -> int | None:
+        """The one issue/PR the write tools may target (None: every write is refused)."""
+        return self.issue_number if self.issue_number is not None else self.pr_number
 
     def rest(self) -> RestApi:
         """A REST façade over a *fresh* installation client (one per tool call)."""

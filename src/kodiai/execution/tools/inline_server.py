@@ -3,6 +3,9 @@
 Before the first inline post of a run the review-output marker is looked for on the PR; when it is
 already there every call of this server instance is skipped (``already-published``), so a redelivered
 webhook never posts a second set of inline comments.
+
+The tool takes no PR number: it writes only on the run's PR (``ToolEnv.pr_number``, which must be the
+run's target), and its body's secrets are redacted on the way out by :class:`GitHubRest`.
 """
 
 from __future__ import annotations
@@ -87,6 +90,8 @@ class InlineCommentServer:
         env = self.env
         if env.pr_number is None:
             raise ValueError("No pull request number is available for inline comments")
+        if env.target_number != env.pr_number:  # pinned: only the run's own PR (the tool takes no number)
+            raise ValueError(f"this run may only comment on #{env.target_number}")
         if not params.line and not params.start_line:
             raise ValueError("Either line or startLine must be provided")
         key = env.review_output_key

@@ -3,6 +3,11 @@
 The reply is wrapped in ``<details>`` (summary ``kodiai response``), checked lightly (an APPROVE needs
 ``Issues: none`` before the closing tag), mention-sanitised and posted as an in-thread reply. It never
 becomes an approval review.
+
+Pinned target (a port deviation): the reply must be on the run's PR (``ToolEnv.target_number``) and,
+when the run was triggered by a review comment (``ToolEnv.thread_comment_id``), in that comment's thread
+(the parent is the trigger itself or shares its thread root, looked up). A run without a target writes
+nothing.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from kodiai.execution.tools.common import (
     parse_args,
 )
 from kodiai.execution.tools.validators import validate_thread_decision
+from kodiai.github.rest import RestApi
 from kodiai.text.formatting import wrap_in_details
 from kodiai.text.sanitizer import sanitize_outgoing_mentions
 
@@ -36,6 +42,27 @@ class ReplyArgs(BaseModel):
     body: str = Field(description="Reply body (markdown). Will be wrapped in <details> tags")
 
 
+async def thread_root(rest: RestApi, comment_id: int) -> int:
+    """The top-level comment of a review comment's thread (GitHub points every reply at it)."""
+    comment = await rest.get(f"/pulls/comments/{comment_id}")
+    root = comment.get("in_reply_to_id") if isinstance(comment, dict) else None
+    return root if isinstance(root, int) else comment_id
+
+
+async def check_thread(env: ToolEnv, rest: RestApi, pr: int, parent: int) -> None:
+    """Refuse a reply outside the run's PR or outside the triggering comment's thread."""
+    target = env.target_number
+    if target is None:
+        raise ValueError("this run has no pull request to reply on")
+    if pr != target:
+        raise ValueError(f"this run may only reply on #{target}")
+    anchor = env.thread_comment_id
+    if anchor is None or parent == anchor:
+        return
+    if await thread_root(rest, parent) != await thread_root(rest, anchor):
+        raise ValueError(f"this run may only reply in the thread of review comment {anchor}")
+
+
 async def reply_to_pr_review_comment(env: ToolEnv, args: dict[str, Any]) -> ToolResult:
     params = parse_args(ReplyArgs, args)
     wrapped = wrap_in_details(params.body, "kodiai response")
@@ -43,6 +70,7 @@ async def reply_to_pr_review_comment(env: ToolEnv, args: dict[str, Any]) -> Tool
     body = sanitize_outgoing_mentions(wrapped, env.bot_handles)
     rest = env.rest()
     pr, parent = params.pull_request_number, params.comment_id
+    await check_thread(env, rest, pr, parent)
 
     async def find_reply() -> dict[str, Any] | None:
         comments = await rest.paginate(f"/pulls/{pr}/comments")

@@ -5,9 +5,12 @@ Trusted code, never the model, decides whether a mention's edits may be committe
 1. nothing staged → ``write-policy-no-changes``;
 2. any staged path matching a deny glob → ``write-policy-denied-path`` (deny wins over allow);
 3. a non-empty allow list that some staged path matches no entry of → ``write-policy-not-allowed``;
-4. when secret scanning is on, the *added* lines of each file's staged diff are checked against six
-   regex detectors (detector by detector, the first file that hits wins), then against a Shannon
-   entropy test for token-like strings → ``write-policy-secret-detected``.
+4. the *added* lines of each file's staged diff are checked against the token detectors of
+   :mod:`kodiai.text.secret_scan` (the original's six first; detector by detector, the first file that
+   hits wins), then against the server's own secret values, and — only when ``write.secretScan.enabled``
+   — against a Shannon entropy test for token-like strings → ``write-policy-secret-detected``. The
+   original let the flag turn off the regexes too; here it governs only the entropy heuristic, so a
+   model can never commit a token or the App's key (see docs/parity.md).
 
 Globs are picomatch with dot files (:mod:`kodiai.text.glob`), anchored at the repository root: a
 pattern without a slash matches only a root-level path (``README.md``, ``*.md``), ``**/*.pem`` also
@@ -18,27 +21,44 @@ Messages never contain the matched text, so a secret is not echoed back into a c
 
 from __future__ import annotations
 
-import math
-import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 from kodiai.config.models import DEFAULT_DENY_PATHS
 from kodiai.text.glob import GlobError, compile_glob, glob_match, normalize_write_paths
 from kodiai.text.js import to_fixed
+from kodiai.text.secret_scan import (
+    ENTROPY_MIN_LENGTH,
+    ENTROPY_THRESHOLD,
+    NO_KNOWN_SECRETS,
+    SECRET_DETECTORS,
+    SERVER_SECRET,
+    TOKEN_DETECTORS,
+    EntropyHit,
+    KnownSecrets,
+    SecretDetector,
+    contains_known_secret,
+    find_high_entropy_token,
+    first_secret_detector,
+    is_entropy_candidate,
+    shannon_entropy,
+)
 
 __all__ = [
     "DEFAULT_DENY_PATHS",
     "ENTROPY_MIN_LENGTH",
     "ENTROPY_THRESHOLD",
     "SECRET_DETECTORS",
+    "TOKEN_DETECTORS",
     "EntropyHit",
+    "KnownSecrets",
     "SecretDetector",
     "WritePolicy",
     "WritePolicyCode",
     "WritePolicyError",
     "added_lines",
+    "check_commit_message",
     "check_write_policy",
     "find_high_entropy_token",
     "find_write_policy_violation",
@@ -99,38 +119,6 @@ class WritePolicy:
         return cls(tuple(deny), tuple(allow), bool(scan))
 
 
-@dataclass(frozen=True)
-class SecretDetector:
-    """One regex detector; ``name`` appears as ``regex:<name>`` in a refusal."""
-
-    name: str
-    regex: re.Pattern[str] = field(repr=False)
-
-
-# ASCII classes only (JS regexes without the ``u`` flag); searched anywhere in a file's added text.
-SECRET_DETECTORS: tuple[SecretDetector, ...] = (
-    SecretDetector(
-        "private-key", re.compile(r"-----BEGIN (?:(?:RSA|DSA|EC|OPENSSH|PGP) )?PRIVATE KEY(?: BLOCK)?-----")
-    ),
-    SecretDetector("aws-access-key", re.compile(r"AKIA[0-9A-Z]{16}")),
-    SecretDetector("github-pat", re.compile(r"ghp_[A-Za-z0-9]{36}")),
-    SecretDetector("slack-token", re.compile(r"xox[baprs]-[A-Za-z0-9-]{10,}")),
-    SecretDetector("github-token", re.compile(r"gh[opsu]_[A-Za-z0-9]{36,}")),
-    SecretDetector(
-        "github-x-access-token-url", re.compile(r"https?://x-access-token:[^\s@/]+@", re.IGNORECASE)
-    ),
-)
-
-ENTROPY_MIN_LENGTH = 32
-ENTROPY_THRESHOLD = 4.5
-_TOKEN = re.compile(rf"[A-Za-z0-9_\-=+/]{{{ENTROPY_MIN_LENGTH},}}")
-_HEX = re.compile(r"[0-9a-fA-F]+")
-_HEX_DIGEST_LENGTHS = frozenset({32, 40, 64})
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[1-5][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", re.IGNORECASE)
-_LETTER = re.compile(r"[A-Za-z]")
-_DIGIT = re.compile(r"[0-9]")
-
-
 def added_lines(diff: str) -> list[str]:
     """The added lines of a unified diff, without their ``+``: lines starting ``+`` but not ``+++``.
 
@@ -138,52 +126,6 @@ def added_lines(diff: str) -> list[str]:
     original, an added line whose own text starts with ``++`` is skipped along with the file header.)
     """
     return [line[1:] for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
-
-
-def shannon_entropy(text: str) -> float:
-    """Shannon entropy of ``text`` in bits per character (0 for the empty string)."""
-    if not text:
-        return 0.0
-    counts: dict[str, int] = {}
-    for char in text:
-        counts[char] = counts.get(char, 0) + 1
-    length = len(text)
-    entropy = 0.0
-    for count in counts.values():
-        p = count / length
-        entropy -= p * math.log2(p)
-    return entropy
-
-
-@dataclass(frozen=True)
-class EntropyHit:
-    """A token-like string that looks random enough to be a secret (the token itself is not kept)."""
-
-    entropy: float
-    length: int
-
-
-def is_entropy_candidate(token: str) -> bool:
-    """Whether a token is tested for entropy: not a hex digest (32/40/64), not a UUID, has a letter and a digit."""
-    if len(token) in _HEX_DIGEST_LENGTHS and _HEX.fullmatch(token):
-        return False  # md5/sha1/sha256 digests, git object ids
-    if _UUID.fullmatch(token):
-        return False
-    return _LETTER.search(token) is not None and _DIGIT.search(token) is not None
-
-
-def find_high_entropy_token(lines: Iterable[str]) -> EntropyHit | None:
-    """The first token of ≥32 chars of ``[A-Za-z0-9_-=+/]`` (not a hex digest or UUID, with a letter
-    and a digit) whose entropy is ≥ 4.5 bits per character."""
-    for line in lines:
-        for match in _TOKEN.finditer(line):
-            token = match.group(0)
-            if not is_entropy_candidate(token):
-                continue
-            entropy = shannon_entropy(token)
-            if entropy >= ENTROPY_THRESHOLD:
-                return EntropyHit(entropy, len(token))
-    return None
 
 
 @dataclass(frozen=True)
@@ -216,17 +158,33 @@ def _first_match(globs: Sequence[_Glob], path: str) -> _Glob | None:
     return None
 
 
+def _secret_refusal(
+    name: str, path: str | None, detector: str, where: str = "staged additions"
+) -> WritePolicyError:
+    return WritePolicyError(
+        "write-policy-secret-detected",
+        f"Write blocked: suspected secret detected ({name}) in {where}",
+        rule="secretScan",
+        path=path,
+        detector=detector,
+    )
+
+
 def find_write_policy_violation(
     staged_paths: Sequence[str],
     added_lines_by_path: Mapping[str, Sequence[str]],
     deny_paths: Sequence[str],
     allow_paths: Sequence[str],
     secret_scan: bool,
+    *,
+    known: KnownSecrets = NO_KNOWN_SECRETS,
 ) -> WritePolicyError | None:
     """The policy's verdict on a staged change set: the refusal, or ``None`` when the write may go ahead.
 
     ``staged_paths`` are repo-relative, in ``git diff --cached --name-only`` order; ``added_lines_by_path``
-    maps each to its added lines (see :func:`added_lines`); a path missing from it has none.
+    maps each to its added lines (see :func:`added_lines`); a path missing from it has none. ``known``:
+    the server's own secret values (:func:`kodiai.outbound.known_secrets`), matched whatever
+    ``secret_scan`` says.
     """
     if not staged_paths:
         return WritePolicyError("write-policy-no-changes", "No staged changes to commit")
@@ -254,19 +212,16 @@ def find_write_policy_violation(
                     rule="allowPaths",
                     path=path,
                 )
-    if not secret_scan:
-        return None
     texts = [(path, "\n".join(added_lines_by_path.get(path, ()))) for path in staged_paths]
-    for detector in SECRET_DETECTORS:
+    for detector in TOKEN_DETECTORS:
         for path, text in texts:
             if text and detector.regex.search(text):
-                return WritePolicyError(
-                    "write-policy-secret-detected",
-                    f"Write blocked: suspected secret detected ({detector.name}) in staged additions",
-                    rule="secretScan",
-                    path=path,
-                    detector=f"regex:{detector.name}",
-                )
+                return _secret_refusal(detector.name, path, f"regex:{detector.name}")
+    for path, text in texts:
+        if text and contains_known_secret(text, known):
+            return _secret_refusal(SERVER_SECRET, path, SERVER_SECRET)
+    if not secret_scan:
+        return None
     for path in staged_paths:
         entropy_hit = find_high_entropy_token(added_lines_by_path.get(path, ()))
         if entropy_hit is not None:
@@ -287,10 +242,20 @@ def check_write_policy(
     deny_paths: Sequence[str],
     allow_paths: Sequence[str],
     secret_scan: bool,
+    *,
+    known: KnownSecrets = NO_KNOWN_SECRETS,
 ) -> None:
     """Raise the :class:`WritePolicyError` of :func:`find_write_policy_violation`, if any."""
     violation = find_write_policy_violation(
-        staged_paths, added_lines_by_path, deny_paths, allow_paths, secret_scan
+        staged_paths, added_lines_by_path, deny_paths, allow_paths, secret_scan, known=known
     )
     if violation is not None:
         raise violation
+
+
+def check_commit_message(message: str, known: KnownSecrets = NO_KNOWN_SECRETS) -> None:
+    """Refuse a commit message that carries a token or a server secret (whatever ``secretScan`` says)."""
+    name = first_secret_detector(message, known)
+    if name is not None:
+        detector = SERVER_SECRET if name == SERVER_SECRET else f"regex:{name}"
+        raise _secret_refusal(name, None, detector, "the commit message")
