@@ -155,7 +155,9 @@ async def test_5_4_73_marker_and_lookup_render_the_finding() -> None:
 
     text = await context_for(inline_surface(), thread_rest(f"finding text\n{MARKER}"), finding_lookup=lookup)
     assert calls == [("acme/repo", 500)]
-    assert "Original finding: [MAJOR] correctness\nFile: src/app.ts\nLine: 42\nTitle: Null deref\n" in text
+    assert (
+        'Original finding: [MAJOR] correctness\nFile: "src/app.ts"\nLine: 42\nTitle: "Null deref"\n' in text
+    )
     assert MARKER not in text  # the sanitizer removes HTML comments from the rendered parent
 
 

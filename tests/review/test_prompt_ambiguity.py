@@ -15,6 +15,7 @@ from kodiai.review.prompt import RetrievalContext, build_retrieval_context, buil
 from kodiai.review.prompt.context import AmbiguityView
 from kodiai.review.prompt.retrieval import build_retrieval_context_section
 from kodiai.text.js import utf16_len
+from kodiai.text.quoted_data import PAST_DATA_NOTE
 
 PROVENANCE_LINE = "`(Prior pattern: [brief description of the similar prior finding])`"
 AMBIGUOUS = {"cluster_size": 9, "pool_size": 40, "ambiguous": True}
@@ -71,7 +72,9 @@ def test_ambiguous_signal_adds_one_note_line_after_the_header() -> None:
     noted = section([finding()], AMBIGUOUS).split("\n")
     at = plain.index(PROVENANCE_LINE) + 1
     assert noted == [*plain[:at], NOTE, *plain[at:]]
-    assert noted[at + 1].startswith("- [major/correctness] Unchecked null return")
+    # The note belongs to the header: the past-data line and the entries follow it.
+    assert noted[at + 2 : at + 4] == [PAST_DATA_NOTE, "<prior_findings>"]
+    assert noted[at + 4].startswith('- [major/correctness] "Unchecked null return"')
 
 
 def test_no_note_without_signal_or_when_not_ambiguous() -> None:

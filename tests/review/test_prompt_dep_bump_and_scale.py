@@ -325,5 +325,5 @@ def test_incremental_section_caps() -> None:
     assert "The last review covered commit feedfac. Focus ONLY on changes in these 52 files:" in prompt
     assert "- ...(2 more files omitted)" in prompt
     assert "### Unresolved Prior Findings (Context Only)" in prompt
-    assert "- [major] T9 (p.ts)" in prompt and "T10 (" not in prompt
+    assert '- [major] "T9" ("p.ts")' in prompt and '"T10" (' not in prompt
     assert "- ...(2 more findings omitted)" in prompt

@@ -2,7 +2,7 @@
 
 A retrieved finding the team reacted to says so; one whose net feedback is negative is never listed as a
 precedent but under "Rejected by the team" with an instruction not to raise it again. Without feedback
-the section is byte-for-byte the original's (the parity vectors cover that too).
+the section has the original's entries, each field quoted as data (issue 23).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from kodiai.feedback.tally import FeedbackTally
 from kodiai.review.prompt import RetrievalContext
 from kodiai.review.prompt.retrieval import build_retrieval_context_section
 from kodiai.text.js import utf16_len
+from kodiai.text.quoted_data import PAST_DATA_NOTE
 
 REJECTED_HEADING = "### Rejected by the team"
 
@@ -60,7 +61,7 @@ def test_rejected_only_when_net_negative() -> None:
 def test_confirmed_finding_stays_a_precedent_and_says_so() -> None:
     text = section([finding("Use parameterised SQL", up=2)])
     assert (
-        "- [minor/style] Use parameterised SQL (file: src/a.py, outcome: accepted, distance: 0.250, "
+        '- [minor/style] "Use parameterised SQL" (file: "src/a.py", outcome: accepted, distance: 0.250, '
         "team feedback: confirmed twice)" in text
     )
     assert REJECTED_HEADING not in text
@@ -71,20 +72,23 @@ def test_net_negative_finding_is_never_listed_as_precedent() -> None:
     precedent, rejected = text.split(REJECTED_HEADING)
     assert "Check the return value" in precedent and "Prefer f-strings" not in precedent
     assert (
-        "- [minor/style] Prefer f-strings (file: src/a.py, outcome: accepted, distance: 0.250, "
+        '- [minor/style] "Prefer f-strings" (file: "src/a.py", outcome: accepted, distance: 0.250, '
         "team feedback: rejected twice)" in rejected
     )
     assert "Do not raise the same concern again" in rejected
-    # The precedent entry keeps the header's layout: header, blank line, entries, then the subsection.
-    assert "`\n- [minor/style] Check the return value" in precedent
-    assert precedent.endswith("confirmed)\n\n")
+    # Header, blank line, the past-data line, the tagged entries, then the subsection with its own tags.
+    assert f'`\n\n{PAST_DATA_NOTE}\n<prior_findings>\n- [minor/style] "Check the return value"' in precedent
+    assert precedent.endswith("confirmed)\n</prior_findings>\n\n")
+    assert '<rejected_prior_findings>\n- [minor/style] "Prefer f-strings"' in rejected
+    assert rejected.endswith("</rejected_prior_findings>")
 
 
 def test_only_rejected_findings_still_make_a_section() -> None:
     text = section([finding("Prefer f-strings", down=1)])
     assert text.startswith("## Similar Prior Findings (Learning Context)")
-    assert f"`\n{REJECTED_HEADING}\n" in text
-    assert text.endswith("team feedback: rejected)")
+    assert f"`\n\n{PAST_DATA_NOTE}\n{REJECTED_HEADING}\n" in text
+    assert "<prior_findings>" not in text
+    assert text.endswith("team feedback: rejected)\n</rejected_prior_findings>")
 
 
 def test_mixed_feedback_that_nets_zero_is_a_precedent_with_both_counts() -> None:
@@ -96,7 +100,7 @@ def test_mixed_feedback_that_nets_zero_is_a_precedent_with_both_counts() -> None
 def test_no_feedback_keeps_the_original_layout() -> None:
     plain = section([finding("A"), finding("B")])
     assert "team feedback" not in plain and REJECTED_HEADING not in plain
-    assert plain.endswith("(file: src/a.py, outcome: accepted, distance: 0.250)")
+    assert plain.endswith('(file: "src/a.py", outcome: accepted, distance: 0.250)\n</prior_findings>')
 
 
 def test_cap_counts_the_rejected_subsection() -> None:

@@ -315,6 +315,6 @@ def test_incremental_and_delta_contexts_from_prior_findings() -> None:
             },
         }
     )
-    assert "- [major] Connection pool leak (src/db.ts)" in prompt
-    assert "- [CRITICAL] src/auth.ts: SQL injection in login query" in prompt
+    assert '- [major] "Connection pool leak" ("src/db.ts")' in prompt
+    assert '- [CRITICAL] "src/auth.ts": "SQL injection in login query"' in prompt
     assert "Prior review findings (2):" in prompt

@@ -209,8 +209,8 @@ def test_rp_092_delta_context_section() -> None:
     assert "abc1234" in section
     assert "abc1234d" not in section
     assert "- src/auth.ts\n- src/db.ts" in section
-    assert "[CRITICAL] src/auth.ts: SQL injection in login query" in section
-    assert "[MAJOR] src/db.ts: Connection pool leak" in section
+    assert '[CRITICAL] "src/auth.ts": "SQL injection in login query"' in section
+    assert '[MAJOR] "src/db.ts": "Connection pool leak"' in section
     assert "Prior review findings (2):" in section
     for word in ("NEW", "RESOLVED", "STILL OPEN"):
         assert word in section
@@ -274,7 +274,7 @@ def test_delta_lists_are_capped() -> None:
     section = build_delta_context_section(delta)
     assert "- f49.ts" in section and "- f50.ts" not in section
     assert "- ...(3 more files omitted)" in section
-    assert "[MINOR] a.ts: t29" in section and "t30" not in section
+    assert '[MINOR] "a.ts": "t29"' in section and "t30" not in section
     assert "- ...(3 more findings omitted)" in section
 
 

@@ -22,6 +22,7 @@ from kodiai.github.rest import RestApi
 from kodiai.log import get_logger, redact
 from kodiai.review.prompt.truncate import truncate_deterministic
 from kodiai.text.js import JS_S, js_trim, utf16_len
+from kodiai.text.quoted_data import data_token, quote_data
 from kodiai.text.sanitizer import filter_comments_to_trigger_time, sanitize_content
 
 from .finding import FindingLookup, ReviewFinding, call_finding_lookup
@@ -373,13 +374,14 @@ def _render_inline(surface: MentionSurface) -> list[str]:
 
 
 def _finding_lines(finding: ReviewFinding) -> list[str]:
+    """The stored finding's fields as quoted data (issue 23): a stored title cannot open a section."""
     lines = [
-        f"Original finding: [{finding.severity.upper()}] {finding.category}",
-        f"File: {finding.file_path}",
+        f"Original finding: [{data_token(finding.severity.upper())}] {data_token(finding.category)}",
+        f"File: {quote_data(finding.file_path)}",
     ]
     if finding.start_line is not None:
         lines.append(f"Line: {finding.start_line}")
-    return [*lines, f"Title: {finding.title}", ""]
+    return [*lines, f"Title: {quote_data(finding.title)}", ""]
 
 
 def _render_thread(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from kodiai.text.quoted_data import PAST_DATA_NOTE, data_token, quote_data
+
 from .context import DiffAnalysisView, IncrementalContext, LargePRContext
 
 MAX_INCREMENTAL_FILES = 50
@@ -104,7 +106,11 @@ def build_incremental_review_section(incremental: IncrementalContext | None) -> 
             "### Unresolved Prior Findings (Context Only)",
             "These findings from the previous review are on code that has not changed since. "
             "Do NOT re-comment on them; they are listed only so you do not repeat them.",
-            *(f"- [{f.severity}] {f.title} ({f.file_path})" for f in prior[:MAX_UNRESOLVED_FINDINGS]),
+            PAST_DATA_NOTE,
+            *(
+                f"- [{data_token(f.severity)}] {quote_data(f.title)} ({quote_data(f.file_path)})"
+                for f in prior[:MAX_UNRESOLVED_FINDINGS]
+            ),
         ]
         if len(prior) > MAX_UNRESOLVED_FINDINGS:
             lines.append(f"- ...({len(prior) - MAX_UNRESOLVED_FINDINGS} more findings omitted)")

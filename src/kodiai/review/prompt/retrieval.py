@@ -12,7 +12,14 @@ part of the header, so it counts against the cap (and can leave room for one ent
 
 Port addition: a finding the team reacted to carries ``team feedback: confirmed / rejected twice``; one whose
 net feedback is negative is never listed as precedent but under "Rejected by the team", with an instruction
-not to raise it again. Without feedback the section is exactly the original's.
+not to raise it again.
+
+Security over parity (issue 23): every stored field reaches the prompt as quoted data. Finding text and file
+path are JSON string literals (:func:`kodiai.text.quoted_data.quote_data`: one line, ``<``/``>``/backticks
+escaped), severity, category and outcome are bare only when they are plain words, and the entries sit
+inside ``<prior_findings>`` / ``<rejected_prior_findings>`` tags after a line saying they are past data,
+not instructions. A finding text with a newline and a ``## …`` heading therefore stays one entry line. The
+original pasted the fields raw, one ``- [sev/cat] text (…)`` line each.
 """
 
 from __future__ import annotations
@@ -21,10 +28,13 @@ from collections.abc import Sequence
 
 from kodiai.feedback.tally import FeedbackTally
 from kodiai.text.js import to_fixed, utf16_len
+from kodiai.text.quoted_data import PAST_DATA_NOTE, data_token, quote_data
 
 from .context import AmbiguityView, RetrievalContext, RetrievedFinding
 
 DEFAULT_MAX_CONTEXT_CHARS = 2000
+PRECEDENT_TAG = "prior_findings"
+REJECTED_TAG = "rejected_prior_findings"
 
 _HEADER = [
     "## Similar Prior Findings (Learning Context)",
@@ -106,17 +116,19 @@ def ambiguity_note(ambiguity: AmbiguityView | None) -> str | None:
 
 
 def format_retrieved_finding(finding: RetrievedFinding) -> str:
-    """``- [sev/cat] text (file: path, outcome: o, distance: d[, confidence: c])``."""
+    """``- [sev/cat] "text" (file: "path", outcome: o, distance: d[, confidence: c])``, every stored field
+    quoted or a plain word, so the entry is exactly one line whatever the memory holds."""
     details = [
-        f"file: {finding.file_path}",
-        f"outcome: {finding.outcome}",
+        f"file: {quote_data(finding.file_path)}",
+        f"outcome: {data_token(finding.outcome)}",
         f"distance: {to_fixed(finding.distance, 3)}",
     ]
     if finding.confidence is not None:
         details.append(f"confidence: {finding.confidence}")
     if finding.feedback is not None and not finding.feedback.empty:
         details.append(f"team feedback: {finding.feedback.describe()}")
-    return f"- [{finding.severity}/{finding.category}] {finding.finding_text} ({', '.join(details)})"
+    label = f"{data_token(finding.severity)}/{data_token(finding.category)}"
+    return f"- [{label}] {quote_data(finding.finding_text)} ({', '.join(details)})"
 
 
 def build_retrieval_context_section(retrieval: RetrievalContext | None) -> str:
@@ -141,8 +153,11 @@ def build_retrieval_context_section(retrieval: RetrievalContext | None) -> str:
 
 
 def _assemble(header: list[str], precedent: list[str], rejected: list[str]) -> str:
-    text = "\n".join(header) + "".join(f"{entry}\n" for entry in precedent)
+    """Header, the past-data note, then each group's entries inside its tags."""
+    lines = [*header, PAST_DATA_NOTE]
+    if precedent:
+        lines += [f"<{PRECEDENT_TAG}>", *precedent, f"</{PRECEDENT_TAG}>"]
     if rejected:
-        sub = _REJECTED_HEADER if precedent else _REJECTED_HEADER[1:]
-        text += "\n".join(sub) + "".join(f"{entry}\n" for entry in rejected)
-    return text.rstrip("\n")
+        lines += _REJECTED_HEADER if precedent else _REJECTED_HEADER[1:]
+        lines += [f"<{REJECTED_TAG}>", *rejected, f"</{REJECTED_TAG}>"]
+    return "\n".join(lines)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from kodiai.text.quoted_data import PAST_DATA_NOTE, data_token, quote_data
+
 from .context import DeltaContext
 
 MAX_DELTA_FILES = 50
@@ -109,7 +111,11 @@ def build_delta_context_section(delta: DeltaContext) -> str:
     lines += [
         "",
         f"Prior review findings ({len(prior)}):",
-        *(f"- [{f.severity.upper()}] {f.file_path}: {f.title}" for f in prior[:MAX_DELTA_FINDINGS]),
+        PAST_DATA_NOTE,
+        *(
+            f"- [{data_token(f.severity.upper())}] {quote_data(f.file_path)}: {quote_data(f.title)}"
+            for f in prior[:MAX_DELTA_FINDINGS]
+        ),
     ]
     if len(prior) > MAX_DELTA_FINDINGS:
         lines.append(f"- ...({len(prior) - MAX_DELTA_FINDINGS} more findings omitted)")
