@@ -8,8 +8,17 @@ from pathlib import Path
 import pytest
 from review_harness import INSTALLATION, OWNER, REPO, ReviewHarness
 
+from kodiai.github.permissions import SHARED_CACHE
 from support.fake_github import FakeGitHub
 from support.fake_github_pr import PrState, install_pr_routes
+
+
+@pytest.fixture(autouse=True)
+def fresh_permissions() -> Iterator[None]:
+    """Each test sets its own roles on the fake GitHub: no answer cached by an earlier test survives."""
+    SHARED_CACHE.clear()
+    yield
+    SHARED_CACHE.clear()
 
 
 @pytest.fixture(scope="module")

@@ -50,16 +50,27 @@ class MentionHarness(ReviewHarness):
 
     # ------------------------------------------------------------------ repository
     def open_pr(self, number: int = 101, **kwargs: Any) -> dict[str, Any]:
-        """As the review harness, and same-repo PRs also get ``refs/pull/<n>/head`` (as on GitHub)."""
+        """As the review harness, and same-repo PRs also get ``refs/pull/<n>/head`` (as on GitHub). The
+        fake's ``GET pulls/<n>`` names the same author and head branch as the payload."""
         pull = super().open_pr(number, **kwargs)
+        branch = kwargs.get("branch", "feature")
         if not kwargs.get("fork"):
-            branch = kwargs.get("branch", "feature")
             git("push", "-q", "origin", f"{branch}:refs/pull/{number}/head", cwd=self.repo.work)
-        else:
-            self.state.add_pull(
-                OWNER, REPO, number, head_sha=pull["head"]["sha"], head_owner="forker", files=None
-            )
+        self.state.add_pull(
+            OWNER,
+            REPO,
+            number,
+            head_sha=pull["head"]["sha"],
+            head_ref=branch,
+            head_owner="forker" if kwargs.get("fork") else None,
+            author=kwargs.get("author", "alice"),
+            files=None,
+        )
         return pull
+
+    def grant(self, login: str, role: str = "write") -> None:
+        """``login``'s role on ``acme/repo`` (everyone else reads)."""
+        self.state.set_permission(OWNER, REPO, login, role)
 
     def bare_log(self, ref: str, count: int = 5) -> list[str]:
         """Commit messages of ``ref`` in the bare repository, newest first."""

@@ -48,6 +48,7 @@ def mh(tmp_path: Path, fake_server: tuple[FakeGitHub, PrState]) -> Iterator[Ment
     fake, state = fake_server
     _reset(fake)
     h = MentionHarness(tmp_path, fake, state)
+    h.grant("alice")  # the original's tests comment as a writer; read-only commenters: test_write_permissions
     yield h
     h.close()
 
@@ -341,12 +342,13 @@ async def test_r6_write_in_progress(mh: MentionHarness) -> None:
 
 
 async def test_112_rate_limit_r7(mh: MentionHarness) -> None:
-    pull = mh.open_pr(config=WRITE_ON + "  minIntervalSeconds: 60\n", fork=True)
-    assert pull
+    """The same-repo push counts too (the original counted bot PRs only)."""
+    mh.open_pr(config=WRITE_ON + "  minIntervalSeconds: 60\n")
     mh.write_on_execute({"src/new.ts": "export const b = 1;\n"})
     await mh.mention("@kodiai apply: add b", comment_id=6003)
+    assert "Updated PR" in mh.issue_comments()[-1]["body"]
     await mh.mention("@kodiai apply: add b", comment_id=6004)
-    assert len(mh.bot_pulls()) == 1
+    assert len(mh.executor.contexts) == 1 and mh.bot_pulls() == []
     assert "rate-limited" in mh.issue_comments()[-1]["body"]
     assert "Try again in" in mh.issue_comments()[-1]["body"]
 
@@ -398,17 +400,16 @@ async def test_same_comment_twice_pushes_one_commit(mh: MentionHarness) -> None:
     assert "Already applied (idempotent)" in last
 
 
-async def test_104_apply_on_fork_opens_bot_pr_r4(mh: MentionHarness) -> None:
+async def test_104_apply_on_fork_no_longer_opens_a_bot_pr(mh: MentionHarness) -> None:
+    """The original pushed the fork's head to a bot branch of the base repository; now refused (see
+    test_write_permissions for the opt-in patch reply)."""
     mh.open_pr(config=WRITE_ON, fork=True)
     mh.write_on_execute({"src/new.ts": "export const b = 1;\n"})
+    before = mh.bare_refs()
     await mh.mention("@kodiai apply: add b", comment_id=6012)
-    assert mh.executor.contexts[0].write_mode
-    [bot] = mh.bot_pulls()
-    _key, branch = _key_and_branch(6012)
-    assert bot["base"]["ref"] == "main" and bot["head"]["ref"] == branch
-    assert f"refs/heads/{branch}" in mh.bare_refs()
-    assert f"Opened PR: {bot['html_url']}" in mh.issue_comments()[-1]["body"]
-    assert "add b" in mh.prompts[0]
+    assert mh.executor.contexts == [] and mh.bot_pulls() == []
+    assert mh.bare_refs() == before
+    assert "comes from a fork" in mh.issue_comments()[-1]["body"]
 
 
 async def test_106_plan_runs_without_write_mode(mh: MentionHarness) -> None:
@@ -435,17 +436,14 @@ async def test_111_removing_a_committed_token_is_allowed(mh: MentionHarness) -> 
     mh.open_pr(
         config=WRITE_ON,
         base_files={"README.md": "# repo\n" + token_line, "src/index.ts": "export const a = 1;\n"},
-        fork=True,
     )
     mh.write_on_execute({"README.md": "# repo\n"})
     await mh.mention("@kodiai apply: remove the leaked token", comment_id=6015)
     body = mh.issue_comments()[-1]["body"]
     assert "write-policy-secret-detected" not in body
-    [bot] = mh.bot_pulls()
-    assert f"Opened PR: {bot['html_url']}" in body
-    _key, branch = _key_and_branch(6015)
+    assert "Updated PR" in body
     assert "ghp_" in git("show", "main:README.md", cwd=mh.repo.path)  # the token was committed
-    assert git("show", f"{branch}:README.md", cwd=mh.repo.path).strip() == "# repo"  # and is pushed away
+    assert git("show", "feature:README.md", cwd=mh.repo.path).strip() == "# repo"  # and is pushed away
 
 
 async def test_r11_no_changes(mh: MentionHarness) -> None:
@@ -486,7 +484,7 @@ async def test_119_telemetry_disabled_no_cost_warning(mh: MentionHarness) -> Non
 
 
 async def test_108_denied_path_refused(mh: MentionHarness) -> None:
-    mh.open_pr(config=WRITE_ON + "  denyPaths: ['README.md']\n", fork=True)
+    mh.open_pr(config=WRITE_ON + "  denyPaths: ['README.md']\n")
     mh.write_on_execute({"README.md": "# changed\n"})
     await mh.mention("@kodiai apply: edit readme", comment_id=6020)
     body = mh.issue_comments()[-1]["body"]
@@ -496,7 +494,7 @@ async def test_108_denied_path_refused(mh: MentionHarness) -> None:
 
 
 async def test_109_allow_paths_blocks_readme(mh: MentionHarness) -> None:
-    mh.open_pr(config=WRITE_ON + "  allowPaths: ['src/']\n", fork=True)
+    mh.open_pr(config=WRITE_ON + "  allowPaths: ['src/']\n")
     mh.write_on_execute({"README.md": "# changed\n"})
     await mh.mention("@kodiai apply: edit readme", comment_id=6021)
     body = mh.issue_comments()[-1]["body"]

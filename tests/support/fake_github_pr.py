@@ -23,6 +23,7 @@ Endpoints (``{o}/{r}`` = owner/repo):
   ``GET|DELETE …/pulls/comments/{id}``, ``GET|POST …/pulls/comments/{id}/reactions``
 - ``GET|POST …/pulls/{n}/reviews`` (a review's ``comments`` become review comments, or a 422 for all)
 - ``GET …/collaborators/{user}/permission`` (roles from :meth:`PrState.set_permission`; others read)
+- ``GET …/branches/{branch}`` (``protected`` from :meth:`PrState.protect_branch`; others unprotected)
 - ``GET …/issues/{n}`` (a PR as an issue), ``GET|POST …/issues/{n}/comments``, ``GET|PATCH …/issues/comments/{id}``, ``GET|POST …/issues/{n}/reactions``
 - ``GET|POST …/issues/comments/{id}/reactions`` (the comment need not be seeded: a webhook's triggering
   comment is known to the test only through its payload; see :meth:`PrState.issue_comment_reactions`)
@@ -111,6 +112,7 @@ _STATE_KEYS: dict[str, type[list[Any]] | type[dict[Any, Any]] | type[set[Any]]] 
     "search_counts": dict,
     "searches": list,
     "permissions": dict,
+    "protected_branches": set,
 }
 
 #: GitHub's legacy ``permission`` value for each repository role (maintain reads as write, triage as read).
@@ -350,6 +352,11 @@ class PrState:
             self.fake.data["reactions"][:] = [
                 r for r in self.fake.data["reactions"] if r["id"] != reaction_id
             ]
+
+    def protect_branch(self, owner: str, repo: str, branch: str) -> None:
+        """``GET …/branches/{branch}`` answers ``protected: true`` for it (every other branch: false)."""
+        with self.fake.lock:
+            self.fake.data["protected_branches"].add((owner.lower(), repo.lower(), branch))
 
     def set_permission(self, owner: str, repo: str, login: str, role: str) -> None:
         """``login``'s role on the repo (admin, maintain, write, triage, read); unknown users read."""
@@ -859,6 +866,14 @@ def install_pr_routes(fake: FakeGitHub) -> PrState:
             "role_name": role,
             "user": user_object(username, api_url=state._api_url()),
         }
+
+    # ------------------------------------------------------------------ branches
+    @router.get("/repos/{owner}/{repo}/branches/{branch:path}")
+    async def get_branch(owner: str, repo: str, branch: str, request: Request) -> dict[str, Any]:
+        fake.require_installation(request)
+        with fake.lock:
+            protected = (owner.lower(), repo.lower(), branch) in fake.data["protected_branches"]
+        return {"name": branch, "protected": protected, "commit": {"sha": _fake_sha(owner, repo, branch)}}
 
     # ------------------------------------------------------------------ search
     @router.get("/search/issues")

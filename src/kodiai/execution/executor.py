@@ -90,8 +90,12 @@ class ClaudeAgentExecutor:
         scope: anyio.CancelScope | None = None
         timeout_seconds: float = 0
         try:
-            # parsing a large `.kodiai.yml` is seconds of pure Python: never on the event loop
-            config = await anyio.to_thread.run_sync(self._config_loader, context.workspace_dir, log)
+            # The handler's trusted choice (base or head) wins: the workspace's own `.kodiai.yml` may be a
+            # fork's. Without one (the local `kodiai review` CLI) the workspace's file is read; parsing a
+            # large one is seconds of pure Python: never on the event loop.
+            config = context.executor_config
+            if config is None:
+                config = await anyio.to_thread.run_sync(self._config_loader, context.workspace_dir, log)
             timeout_seconds = (
                 context.dynamic_timeout_seconds
                 if context.dynamic_timeout_seconds is not None

@@ -70,6 +70,11 @@ class PermissionCache:
                 return None
             return entry.permission
 
+    def clear(self) -> None:
+        """Forget every answer (tests that change a user's role between runs in one process)."""
+        with self._lock:
+            self._entries.clear()
+
     def put(self, repo: str, login: str, permission: str) -> None:
         with self._lock:
             if len(self._entries) > 10_000:  # bounded: drop everything rather than grow without end

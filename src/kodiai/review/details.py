@@ -97,6 +97,9 @@ class ReviewDetailsInput(_In):
     prioritization: PrioritizationStatsView | None = None
     keyword_parsing: str = "- Keyword parsing: No keywords detected"
     """The output of ``pr_intent.build_keyword_parsing_section(intent)``."""
+    config_source: str | None = None
+    """Which ``.kodiai.yml`` governed the review (``ConfigSource.describe()``); a port addition, so a
+    reviewer of a fork PR can see the fork's own file was not used. None: no line (local reviews)."""
 
 
 def js_iso_timestamp(moment: datetime) -> str:
@@ -176,6 +179,8 @@ def format_review_details_summary(details: ReviewDetailsInput, findings_suffix: 
             f"- Prioritization: scored {stats.findings_scored} findings | top score {_score(stats.top_score)} | "
             f"threshold score {_score(stats.threshold_score)}"
         )
+    if details.config_source is not None:
+        lines.append(f"- Configuration: {details.config_source}")
     lines += [
         details.keyword_parsing,
         "",

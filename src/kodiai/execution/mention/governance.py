@@ -14,8 +14,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-#: Repository roles GitHub reports as ``permission`` admin or write (maintain reads as write).
-MAINTAINER_PERMISSIONS = frozenset({"admin", "write"})
+from kodiai.github.permissions import has_write_access
+
 REMEMBER_MAX_CHARS = 1000
 
 _FORGET = re.compile(r"forget(?:\s+(?:this|it|that))?[\s.!]*", re.IGNORECASE)
@@ -41,7 +41,8 @@ def parse_memory_command(question: str) -> MemoryCommand | None:
 
 
 def is_maintainer(permission: str | None) -> bool:
-    return (permission or "").lower() in MAINTAINER_PERMISSIONS
+    """Write access or above: the one rule every trust decision uses (:func:`has_write_access`)."""
+    return has_write_access(permission)
 
 
 def refused_reply(action: str, actor: str) -> str:

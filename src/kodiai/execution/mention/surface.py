@@ -62,6 +62,8 @@ class MentionSurface(BaseModel):
     base_ref: str | None = None
     head_repo_owner: str | None = None
     head_repo_name: str | None = None
+    pr_author: str | None = None
+    """The PR's author (its permission decides whose ``.kodiai.yml`` governs the run)."""
     diff_hunk: str | None = None
     file_path: str | None = None
     file_line: int | None = None
@@ -80,6 +82,21 @@ class MentionSurface(BaseModel):
     def is_pr(self) -> bool:
         return self.pr_number is not None
 
+    @property
+    def is_same_repo_pr(self) -> bool:
+        """A PR whose named head branch lives in this repository: not a fork, not a deleted head repo.
+        Anything else is treated as a fork (its content is not this repository's to push)."""
+
+        def norm(value: str | None) -> str:
+            return (value or "").strip().lower()
+
+        return (
+            self.pr_number is not None
+            and bool(norm(self.head_ref))
+            and norm(self.head_repo_owner) == norm(self.owner)
+            and norm(self.head_repo_name) == norm(self.repo)
+        )
+
 
 def _base(repository: Repository, installation_id: int | None) -> dict[str, Any]:
     return {
@@ -97,6 +114,7 @@ def _pull_refs(pull: PullRequest) -> dict[str, Any]:
         "base_ref": pull.base.ref,
         "head_repo_owner": head_repo.owner.login if head_repo else None,
         "head_repo_name": head_repo.name if head_repo else None,
+        "pr_author": pull.user.login if pull.user is not None else None,
     }
 
 

@@ -29,6 +29,7 @@ from kodiai.execution.mention.governance import (
     remembered_reply,
 )
 from kodiai.execution.mention.surface import MentionSurface
+from kodiai.github.permissions import PermissionLookupError, lookup_permission
 from kodiai.github.rest import RestApi
 from kodiai.handlers.deps import HandlerDeps, LearnedMemory
 from kodiai.learning.provenance import comment_url
@@ -68,9 +69,8 @@ class MemoryGovernance:
         if memory is None and (command.action == "remember" or knowledge is None):
             return await self._end(command, "no-memory", no_memory_reply(command.action))
         try:
-            data = await self.rest.get(f"/collaborators/{s.author}/permission")
-            permission = data.get("permission") if isinstance(data, dict) else None
-        except Exception as exc:  # fail closed: an unverified request changes nothing
+            permission = await lookup_permission(self.rest, s.owner, s.repo, s.author)
+        except PermissionLookupError as exc:  # fail closed: an unverified request changes nothing
             self.log.warning(
                 "Permission check failed; memory unchanged", gate="memory-governance", err=str(exc)
             )

@@ -1,12 +1,18 @@
 """Phase B of a mention (spec/exec.md §3.4–§3.15): the queued job, as a list of named stages.
 
-    workspace → config gates → [memory command: forget / remember, then stop] → write-intent gates → turn limit → 👀 → context + finding → prompt
-    → execute → bookkeeping → write-mode publishing | non-write endings
+    workspace → trusted config → config gates → [memory command: forget / remember, then stop]
+    → write-intent gates (permission, fork, then the original's) → turn limit → 👀 → context + finding
+    → prompt → execute → [write request recorded] → bookkeeping → write-mode publishing | non-write endings
 
 Gated-out requests stop silently (config gates) or with a trusted-code reply (write gates, turn limit),
 before any reaction. Context, finding, reaction, telemetry and the cost warning are fail-open; anything
 else that raises reaches the catch-all, which posts the classified error reply. The in-flight write key is
 released and the workspace removed whatever happens.
+
+Security additions (not in the original): the configuration of a PR mention is the base branch's unless
+the PR is a same-repository one by a writer (:mod:`kodiai.config.trust`); write mode needs the commenter's
+write access (looked up, fail-closed) and refuses fork PRs unless the base branch opts in; every write-mode
+run counts against ``write.minIntervalSeconds``, whatever it published.
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kodiai.config import RepoConfig
+from kodiai.config.trust import ConfigSource
+from kodiai.execution.config_view import ExecutorConfig
 from kodiai.execution.mention.context import MentionContextLimits, build_mention_context
 from kodiai.execution.mention.finding import FindingLookup, ReviewFinding, lookup_reply_finding
 from kodiai.execution.mention.governance import parse_memory_command
@@ -55,14 +63,25 @@ from kodiai.execution.mention.replies import (
     write_in_progress_reply,
 )
 from kodiai.execution.mention.surface import MentionSurface, with_pull_refs
+from kodiai.execution.mention.write_safety import (
+    fork_write_refused_reply,
+    write_permission_refused_reply,
+    write_permission_unknown_reply,
+)
 from kodiai.execution.types import ExecutionContext, ExecutionResult
+from kodiai.github.permissions import access_level
 from kodiai.github.rest import GitHubRest
 from kodiai.github.workspace import Workspace
 from kodiai.handlers.fail_open import fail_open
 from kodiai.handlers.mention.deps import MentionDeps
 from kodiai.handlers.mention.governance import MemoryGovernance
 from kodiai.handlers.mention.publish import WritePublisher, WriteTarget, find_existing_pr
-from kodiai.handlers.workspace import clone_for_pull_request, load_workspace_config
+from kodiai.handlers.workspace import (
+    TrustedConfig,
+    clone_for_pull_request,
+    load_pull_request_config,
+    load_workspace_config,
+)
 from kodiai.jobs.mention_state import rate_limit_retry_seconds
 from kodiai.log import get_logger, redact
 from kodiai.review.posted_texts import should_post_cost_warning
@@ -124,6 +143,7 @@ class MentionJob:
         # key back at once; any other delivery (or a second worker) still sees it held.
         self._write_token = request.delivery_id
         self._held_key: str | None = None
+        self.config_source: ConfigSource | None = None
 
     def skip(self, reason: str, message: str, **fields: Any) -> None:
         self.outcome = f"skipped:{reason}"
@@ -141,7 +161,7 @@ class MentionJob:
         try:
             self.surface = await self.fill_pull_refs(self.surface)
             workspace = await self.open_workspace()
-            config = await load_workspace_config(workspace, self.log)
+            config = (await self.load_config(workspace)).config
             question = self.pass_config_gates(config)
             if question is None:
                 return self.outcome
@@ -158,7 +178,8 @@ class MentionJob:
             self.log.info("Processing mention", writeEnabled=plan.enabled)
             await fail_open(self.log, "eyes-reaction", self.add_eyes, None, "Failed to add eyes reaction")
             prompt = await self.build_prompt(config, plan)
-            result = await self.execute(workspace, plan, prompt)
+            result = await self.execute(workspace, config, plan, prompt)
+            await self.record_write_request(config, plan)
             await self.bookkeeping(config, result)
             if plan.enabled and plan.key is not None and plan.branch is not None:
                 self.outcome = await self.publisher(workspace, config, plan).publish()
@@ -207,6 +228,31 @@ class MentionJob:
             pull_head=(s.pr_number, PR_LOCAL_BRANCH),
         )
 
+    # ------------------------------------------------------------------ trusted configuration
+    async def load_config(self, ws: Workspace) -> TrustedConfig:
+        """Issue: the default branch's file (the checkout). PR: the head's only for a same-repo PR whose
+        author has write access, else the base branch's (:func:`load_pull_request_config`)."""
+        s = self.surface
+        if s.pr_number is None:
+            config = await load_workspace_config(ws, self.log)
+            found = (ws.dir / ".kodiai.yml").exists()
+            source = ConfigSource(tree="default-branch", found=found, ref=s.default_branch)
+            self.log.info("Configuration chosen", gate="trusted-config", configSource=source.label)
+            trusted = TrustedConfig(config, source)
+        else:
+            trusted = await load_pull_request_config(
+                ws,
+                self.rest,
+                owner=s.owner,
+                repo=s.repo,
+                author=s.pr_author,
+                is_fork=not s.is_same_repo_pr,
+                base_ref=s.base_ref or "main",
+                log=self.log,
+            )
+        self.config_source = trusted.source
+        return trusted
+
     # ------------------------------------------------------------------ §3.5 config gates (silent)
     def pass_config_gates(self, config: RepoConfig) -> str | None:
         """The question to answer, or None after logging the first failing gate (no reply, no reaction)."""
@@ -237,9 +283,31 @@ class MentionJob:
         branch = build_write_branch_name(pr_number=s.pr_number, comment_id=s.comment_id, write_output_key=key)
         return WritePlan(intent, enabled, key, branch)
 
+    async def pass_write_permission(self) -> bool:
+        """The commenter must have write access for write mode to run (fail-closed). An allow-listed bot
+        is no exception: it passes only when GitHub says it has write access."""
+        s = self.surface
+        access = await access_level(self.rest, s.owner, s.repo, s.author)
+        if access == "write":
+            return True
+        if access == "read":
+            self.skip("write-permission", "Write request by a user without write access", author=s.author)
+            await self.reply(write_permission_refused_reply(s.author))
+        else:
+            self.skip("write-permission-unknown", "Write permission could not be verified", author=s.author)
+            await self.reply(write_permission_unknown_reply())
+        return False
+
     async def pass_write_gates(self, config: RepoConfig, plan: WritePlan) -> bool:
-        """§3.6 gates 1–5 in order; each failing gate replies and stops the job."""
+        """Write access, then forks (port additions), then §3.6 gates 1–5 in order; each failing gate
+        replies and stops the job."""
         s, state, now = self.surface, self.deps.state, self.deps.review.clock()
+        if plan.key is not None and not await self.pass_write_permission():
+            return False
+        if plan.key is not None and not s.is_same_repo_pr and not config.write.allow_forks:
+            self.skip("write-fork", "Write request on a fork PR without write.allowForks", gate="write-fork")
+            await self.reply(fork_write_refused_reply())
+            return False
         if plan.key is not None and plan.branch is not None:
             existing = await fail_open(
                 self.log,
@@ -341,7 +409,9 @@ class MentionJob:
         )
 
     # ------------------------------------------------------------------ §3.12 execution
-    async def execute(self, ws: Workspace, plan: WritePlan, prompt: str) -> ExecutionResult:
+    async def execute(
+        self, ws: Workspace, config: RepoConfig, plan: WritePlan, prompt: str
+    ) -> ExecutionResult:
         s = self.surface
         result = await self.deps.review.executor.execute(
             ExecutionContext(
@@ -357,6 +427,9 @@ class MentionJob:
                 event_type=self.req.event_type,
                 trigger_body=s.body,
                 prompt=prompt,
+                issue_number=s.issue_number,
+                executor_config=ExecutorConfig.from_repo_config(config),
+                allowed_domains=tuple(config.mention.allowed_domains or ()),
             )
         )
         self.log.info(
@@ -370,6 +443,18 @@ class MentionJob:
             sessionId=result.session_id,
         )
         return result
+
+    async def record_write_request(self, config: RepoConfig, plan: WritePlan) -> None:
+        """Every write-mode run counts against ``write.minIntervalSeconds``, whatever it then publishes
+        (a push, a bot PR, a reused PR, a patch, a policy refusal, nothing): the limit bounds how often
+        the model may be set to change the repository. The original counted bot PRs only. Fail-open."""
+        if not plan.enabled or plan.key is None or float(config.write.min_interval_seconds) <= 0:
+            return
+        s, state, now = self.surface, self.deps.state, self.deps.review.clock()
+        scope = write_rate_limit_key(self.req.installation_id, s.owner, s.repo)
+        await fail_open(
+            self.log, "write-rate-limit", lambda: asyncio.to_thread(state.record_write, scope, now), None
+        )
 
     # ------------------------------------------------------------------ §3.13 bookkeeping (fail-open)
     async def bookkeeping(self, config: RepoConfig, result: ExecutionResult) -> None:
@@ -438,6 +523,7 @@ class MentionJob:
             base_ref=s.base_ref,
             head_repo_owner=s.head_repo_owner,
             head_repo_name=s.head_repo_name,
+            default_branch=s.default_branch,
             keyword=plan.intent.keyword or "apply",
             request=plan.intent.request,
             write_key=plan.key,
@@ -451,8 +537,6 @@ class MentionJob:
             config.write,
             target,
             reply=self.reply,
-            state=self.deps.state,
-            clock=self.deps.review.clock,
             log=self.log,
             evidence=lambda outcome, **fields: self.evidence(outcome, plan, **fields),
         )

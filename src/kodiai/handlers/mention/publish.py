@@ -2,12 +2,19 @@
 commit, never the model.
 
 Same-repo PRs get the commit on their head branch, guarded by the write-output marker in the head's
-recent commit messages (checked before and, after a failed push, again). Forks, deleted head repos and a
-failed same-repo push go through a bot branch and a bot PR. Every path ends the job with one reply.
+recent commit messages (checked before and, after a failed push, again). A failed same-repo push goes
+through a bot branch and a bot PR. Every path ends the job with one reply.
 
-Deliberate difference (the §3.14.3d caveat decided in the user's favour): when the same-repo commit was
-made and only its push failed, that commit is pushed to the bot branch and the bot PR opened for it,
-instead of the original's misleading "no changes" refusal.
+Deliberate differences:
+
+- (the §3.14.3d caveat decided in the user's favour) when the same-repo commit was made and only its push
+  failed, that commit is pushed to the bot branch and the bot PR opened for it, instead of the original's
+  misleading "no changes" refusal;
+- (security) a head that is the default branch or a protected branch, or whose protection cannot be read,
+  is never pushed to: the change goes to a bot branch and a bot PR *against that head*;
+- (security) a fork PR (or one whose head repository is gone) is never pushed anywhere: its content is
+  not this repository's. With ``write.allowForks`` (from the base branch) the change is replied as a
+  patch, after the same write policy; without it the job refused the request before the model ran.
 """
 
 from __future__ import annotations
@@ -15,11 +22,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Protocol
+from urllib.parse import quote
 
 from kodiai.config.models import WriteConfig
-from kodiai.execution.mention.intent import source_pr_url, write_rate_limit_key
+from kodiai.execution.mention.intent import source_pr_url
 from kodiai.execution.mention.replies import (
     already_applied_reply,
     existing_pr_reply,
@@ -27,6 +34,12 @@ from kodiai.execution.mention.replies import (
     opened_pr_reply,
     updated_pr_reply,
     write_refusal_reply,
+)
+from kodiai.execution.mention.write_safety import (
+    DirectPushBlock,
+    bot_pr_instead_reply,
+    fork_patch_reply,
+    fork_write_refused_reply,
 )
 from kodiai.execution.write.messages import (
     build_bot_pr_body,
@@ -37,12 +50,11 @@ from kodiai.execution.write.messages import (
     policy_refusal,
 )
 from kodiai.execution.write.policy import WritePolicy, WritePolicyError
-from kodiai.execution.write.staged import commit_and_push
+from kodiai.execution.write.staged import commit_and_push, enforce_write_policy, stage_all
 from kodiai.github.branch_names import validate_branch_name
 from kodiai.github.rest import RestApi
 from kodiai.github.workspace import Workspace
 from kodiai.handlers.fail_open import fail_open
-from kodiai.jobs.mention_state import MentionState
 from kodiai.log import redact
 
 #: Commits of the PR head scanned for this request's marker.
@@ -74,6 +86,7 @@ class WriteTarget:
     base_ref: str | None
     head_repo_owner: str | None
     head_repo_name: str | None
+    default_branch: str | None
     keyword: str
     request: str
     write_key: str
@@ -116,8 +129,6 @@ class WritePublisher:
         target: WriteTarget,
         *,
         reply: Callable[[str], Awaitable[Any]],
-        state: MentionState,
-        clock: Callable[[], datetime],
         log: Any,
         evidence: Evidence,
     ) -> None:
@@ -127,8 +138,6 @@ class WritePublisher:
         self.policy = WritePolicy.from_config(write)
         self.target = target
         self.reply = reply
-        self.state = state
-        self.clock = clock
         self.log = log
         self.evidence = evidence
 
@@ -141,9 +150,61 @@ class WritePublisher:
         if not (await self.ws.git("status", "--porcelain")).strip():
             await self.reply(no_changes_reply())
             return "no-changes"
-        if self.target.same_repo:
-            return await self.publish_same_repo()
-        return await self.publish_bot_pr()
+        if not self.target.same_repo:
+            return await self.publish_patch()
+        block = await self.direct_push_block()
+        if block is not None:
+            self.log.info(
+                "Not pushing to the PR head directly; opening a bot PR against it",
+                gate="write-protected-branch",
+                headRef=self.target.head_ref,
+                reason=block,
+            )
+            return await self.publish_bot_pr(base=self.target.head_ref, block=block)
+        return await self.publish_same_repo()
+
+    # ------------------------------------------------------------------ forks: a patch, never a push
+    async def publish_patch(self) -> str:
+        """Fork PR with ``write.allowForks``: stage, apply the write policy, reply with the staged diff."""
+        if not self.write.allow_forks:  # the job's gate refused this before the model ran
+            await self.reply(fork_write_refused_reply())
+            return "refused:fork"
+        try:
+            await stage_all(self.ws)
+            await enforce_write_policy(self.ws, self.policy)
+        except WritePolicyError as error:
+            return await self.refuse(error)
+        patch = await self.ws.git(
+            "diff", "--cached", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames", "--binary"
+        )
+        self.evidence("patch-reply", patchChars=len(patch))
+        await self.reply(fork_patch_reply(patch))
+        return "patch-reply"
+
+    # ------------------------------------------------------------------ protected heads
+    async def direct_push_block(self) -> DirectPushBlock | None:
+        """Why the head must not be pushed to directly: the default branch, a protected branch, or a
+        protection that could not be read (fail-closed); None when a direct push is fine."""
+        head = self.target.head_ref or ""
+        try:
+            default = self.target.default_branch
+            if not default:
+                repository = await self.rest.get("")
+                default = repository.get("default_branch") if isinstance(repository, dict) else None
+            if not isinstance(default, str) or not default:
+                return "unverified"
+            if head == default:
+                return "default-branch"
+            branch = await self.rest.get(f"/branches/{quote(head, safe='/')}")
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.log.warning("Branch protection lookup failed; not pushing directly", err=redact(str(exc)))
+            return "unverified"
+        protected = branch.get("protected") if isinstance(branch, dict) else None
+        if protected is False:
+            return None
+        return "protected" if protected is True else "unverified"
 
     # ------------------------------------------------------------------ same-repo (§3.14.3)
     async def head_has_marker(self) -> bool:
@@ -224,7 +285,9 @@ class WritePublisher:
         return head if has_write_output_marker([message], self.target.write_key) else None
 
     # ------------------------------------------------------------------ bot PR (§3.14.4)
-    async def publish_bot_pr(self) -> str:
+    async def publish_bot_pr(self, *, base: str | None = None, block: DirectPushBlock | None = None) -> str:
+        """Commit the edits on the deterministic bot branch and open a PR into ``base`` (default: the
+        PR's base branch)."""
         target = self.target
         try:
             pushed = await commit_and_push(
@@ -247,16 +310,18 @@ class WritePublisher:
             self.evidence("reused-pr", branchName=target.branch, prUrl=existing)
             await self.reply(existing_pr_reply(existing))
             return "reused-pr"
-        return await self.open_bot_pr(pushed.head_sha)
+        return await self.open_bot_pr(pushed.head_sha, base=base, block=block)
 
-    async def open_bot_pr(self, commit_sha: str) -> str:
+    async def open_bot_pr(
+        self, commit_sha: str, *, base: str | None = None, block: DirectPushBlock | None = None
+    ) -> str:
         target = self.target
         created = await self.rest.post(
             "/pulls",
             {
                 "title": build_bot_pr_title(target.pr_number),
                 "head": target.branch,
-                "base": target.base_ref or "main",
+                "base": base or target.base_ref or "main",
                 "body": build_bot_pr_body(
                     keyword=target.keyword,
                     request=target.request,
@@ -267,15 +332,7 @@ class WritePublisher:
             },
         )
         url = str(created.get("html_url") or "") if isinstance(created, dict) else ""
-        await self.reply(opened_pr_reply(url))
+        head = target.head_ref or ""
+        await self.reply(opened_pr_reply(url) if block is None else bot_pr_instead_reply(url, head, block))
         self.evidence("created-pr", branchName=target.branch, prUrl=url, commitSha=commit_sha)
-        if float(self.write.min_interval_seconds) > 0:
-            scope = write_rate_limit_key(target.installation_id, target.owner, target.repo)
-            now = self.clock()
-            await fail_open(
-                self.log,
-                "write-rate-limit",
-                lambda: asyncio.to_thread(self.state.record_write, scope, now),
-                None,
-            )
         return "created-pr"

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from kodiai.config import RepoConfig
+from kodiai.config.trust import ConfigSource
 from kodiai.enforcement.apply import apply_enforcement
+from kodiai.execution.config_view import ExecutorConfig
 from kodiai.execution.error_comments import post_or_update_error_comment
 from kodiai.execution.errors import classify_error, format_error_comment
 from kodiai.execution.types import ExecutionContext, ExecutionResult
@@ -28,7 +30,7 @@ from kodiai.handlers.fail_open import fail_open
 from kodiai.handlers.review import publish, record
 from kodiai.handlers.review.gather import Gathered, gather, plan_input
 from kodiai.handlers.review.sources import GatherSources, webhook_sources
-from kodiai.handlers.workspace import clone_for_pull_request, load_workspace_config
+from kodiai.handlers.workspace import TrustedConfig, clone_for_pull_request, load_pull_request_config
 from kodiai.log import get_logger, redact
 from kodiai.review.metadata import extract_findings
 from kodiai.review.output_key import build_review_output_marker
@@ -101,6 +103,8 @@ class ReviewJob:
         self.pr = PullRequestApi(rest, facts.number)
         self.handles = deps.bot_handles
         self.outcome = "started"
+        self.config_source: ConfigSource | None = None
+        self.executor_config: ExecutorConfig | None = None
 
     def skip(self, reason: str, message: str, **fields: Any) -> None:
         self.outcome = f"skipped:{reason}"
@@ -114,7 +118,7 @@ class ReviewJob:
             if not claim.proceed:
                 return self.outcome
             workspace = await self.open_workspace()
-            config = await load_workspace_config(workspace, self.log)
+            config = (await self.load_config(workspace)).config
             verdict = await self.pass_gates(config, claim)
             if verdict == "stop":
                 return self.outcome
@@ -209,6 +213,24 @@ class ReviewJob:
             base_ref=facts.base_ref,
             pull_head=(facts.number, PR_REVIEW_BRANCH) if clone.use_pr_ref else None,
         )
+
+    async def load_config(self, ws: Workspace) -> TrustedConfig:
+        """The trusted ``.kodiai.yml``: the head's for a same-repo PR by a writer, else the base branch's.
+        The executor gets the same choice, so it never re-reads the checkout's file."""
+        clone, facts = self.req.clone, self.req.facts
+        trusted = await load_pull_request_config(
+            ws,
+            self.pr.rest,
+            owner=facts.owner,
+            repo=facts.repo,
+            author=facts.author,
+            is_fork=clone.is_fork or clone.is_deleted_fork,
+            base_ref=facts.base_ref,
+            log=self.log,
+        )
+        self.config_source = trusted.source
+        self.executor_config = ExecutorConfig.from_repo_config(trusted.config)
+        return trusted
 
     # ------------------------------------------------------------------ steps 11–17
     async def pass_gates(self, config: RepoConfig, claim: RunClaim) -> Verdict:
@@ -329,6 +351,8 @@ class ReviewJob:
                 delivery_id=self.req.delivery_id,
                 dynamic_timeout_seconds=plan.dynamic_timeout_seconds,
                 bot_handles=self.handles,
+                issue_number=facts.number,
+                executor_config=self.executor_config,
             )
         )
 
@@ -413,6 +437,8 @@ class ReviewJob:
                 feedback_patterns=feedback.suppressed_pattern_count,
                 completed_at=deps.clock(),
             )
+            if self.config_source is not None:
+                details = details.model_copy(update={"config_source": self.config_source.describe()})
             await publish.publish_review_details(
                 self.pr, details, published=result.published, handles=self.handles, log=log
             )
