@@ -174,18 +174,18 @@ async def test_validation_error_returned_to_model_nothing_posted(
 @pytest.mark.parametrize(
     ("overrides", "servers"),
     [
-        ({}, ["github_comment", "github_inline_comment", "github_ci"]),
+        ({}, ["github_comment", "github_inline_comment", "github_ci", "git"]),
         (
             {"event_type": "pull_request_review_comment.created", "comment_id": 5},
-            ["github_comment", "reviewCommentThread"],
+            ["github_comment", "reviewCommentThread", "git"],
         ),
-        ({"event_type": "issue_comment.created"}, ["github_comment"]),
-        ({"event_type": "issue_comment.created", "pr_number": None}, ["github_comment"]),
+        ({"event_type": "issue_comment.created"}, ["github_comment", "git"]),
+        ({"event_type": "issue_comment.created", "pr_number": None}, ["github_comment", "git"]),
         (
             {"event_type": "pull_request_review_comment.created", "comment_id": 5, "write_mode": True},
-            ["reviewCommentThread"],
+            ["reviewCommentThread", "git"],
         ),
-        ({"event_type": "issue_comment.created", "write_mode": True}, []),
+        ({"event_type": "issue_comment.created", "write_mode": True}, ["git"]),
     ],
     ids=[
         "review",

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kodiai.github.git_env import git_child_env
+from kodiai.github.git_env import HARDENING_CONFIG, git_child_env
 from kodiai.github.workspace import WorkspaceManager
 from kodiai.review import incremental, usage_scan
 from support.gitrepo import BareRepo
@@ -73,6 +73,11 @@ def environments(log_dir: Path) -> list[dict[str, str]]:
     return envs
 
 
+def config_entries(env: dict[str, str]) -> list[tuple[str, str]]:
+    count = int(env.get("GIT_CONFIG_COUNT", "0"))
+    return [(env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"]) for i in range(count)]
+
+
 def assert_minimal(env: dict[str, str]) -> None:
     dump = repr(env)
     for name, value in SECRETS.items():
@@ -96,11 +101,15 @@ async def test_workspace_git_children_get_a_minimal_environment(tmp_path: Path, 
         await ws.git("status", "--short")
         assert ws.git_blocking("rev-parse", "HEAD")[0] == 0
         envs = environments(recorded)
-        assert len(envs) == 3  # clone, status, rev-parse
+        # clone, status, rev-parse — and before each of the last two, the listing of the repository's
+        # configuration keys (no token: it only reads files)
+        assert len(envs) == 5
         for env in envs:
             assert_minimal(env)
-            assert env["GIT_TERMINAL_PROMPT"] == "0"
-            assert env["GIT_CONFIG_COUNT"] == "1" and env["GIT_CONFIG_KEY_0"].endswith(".extraHeader")
+            assert env["GIT_TERMINAL_PROMPT"] == "0" and env["GIT_CONFIG_NOSYSTEM"] == "1"
+            assert config_entries(env)[: len(HARDENING_CONFIG)] == list(HARDENING_CONFIG)
+        headers = [e for e in envs if config_entries(e)[-1][0].endswith(".extraHeader")]
+        assert len(headers) == 3
 
         for dump in recorded.iterdir():
             dump.unlink()
@@ -108,10 +117,10 @@ async def test_workspace_git_children_get_a_minimal_environment(tmp_path: Path, 
         assert grep.exit_code == 0 and "src/app.py" in grep.stdout
         assert incremental.run_git(["rev-parse", "HEAD"], str(ws.dir)).returncode == 0
         envs = environments(recorded)
-        assert len(envs) == 2  # git grep (usage analysis), incremental diff
+        assert len(envs) == 3  # git grep (usage analysis), incremental diff (after its config listing)
         for env in envs:
             assert_minimal(env)
-            assert "GIT_CONFIG_COUNT" not in env  # no credentials for local commands
+            assert config_entries(env) == list(HARDENING_CONFIG)  # the hardening, no credentials
 
 
 def test_allow_list_keeps_operator_variables_and_app_overrides_win() -> None:
@@ -124,8 +133,8 @@ def test_allow_list_keeps_operator_variables_and_app_overrides_win() -> None:
         "GIT_CONFIG_COUNT": "5",  # an operator's leftover must not merge with the app's header config
         "GIT_DIR": "/elsewhere/.git",  # would redirect every command away from the workspace
     }
-    env = git_child_env({"GIT_CONFIG_COUNT": "1", "GIT_TERMINAL_PROMPT": "0"}, environ=environ)
+    env = git_child_env({"GIT_TERMINAL_PROMPT": "0"}, environ=environ)
     assert_minimal(env)
     assert env["LC_MESSAGES"] == "C" and env["HOME"] == "/home/kodiai"
-    assert env["GIT_CONFIG_COUNT"] == "1" and "GIT_DIR" not in env
-    assert git_child_env(environ={"GIT_CONFIG_COUNT": "5"}) == {}
+    assert config_entries(env) == list(HARDENING_CONFIG) and "GIT_DIR" not in env
+    assert config_entries(git_child_env(environ={"GIT_CONFIG_COUNT": "5"})) == list(HARDENING_CONFIG)

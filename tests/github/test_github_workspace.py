@@ -99,11 +99,18 @@ def write_git_wrapper(bin_dir: Path, log: Path, leak: bool = False) -> Path:
     assert real is not None
     bin_dir.mkdir(parents=True, exist_ok=True)
     script = bin_dir / "git"
-    leak_line = 'echo "leaking $GIT_CONFIG_VALUE_0 and token ghs_s3cr3tT0k3n" >&2; exit 1' if leak else ""
+    leak_line = 'echo "leaking $header and token ghs_s3cr3tT0k3n" >&2; exit 1' if leak else ""
+    # the auth header is one of the GIT_CONFIG_* entries (after the hardening ones): find it by its key
+    find_header = (
+        'i=0; header=""; while [ "$i" -lt "${GIT_CONFIG_COUNT:-0}" ]; do '
+        'eval "key=\\$GIT_CONFIG_KEY_$i value=\\$GIT_CONFIG_VALUE_$i"; '
+        'case "$key" in *.extraHeader) header=$value; '
+        f'printf "ENV %s=%s\\n" "$key" "$value" >> "{log}.env";; esac; i=$((i+1)); done\n'
+    )
     script.write_text(
         "#!/bin/sh\n"
         f'printf "%s\\n" "$*" >> "{log}"\n'
-        f'printf "ENV %s=%s\\n" "$GIT_CONFIG_KEY_0" "$GIT_CONFIG_VALUE_0" >> "{log}.env"\n'
+        f"{find_header}"
         f"{leak_line}\n"
         f'exec "{real}" "$@"\n'
     )

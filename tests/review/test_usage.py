@@ -126,7 +126,9 @@ def test_x_38_pattern_joins_unescaped_terms_with_bre_alternation() -> None:
         "grep",
         "-rn",
         "--max-count=20",
+        "-e",
         "lodash\\|foo.bar()",
+        "--",
     ]
 
 

@@ -156,6 +156,7 @@ class ClaudeAgentExecutor:
             delivery_id=context.delivery_id,
             issue_number=context.target_number,
             thread_comment_id=context.comment_id,
+            workspace_dir=context.workspace_dir,
         )
         servers = build_mcp_servers(
             env,

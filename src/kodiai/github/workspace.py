@@ -4,6 +4,10 @@ Unlike the original (token in the clone URL, hence in ``.git/config``), the inst
 handed to git only through the environment, as an ``http.<base>/.extraHeader`` set with
 ``GIT_CONFIG_COUNT``/``GIT_CONFIG_KEY_n``/``GIT_CONFIG_VALUE_n``. It never appears in a URL, in argv,
 in ``.git/config`` or in a log line, and every error message is redacted before it leaves.
+
+A workspace's ``.git`` is untrusted once anything but the server has run in the checkout: every git child
+gets the hardening of :mod:`kodiai.github.git_env`, and a :class:`Workspace` refuses to run git at all
+when its ``.git/config`` (or where ``.git`` points) changed since the server's own last git command.
 """
 
 from __future__ import annotations
@@ -19,7 +23,15 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from kodiai.github.branch_names import validate_branch_name
-from kodiai.github.git_env import git_child_env
+from kodiai.github.git_env import (
+    ConfigEntry,
+    UnsafeGitConfigError,
+    git_child_env,
+    harden_args,
+    protocols_for,
+    workspace_git_env,
+    workspace_git_env_async,
+)
 from kodiai.log import get_logger, redact
 
 PREFIX = "kodiai-"
@@ -42,18 +54,24 @@ def git_base_url_for(api_url: str) -> str:
     return url[: -len("/api/v3")] if url.endswith("/api/v3") else url
 
 
+def auth_config(base_url: str, token: str | None) -> list[ConfigEntry]:
+    """The entry that makes git send ``Authorization`` to ``base_url`` only (never argv or a file)."""
+    if not token:
+        return []
+    basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
+    return [(f"http.{base_url.rstrip('/')}/.extraHeader", f"Authorization: Basic {basic}")]
+
+
 def auth_env(base_url: str, token: str | None) -> dict[str, str]:
-    """Environment that makes git send ``Authorization`` to ``base_url`` only (never argv or config)."""
+    """An overlay for :func:`kodiai.github.git_env.git_child_env` (which merges its ``GIT_CONFIG_*``
+    entries after the hardening): no prompt, and the auth header of :func:`auth_config`."""
     env = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "", "SSH_ASKPASS": ""}
-    if token:
-        basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
-        env.update(
-            {
-                "GIT_CONFIG_COUNT": "1",
-                "GIT_CONFIG_KEY_0": f"http.{base_url.rstrip('/')}/.extraHeader",
-                "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}",
-            }
-        )
+    entries = auth_config(base_url, token)
+    if entries:
+        env["GIT_CONFIG_COUNT"] = str(len(entries))
+        for index, (key, value) in enumerate(entries):
+            env[f"GIT_CONFIG_KEY_{index}"] = key
+            env[f"GIT_CONFIG_VALUE_{index}"] = value
     return env
 
 
@@ -76,11 +94,22 @@ async def run_git(
 ) -> str:
     """Run ``git <args>`` without a shell; return stdout; raise :class:`GitCommandError` (redacted).
 
-    git gets an allow-listed environment (:func:`git_child_env`), never the server's secrets."""
-    env = git_child_env(auth_env(base_url, token))
+    git gets the hardened, allow-listed environment of :mod:`kodiai.github.git_env` (the repository's
+    own driver keys neutralised when ``cwd`` is given), never the server's secrets; commands that print
+    diffs get ``--no-ext-diff --no-textconv``."""
+    config = auth_config(base_url, token)
+    protocols = protocols_for(base_url)
+    try:
+        if cwd is None or (args and args[0] == "clone"):
+            # a clone's repository is the one it creates: nothing of it exists to neutralise yet
+            env = git_child_env(config=config, protocols=protocols)
+        else:
+            env = await workspace_git_env_async(cwd, config, protocols=protocols, git_binary=git_binary)
+    except UnsafeGitConfigError as exc:
+        raise GitCommandError(scrub(f"git {' '.join(args[:2])} refused: {exc}", [token or ""])) from None
     proc = await asyncio.create_subprocess_exec(
         git_binary,
-        *args,
+        *harden_args(args),
         cwd=str(cwd) if cwd else None,
         env=env,
         stdin=asyncio.subprocess.DEVNULL,
@@ -95,6 +124,24 @@ async def run_git(
     return out.decode("utf-8", "replace")
 
 
+def git_metadata_state(directory: Path) -> tuple[str, bytes] | None:
+    """What decides where git's configuration comes from in ``directory``: whether ``.git`` is a real
+    directory without a ``commondir``, and the bytes of its ``config``. None before there is a ``.git``."""
+    git_dir = directory / ".git"
+    if git_dir.is_symlink():
+        return ("symlink", b"")
+    if not git_dir.exists():
+        return None
+    if not git_dir.is_dir():
+        return ("file", b"")
+    if (git_dir / "commondir").exists():
+        return ("commondir", b"")
+    try:
+        return ("dir", (git_dir / "config").read_bytes())
+    except OSError:
+        return ("dir-without-config", b"")
+
+
 class Workspace:
     """A cloned repository in a temp dir. Git commands run with the installation's auth header."""
 
@@ -103,25 +150,51 @@ class Workspace:
         self._base_url = base_url
         self._token = token
         self._git_binary = git_binary
+        # the git metadata as the server last left it (a local checkout's own, as it was handed over)
+        self._trusted = git_metadata_state(directory)
+
+    def _check_metadata(self) -> None:
+        """Refuse when ``.git`` changed since the server's last git command: only the server writes it."""
+        if self._trusted is not None and git_metadata_state(self.dir) != self._trusted:
+            raise GitCommandError(
+                "the workspace's git metadata (.git/config or where .git points) changed outside the "
+                "server's own git commands; refusing to run git in it"
+            )
+
+    def _remember_metadata(self) -> None:
+        self._trusted = git_metadata_state(self.dir)
 
     def __repr__(self) -> str:
         return f"Workspace(dir={str(self.dir)!r})"
 
     async def git(self, *args: str) -> str:
+        self._check_metadata()
         try:
             return await run_git(
                 args, cwd=self.dir, base_url=self._base_url, token=self._token, git_binary=self._git_binary
             )
         except OSError as exc:
             raise GitCommandError(scrub(f"git could not start: {exc}", [self._token])) from None
+        finally:
+            self._remember_metadata()
 
     def git_blocking(self, *args: str, timeout: float = 300) -> tuple[int, str]:
         """Run ``git <args>`` synchronously with the workspace's auth; ``(exit code, stdout)``, never raises
-        on a non-zero exit (for synchronous callers running in a worker thread)."""
-        env = git_child_env(auth_env(self._base_url, self._token))
+        on a non-zero exit (for synchronous callers running in a worker thread); a refused or unstartable
+        command is exit 1."""
+        try:
+            self._check_metadata()
+            env = workspace_git_env(
+                self.dir,
+                auth_config(self._base_url, self._token),
+                protocols=protocols_for(self._base_url),
+                git_binary=self._git_binary,
+            )
+        except (GitCommandError, UnsafeGitConfigError, OSError, subprocess.SubprocessError):
+            return 1, ""
         try:
             done = subprocess.run(
-                [self._git_binary, *args],
+                [self._git_binary, *harden_args(args)],
                 cwd=self.dir,
                 env=env,
                 stdin=subprocess.DEVNULL,
@@ -131,6 +204,8 @@ class Workspace:
             )
         except (OSError, subprocess.TimeoutExpired):
             return 1, ""
+        finally:
+            self._remember_metadata()
         return done.returncode, done.stdout.decode("utf-8", "replace")
 
     async def fetch_pull_request_head(self, pr_number: int, local_branch: str = "pr-review") -> None:

@@ -14,11 +14,13 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
-from kodiai.github.git_env import git_child_env
+from kodiai.github.git_env import UnsafeGitConfigError, harden_args, workspace_git_env
 from kodiai.log import get_logger
 from kodiai.text.js import js_trim
 
 DEEPEN_COMMITS = 100
+#: NUL-separated raw names; no external diff or textconv driver from the repository's configuration.
+NAME_ONLY_ARGS = ["diff", "--name-only", "-z", "--no-color", "--no-ext-diff", "--no-textconv"]
 
 
 class GitResult(BaseModel):
@@ -31,11 +33,17 @@ class GitRunner(Protocol):
 
 
 def run_git(args: Sequence[str], cwd: str) -> GitResult:
-    """Run ``git <args>`` in ``cwd``; a missing directory is a failed command, not an exception."""
+    """Run ``git <args>`` in ``cwd`` with the hardened environment (the repository's own driver keys
+    neutralised, diffs without external drivers); a missing directory or a refused configuration is a
+    failed command, not an exception."""
     if not Path(cwd).is_dir():
         return GitResult(returncode=128, stdout="")
+    try:
+        env = workspace_git_env(cwd)
+    except (UnsafeGitConfigError, OSError, subprocess.SubprocessError):
+        return GitResult(returncode=128, stdout="")
     proc = subprocess.run(
-        ["git", *args], cwd=cwd, env=git_child_env(), capture_output=True, text=True, check=False
+        ["git", *harden_args(args)], cwd=cwd, env=env, capture_output=True, text=True, check=False
     )
     return GitResult(returncode=proc.returncode, stdout=proc.stdout)
 
@@ -50,6 +58,12 @@ class IncrementalDiffResult(BaseModel):
 def parse_name_only(stdout: str) -> list[str]:
     """The non-empty lines of ``git diff --name-only`` output."""
     return [line for line in (js_trim(raw) for raw in stdout.split("\n")) if line]
+
+
+def parse_name_only_z(stdout: str) -> list[str]:
+    """The paths of ``git diff --name-only -z`` output, raw (a newline, tab, quote or space is part of
+    the name; git's quoted form would match none of the review's raw paths)."""
+    return [name for name in stdout.split("\0") if name]
 
 
 def _full(reason: str, sha: str | None) -> IncrementalDiffResult:
@@ -80,12 +94,12 @@ def compute_incremental_diff(
             git(["fetch", f"--deepen={DEEPEN_COMMITS}"], workspace_dir)
             if git(["cat-file", "-t", sha], workspace_dir).returncode != 0:
                 return _full("prior-sha-unreachable", sha)
-        diff = git(["diff", f"{sha}...HEAD", "--name-only"], workspace_dir)
+        diff = git([*NAME_ONLY_ARGS, f"{sha}...HEAD", "--"], workspace_dir)
         if diff.returncode != 0:
             return _full("diff-computation-failed", sha)
         return IncrementalDiffResult(
             mode="incremental",
-            changed_files_since_last_review=parse_name_only(diff.stdout),
+            changed_files_since_last_review=parse_name_only_z(diff.stdout),
             last_reviewed_head_sha=sha,
             reason=f"incremental-from-{sha[:7]}",
         )

@@ -48,8 +48,8 @@ GrepRunner = Callable[[Sequence[str]], Awaitable[GrepResult]]
 
 
 async def run_git(argv: Sequence[str]) -> GrepResult:
-    """Run ``argv`` (a ``git`` command, allow-listed environment) and capture stdout; the process is killed
-    if the call is cancelled."""
+    """Run ``argv`` (a ``git`` command, the hardened allow-listed environment) and capture stdout; the
+    process is killed if the call is cancelled."""
     proc = await asyncio.create_subprocess_exec(
         *argv,
         env=git_child_env(),
@@ -76,8 +76,11 @@ async def with_time_budget(work: Awaitable[T], ms: float) -> T | None:
 
 
 def build_grep_command(workspace_dir: str, terms: Sequence[str]) -> list[str]:
-    """``git -C <dir> grep -rn --max-count=20 <terms joined by \\|>`` (GNU BRE alternation, unescaped, §4.37 X-38)."""
-    return ["git", "-C", workspace_dir, "grep", "-rn", f"--max-count={MAX_EVIDENCE}", "\\|".join(terms)]
+    """``git -C <dir> grep -rn --max-count=20 -e <terms joined by \\|> --`` (GNU BRE alternation,
+    unescaped, §4.37 X-38). The pattern is an ``-e`` argument and ``--`` ends the options, so a term from a
+    pull request (a dependency named ``--output=x``) is only ever a pattern."""
+    pattern = "\\|".join(terms)
+    return ["git", "-C", workspace_dir, "grep", "-rn", f"--max-count={MAX_EVIDENCE}", "-e", pattern, "--"]
 
 
 async def analyze_package_usage(

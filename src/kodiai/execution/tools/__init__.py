@@ -1,7 +1,9 @@
 """The in-process MCP servers the model publishes through (spec/exec.md §2.0).
 
 Server keys, also the tool-id prefixes the model sees (``mcp__<key>__<tool>``): ``github_comment``,
-``reviewCommentThread``, ``github_inline_comment`` and ``github_ci`` — six tools in all.
+``reviewCommentThread``, ``github_inline_comment``, ``github_ci`` and ``git`` — five servers, ten tools in
+all. ``git`` (``diff``, ``log``, ``show``, ``status``) is in every run that has a workspace: it replaces
+the shell the model once had for read-only git.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from claude_agent_sdk.types import McpSdkServerConfig
 from kodiai.execution.tools.ci_server import create_ci_server
 from kodiai.execution.tools.comment_server import create_comment_server
 from kodiai.execution.tools.common import PublishFlag, ToolEnv
+from kodiai.execution.tools.git_server import create_git_server
 from kodiai.execution.tools.inline_server import create_inline_server
 from kodiai.execution.tools.thread_server import create_thread_server
 
@@ -26,7 +29,8 @@ def build_mcp_servers(
     enable_comment_tools: bool = True,
     enable_inline_tools: bool = True,
 ) -> dict[str, McpSdkServerConfig]:
-    """The server set of §2.0: which servers exist depends on the surface and on write mode."""
+    """The server set of §2.0: which servers exist depends on the surface and on write mode; ``git``
+    is in every run with a workspace."""
     servers: dict[str, McpSdkServerConfig] = {}
     if enable_comment_tools:
         servers["github_comment"] = create_comment_server(env)
@@ -35,6 +39,8 @@ def build_mcp_servers(
     if enable_inline_tools and env.pr_number is not None:
         servers["github_inline_comment"] = create_inline_server(env)
         servers["github_ci"] = create_ci_server(env)
+    if env.workspace_dir is not None:
+        servers["git"] = create_git_server(env)
     return servers
 
 

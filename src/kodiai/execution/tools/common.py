@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -53,6 +54,8 @@ class ToolEnv:
     thread_comment_id: int | None = None
     #: Replaces GitHub altogether (``kodiai review`` records what would be posted).
     rest_factory: Callable[[], RestApi] | None = None
+    #: The checkout the ``git`` tools read (None: no git tools).
+    workspace_dir: Path | None = None
 
     @property
     def target_number(self) -> int | None:

@@ -27,8 +27,10 @@ from kodiai.config.loader import MAX_CONFIG_BYTES
 from kodiai.execution.executor import ClaudeAgentExecutor, TransportFactory
 from kodiai.execution.local_rest import RecordingGitHub
 from kodiai.execution.options import ModelCredentials
+from kodiai.execution.sandbox import AgentSandbox
 from kodiai.execution.pacing import PacingPolicy
 from kodiai.execution.types import ExecutionContext, ExecutionResult
+from kodiai.github.git_env import UnsafeGitConfigError, harden_args, workspace_git_env
 from kodiai.github.workspace import Workspace
 from kodiai.handlers.deps import LearnedMemory
 from kodiai.handlers.review.gather import gather, plan_input
@@ -105,12 +107,25 @@ class LocalReview(BaseModel):
 
 
 def git(repo: Path, *args: str) -> str:
+    """``git <args>`` in ``repo`` with the server's hardening (:mod:`kodiai.github.git_env`): the branch
+    under review may be anyone's, and the review must not run its hooks, drivers or ``core.fsmonitor``."""
+    if not repo.is_dir():
+        raise LocalReviewError(f"{repo} is not a directory")
     try:
+        env = workspace_git_env(repo)
         done = subprocess.run(
-            ["git", "-C", str(repo), *args], capture_output=True, text=True, check=False, timeout=120
+            ["git", *harden_args(args)],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
         )
     except FileNotFoundError as exc:
         raise LocalReviewError("git is not installed") from exc
+    except UnsafeGitConfigError as exc:
+        raise LocalReviewError(f"git {' '.join(args[:2])} refused: {redact(str(exc))}") from exc
     if done.returncode != 0:
         raise LocalReviewError(f"git {' '.join(args[:2])} failed: {redact(done.stderr.strip())}")
     return done.stdout
@@ -371,6 +386,7 @@ async def run_local_review(
     credentials: ModelCredentials,
     transport_factory: TransportFactory | None = None,
     cli_path: str | Path | None = None,
+    sandbox: AgentSandbox | None = None,
 ) -> tuple[ExecutionResult, RecordingGitHub]:
     """Execute the review prompt on ``workspace``; return the result and the recorded output."""
     recorder = RecordingGitHub(review.number, review.head_sha)
@@ -381,6 +397,7 @@ async def run_local_review(
         transport_factory=transport_factory,
         cli_path=cli_path,
         pacing=PacingPolicy(min_write_interval=0.0),
+        sandbox=sandbox,
     )
     context = ExecutionContext(
         workspace_dir=workspace,

@@ -1,0 +1,181 @@
+"""``git``: ``diff``, ``log``, ``show`` and ``status`` on the workspace, without a shell.
+
+Why: ``Bash(git log:*)`` let the model run ``git log --output=.git/config`` (planting a
+``core.fsmonitor`` command the server's next ``git status`` ran with the installation token in its
+environment) and ``git diff --output=/any/path``. These tools run a fixed sub-command with the typed
+arguments of :mod:`kodiai.execution.tools.git_args` only, in the server process (outside the agent's
+sandbox), so each run is hardened as the server's own git is (:mod:`kodiai.github.git_env`): the
+repository's hooks, ``core.fsmonitor``, filter, textconv and external-diff drivers never run, the
+environment holds no secret and no token, and ``GIT_OPTIONAL_LOCKS=0`` keeps ``status`` from writing the
+index. Output is capped (:data:`MAX_OUTPUT_BYTES`, with a note saying so) and every run has a timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from claude_agent_sdk import SdkMcpTool, create_sdk_mcp_server, tool
+from claude_agent_sdk.types import McpSdkServerConfig
+from pydantic import BaseModel
+
+from kodiai.execution.tools.common import (
+    SERVER_VERSION,
+    ToolEnv,
+    ToolResult,
+    guarded,
+    input_schema,
+    ok,
+    parse_args,
+)
+from kodiai.execution.tools.git_args import (
+    GLOBAL_ARGS,
+    DiffArgs,
+    LogArgs,
+    ShowArgs,
+    StatusArgs,
+    diff_argv,
+    log_argv,
+    show_argv,
+    status_argv,
+)
+from kodiai.github.git_env import (
+    check_git_dir,
+    config_overlay,
+    git_child_env,
+    list_config_keys_async,
+    neutralizing_config,
+)
+from kodiai.log import redact
+
+SERVER_NAME = "git"
+MAX_OUTPUT_BYTES = 256 * 1024
+STDERR_TAIL_BYTES = 2000
+TIMEOUT_SECONDS = 30.0
+_CHUNK = 64 * 1024
+
+A = TypeVar("A", bound=BaseModel)
+
+
+class GitToolError(RuntimeError):
+    """git failed, timed out or was refused; the message goes back to the model as ``Error: …``."""
+
+
+async def _read_capped(stream: asyncio.StreamReader, limit: int) -> tuple[bytes, bool]:
+    """Up to ``limit`` bytes of ``stream``; True when there was more (the reader stops there)."""
+    data = bytearray()
+    while chunk := await stream.read(_CHUNK):
+        data += chunk
+        if len(data) > limit:
+            return bytes(data[:limit]), True
+    return bytes(data), False
+
+
+async def _tail(stream: asyncio.StreamReader, limit: int) -> bytes:
+    """The last ``limit`` bytes of ``stream``, read to its end (a child never blocks on a full pipe)."""
+    tail = b""
+    while chunk := await stream.read(_CHUNK):
+        tail = (tail + chunk)[-limit:]
+    return tail
+
+
+async def run_workspace_git(
+    workspace: Path, argv: list[str], *, timeout: float = TIMEOUT_SECONDS, limit: int = MAX_OUTPUT_BYTES
+) -> tuple[str, bool]:
+    """``git <GLOBAL_ARGS> <argv>`` in ``workspace``: ``(stdout, truncated)``; raise :class:`GitToolError`."""
+    try:
+        check_git_dir(workspace)
+        neutral = neutralizing_config(await list_config_keys_async(workspace))
+    except (RuntimeError, OSError) as exc:
+        raise GitToolError(f"git refused: {exc}") from None
+    env = git_child_env({**config_overlay(neutral), "GIT_OPTIONAL_LOCKS": "0"})
+    proc = await asyncio.create_subprocess_exec(
+        "git",
+        *GLOBAL_ARGS,
+        *argv,
+        cwd=str(workspace),
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    stderr_task = asyncio.ensure_future(_tail(proc.stderr, STDERR_TAIL_BYTES))
+    try:
+        async with asyncio.timeout(timeout):
+            out, truncated = await _read_capped(proc.stdout, limit)
+            if not truncated:
+                # wait, never kill, a child that is exiting anyway: Popen.send_signal polls (reaps) it
+                # first, and asyncio's watcher then reports exit code 255
+                await proc.wait()
+    except TimeoutError:
+        raise GitToolError(f"git {argv[0]} timed out after {timeout:g}s; narrow the range or paths") from None
+    finally:
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+        await proc.wait()
+        err = await stderr_task
+    if proc.returncode != 0 and not truncated:
+        detail = redact(err.decode("utf-8", "replace").strip()[-STDERR_TAIL_BYTES:])
+        raise GitToolError(f"git {argv[0]} failed (exit {proc.returncode}): {detail}")
+    return out.decode("utf-8", "replace"), truncated
+
+
+def _result(output: str, truncated: bool) -> ToolResult:
+    note = (
+        f"output truncated at {MAX_OUTPUT_BYTES} bytes; narrow the paths, range or count"
+        if truncated
+        else None
+    )
+    return ok({"output": output, "truncated": True if truncated else None, "note": note})
+
+
+def _workspace(env: ToolEnv) -> Path:
+    if env.workspace_dir is None:
+        raise GitToolError("no workspace for this run")
+    return env.workspace_dir
+
+
+def _handler(
+    env: ToolEnv, model: type[A], to_argv: Callable[[A], list[str]]
+) -> Callable[[dict[str, Any]], Any]:
+    async def handle(args: dict[str, Any]) -> ToolResult:
+        params = parse_args(model, args)
+        output, truncated = await run_workspace_git(_workspace(env), to_argv(params))
+        return _result(output, truncated)
+
+    return guarded(handle)
+
+
+def git_tools(env: ToolEnv) -> list[SdkMcpTool[Any]]:
+    """The four tools, bound to ``env`` (its ``workspace_dir``)."""
+    return [
+        tool(
+            "diff",
+            "git diff in the workspace (typed options only; paths are literal and go after --)",
+            input_schema(DiffArgs),
+        )(_handler(env, DiffArgs, diff_argv)),
+        tool(
+            "log",
+            "git log in the workspace: commits of a revision or range, optionally with diffs",
+            input_schema(LogArgs),
+        )(_handler(env, LogArgs, log_argv)),
+        tool(
+            "show",
+            "git show: a commit's message and diff, or a file at a revision ('rev:path')",
+            input_schema(ShowArgs),
+        )(_handler(env, ShowArgs, show_argv)),
+        tool(
+            "status",
+            "git status --porcelain of the workspace (branch line included)",
+            input_schema(StatusArgs),
+        )(_handler(env, StatusArgs, status_argv)),
+    ]
+
+
+def create_git_server(env: ToolEnv) -> McpSdkServerConfig:
+    return create_sdk_mcp_server(name=SERVER_NAME, version=SERVER_VERSION, tools=git_tools(env))

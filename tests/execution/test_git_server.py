@@ -1,0 +1,245 @@
+"""Issue 23 item 2: the ``git`` MCP server (``mcp__git__diff`` / ``log`` / ``show`` / ``status``) — git
+without a shell: typed arguments only, paths after ``--``, the workspace's planted programs never run.
+
+Tools are called through the real MCP server object (an MCP client session over the SDK server's
+in-memory transport, as the CLI calls them) on real git repositories; one test runs the real Claude Code
+CLI against the fake Anthropic API and shows the model receives the results.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from kodiai.execution.pacing import PacingPolicy, WritePacer
+from kodiai.execution.tools import PublishFlag, ToolEnv, build_mcp_servers
+from kodiai.execution.tools.git_server import MAX_OUTPUT_BYTES
+from support.gitrepo import commit_files, git
+from support.hostile_git import LOCAL_ROLES, HostileRepo, make_remote, plain_git, plant
+
+
+def tool_env(workspace: Path | None) -> ToolEnv:
+    return ToolEnv(
+        owner="acme",
+        repo="widgets",
+        client_factory=None,
+        pacer=WritePacer(PacingPolicy(min_write_interval=0.0)),
+        publish=PublishFlag(),
+        workspace_dir=workspace,
+    )
+
+
+@asynccontextmanager
+async def git_client(workspace: Path) -> AsyncIterator[Client]:
+    servers = build_mcp_servers(tool_env(workspace))
+    async with Client(servers["git"]["instance"]) as client:
+        yield client
+
+
+async def call(client: Client, name: str, args: dict[str, Any]) -> tuple[bool, str]:
+    """``(is_error, text)`` of one tool call."""
+    result = await client.call_tool(name, args)
+    return bool(result.is_error), "".join(getattr(c, "text", "") for c in result.content)
+
+
+def output(text: str) -> str:
+    return str(json.loads(text)["output"])
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """Two commits; the second touches files named like options."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    git("init", "-q", "-b", "main", cwd=root)
+    commit_files(root, {"app.py": "x = 1\n", "-rf": "a\n", "--output=x": "a\n"}, "initial")
+    commit_files(root, {"app.py": "x = 2\n", "-rf": "b\n", "--output=x": "b\n"}, "fix: bump x")
+    return root
+
+
+async def test_the_four_tools_answer_with_gits_own_output(repo: Path) -> None:
+    (repo / "app.py").write_text("x = 3\n", encoding="utf-8")
+    async with git_client(repo) as client:
+        tools = sorted(t.name for t in (await client.list_tools()).tools)
+        assert tools == ["diff", "log", "show", "status"]
+        error, text = await call(client, "log", {"maxCount": 1, "oneline": True})
+        assert not error and output(text).endswith(" fix: bump x\n")
+        error, text = await call(client, "diff", {"revisions": ["HEAD~1", "HEAD"], "nameOnly": True})
+        assert not error and output(text).split() == ["--output=x", "-rf", "app.py"]
+        error, text = await call(client, "show", {"revision": "HEAD~1:app.py"})
+        assert not error and output(text) == "x = 1\n"
+        error, text = await call(client, "show", {"revision": "HEAD", "paths": ["app.py"], "contextLines": 0})
+        assert not error and "-x = 1\n+x = 2" in output(text) and "-rf" not in output(text)
+        error, text = await call(client, "status", {})
+        assert not error and output(text) == "## main\n M app.py\n"
+        error, text = await call(client, "diff", {})
+        assert not error and "+x = 3" in output(text)
+
+
+async def test_paths_that_look_like_options_are_paths(repo: Path) -> None:
+    """``-rf`` and ``--output=x`` go after ``--`` as literal paths: their diffs come back, nothing is
+    written anywhere."""
+    async with git_client(repo) as client:
+        error, text = await call(client, "diff", {"revisions": ["HEAD~1"], "paths": ["-rf", "--output=x"]})
+        assert not error
+        assert "diff --git a/--output=x b/--output=x" in output(text)
+        assert "diff --git a/-rf b/-rf" in output(text) and "app.py" not in output(text)
+        error, text = await call(client, "log", {"paths": ["--output=x"], "oneline": True})
+        assert not error and len(output(text).splitlines()) == 2
+    assert {p.name for p in repo.iterdir()} == {".git", "--output=x", "-rf", "app.py"}
+    assert not (repo.parent / "x").exists()
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "message"),
+    [
+        ("diff", {"revisions": ["--output=x"]}, "may not start with '-'"),
+        ("log", {"revision": "--output=/tmp/pwned"}, "may not start with '-'"),
+        ("diff", {"revisions": ["-c", "core.pager=sh"]}, "may not start with '-'"),
+        ("diff", {"revisions": ["--ext-diff"]}, "may not start with '-'"),
+        ("show", {"revision": "--textconv"}, "may not start with '-'"),
+        ("log", {"revision": "--exec=touch /tmp/pwned"}, "may not start with '-'"),
+        ("log", {"revision": "-p"}, "may not start with '-'"),
+        ("show", {"revision": "HEAD\x00--output=x"}, "without spaces or control characters"),
+        ("show", {"revision": "HEAD --output=x"}, "without spaces or control characters"),
+        ("log", {"revision": "HEAD\n--upload-pack=x"}, "without spaces or control characters"),
+        ("log", {"revision": "H" * 5000}, "at most 256 characters"),
+        ("diff", {"paths": ["a\x00b"]}, "NUL or control characters"),
+        ("diff", {"paths": ["/etc/passwd"]}, "no leading '/'"),
+        ("diff", {"paths": ["a" * 5000]}, "at most 4096 characters"),
+        ("status", {"paths": ["p"] * 101}, "is too long"),
+        ("diff", {"output": "/tmp/x"}, "output"),
+        ("diff", {"extraArgs": ["--ext-diff"]}, "extraArgs"),
+        ("log", {"maxCount": 201}, "200"),
+        ("diff", {"contextLines": 21}, "20"),
+        ("diff", {"revisions": ["a", "b", "c"]}, "is too long"),
+        ("diff", {"stat": "--output=x"}, "is not of type 'boolean'"),
+    ],
+)
+async def test_argument_validation_rejects_every_option_smuggling(
+    repo: Path, tool: str, args: dict[str, Any], message: str
+) -> None:
+    async with git_client(repo) as client:
+        error, text = await call(client, tool, args)
+    assert error and message in text, text
+    assert text.startswith(("Error: ", "Input validation error: "))
+    assert {p.name for p in repo.iterdir()} == {".git", "--output=x", "-rf", "app.py"}
+    assert not Path("/tmp/pwned").exists()
+
+
+async def test_no_planted_program_runs_from_any_tool(tmp_path: Path) -> None:
+    """A checkout whose ``.git`` plants fsmonitor, hooks, external diff, textconv and filters: plain git
+    runs them (control); the four tools, asked for everything they can show, run none."""
+    make_remote(tmp_path)
+    control = tmp_path / "control"
+    hardened = tmp_path / "hardened"
+    for checkout in (control, hardened):
+        git(
+            "clone",
+            "-q",
+            (tmp_path / "remote" / "acme" / "widgets.git").as_uri(),
+            str(checkout),
+            cwd=tmp_path,
+        )
+    repos = {}
+    for checkout in (control, hardened):
+        plant(checkout, checkout.parent / f"{checkout.name}.marker")
+        repos[checkout.name] = HostileRepo(dir=checkout, marker=checkout.parent / f"{checkout.name}.marker")
+        (checkout / "a.x").write_text("changed\n", encoding="utf-8")
+        (checkout / "b.y").write_text("changed\n", encoding="utf-8")
+
+    for args in (("status",), ("diff",), ("diff", "HEAD~1", "HEAD"), ("log", "-p", "-1")):
+        plain_git(control, *args)
+    assert {"fsmonitor", "external-diff", "textconv", "filter-clean"} <= repos["control"].ran()
+
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("status", {}),
+        ("diff", {}),
+        ("diff", {"revisions": ["HEAD~1", "HEAD"]}),
+        ("diff", {"revisions": ["HEAD~1"], "stat": True}),
+        ("diff", {"staged": True}),
+        ("log", {"patch": True, "stat": True}),
+        ("show", {"revision": "HEAD"}),
+        ("show", {"revision": "HEAD:a.x"}),
+    ]
+    async with git_client(hardened) as client:
+        for name, args in calls:
+            error, text = await call(client, name, args)
+            assert not error, (name, args, text)
+        error, text = await call(client, "diff", {"revisions": ["HEAD~1", "HEAD"], "paths": ["a.x"]})
+        assert "+two" in output(text)  # git's own diff, not a driver's
+    assert repos["hardened"].ran() & LOCAL_ROLES == set()
+
+
+async def test_large_output_is_capped_with_a_note(repo: Path) -> None:
+    (repo / "big.txt").write_text("line of text\n" * 60_000, encoding="utf-8")
+    git("add", "big.txt", cwd=repo)
+    async with git_client(repo) as client:
+        error, text = await call(client, "diff", {"staged": True})
+    payload = json.loads(text)
+    assert not error and payload["truncated"] is True and "truncated" in payload["note"]
+    assert len(payload["output"].encode()) <= MAX_OUTPUT_BYTES
+
+
+async def test_a_git_pointer_to_another_repository_is_refused(repo: Path, tmp_path: Path) -> None:
+    """``.git`` as a file (``gitdir: /elsewhere``) would read another repository on the machine."""
+    elsewhere = tmp_path / "elsewhere.git"
+    (repo / ".git").rename(elsewhere)
+    (repo / ".git").write_text(f"gitdir: {elsewhere}\n", encoding="utf-8")
+    async with git_client(repo) as client:
+        error, text = await call(client, "log", {})
+    assert error and text.startswith("Error: git refused:") and "no .git directory" in text
+
+
+def test_registered_for_every_run_with_a_workspace(tmp_path: Path) -> None:
+    env = tool_env(tmp_path)
+    assert "git" in build_mcp_servers(env)
+    assert "git" in build_mcp_servers(env, enable_comment_tools=False, enable_inline_tools=False)
+    assert "git" not in build_mcp_servers(tool_env(None))
+
+
+@pytest.mark.slow
+def test_the_model_gets_the_tool_results_through_the_real_cli(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``kodiai review`` with the real bundled CLI and a scripted model: ``mcp__git__log`` returns the
+    commit, ``mcp__git__diff`` with ``--output=…`` comes back as an error result; nothing is written."""
+    from typer.testing import CliRunner
+
+    from kodiai.cli.main import app
+    from support.fake_anthropic import FAKE_API_KEY, FakeAnthropic, ScriptedConversation, Text, ToolUse
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("CLAUDE_CODE_OAUTH_TOKEN", "VOYAGE_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LEARNING_MEMORY_URI", str(tmp_path / "absent.lance"))
+    git("checkout", "-q", "-b", "topic", cwd=repo)
+    commit_files(repo, {"app.py": "x = 4\n"}, "feat: four")
+    pwned = tmp_path / "pwned"
+    script = ScriptedConversation(
+        [
+            ToolUse("mcp__git__log", {"revision": "main..topic", "oneline": True}),
+            ToolUse("mcp__git__diff", {"revisions": [f"--output={pwned}"]}),
+        ],
+        final=Text("Done."),
+    )
+    with FakeAnthropic(script=script) as model:
+        for name, value in model.env(home=str(tmp_path / "home"), CLAUDE_CODE_MAX_RETRIES="0").items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_API_KEY)
+        result = CliRunner().invoke(app, ["review", "--path", str(repo), "--base", "main", "--head", "topic"])
+        requests = model.main_requests
+    assert len(requests) >= 3, result.output
+    log_result = requests[1].tool_results
+    assert len(log_result) == 1 and not log_result[0].is_error
+    assert "feat: four" in log_result[0].text and "fix: bump x" not in log_result[0].text
+    diff_result = requests[2].tool_results
+    assert len(diff_result) == 1 and diff_result[0].is_error
+    assert "may not start with '-'" in diff_result[0].text
+    assert not pwned.exists()
