@@ -90,7 +90,8 @@ def test_a_thumbs_down_changes_what_the_next_pr_is_told_and_forget_retires_it(st
     assert memories(stack) == [(root, "accepted")]
     git("push", "-q", "origin", "pr-1:refs/pull/1/head", cwd=stack.repo.work)  # GitHub's PR ref
 
-    # 2. A human 👎 (and the bot's own 👍, which must not count); the next PR event syncs it.
+    # 2. A teammate's 👎 (and the bot's own 👍, which must not count); the next PR event syncs it.
+    stack.state.set_permission(OWNER, REPO, "bob", "write")
     stack.state.add_comment_reaction(OWNER, REPO, root, "-1", login="bob")
     stack.state.add_comment_reaction(OWNER, REPO, root, "+1", login="kodiai[bot]", user_type="Bot")
     review(stack, 2, {"docs/notes.md": "Notes.\n"}, "Add notes")

@@ -132,6 +132,8 @@ def make_stack(tmp: Path, **env: str) -> Iterator[Stack]:
         routes = install_git_routes(fake, tmp / "git")
         fake.add_installation(INSTALLATION, account=OWNER)
         fake.add_repo(OWNER, REPO, installation_id=INSTALLATION)
+        # The PRs' author is on the team: its findings are learned at once (an outsider's wait for a writer).
+        state.set_permission(OWNER, REPO, "alice", "write")
         repo = BareRepo(tmp / "git", OWNER, REPO)
         base = repo.commit(
             {"README.md": "# widgets\n", "src/app.py": "def add(a, b):\n    return a + b\n"}, "base"

@@ -36,6 +36,7 @@ from kodiai.webhook.router import EventRouter
 
 FULL = f"{OWNER}/{REPO}"
 REACTIONS_PATH = rf"/repos/{OWNER}/{REPO}/pulls/comments/\d+/reactions"
+WRITERS = ("alice", "bob", "carol")
 
 
 class CountingEmbedder(BagOfWordsEmbedder):
@@ -66,8 +67,11 @@ class FirstWriteFails(KnowledgeStore):
 @pytest.fixture
 def make(tmp_path: Path, harness: ReviewHarness) -> Iterator[Any]:
     """Builds the test's harness in ``tmp_path / "sync"`` with every built-in handler, on the conftest's
-    fake GitHub (which the ``harness`` fixture has just reset)."""
+    fake GitHub (which the ``harness`` fixture has just reset). The reactors of these tests are the
+    team (write permission): whose reactions count is tested in ``test_memory_trust_feedback``."""
     built: list[ReviewHarness] = []
+    for login in WRITERS:
+        harness.state.set_permission(OWNER, REPO, login, "write")
 
     def build(**kwargs: Any) -> ReviewHarness:
         assert not built, "one harness per test"
@@ -491,7 +495,7 @@ def test_both_handlers_registered_by_default(harness: ReviewHarness) -> None:
         assert keys[key][-1] == "feedback-sync"
     for key in ("pull_request.opened", "pull_request.ready_for_review", "pull_request.review_requested"):
         assert keys[key] == ["review", "feedback-sync"]
-    assert keys["pull_request.closed"] == ["dep-bump-merge-history"]
+    assert keys["pull_request.closed"] == ["memory-trust", "dep-bump-merge-history"]
     assert "pull_request.synchronize" in keys and "feedback-sync" not in keys["pull_request.synchronize"]
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from review_harness import ReviewHarness, inline
+from review_harness import OWNER, REPO, ReviewHarness, inline
 
 
 async def test_opened_pr_is_reviewed_recorded_and_learned(harness: ReviewHarness) -> None:
+    # A team member's PR: its findings are learned at once (an outsider's wait, test_memory_trust_*).
+    harness.state.set_permission(OWNER, REPO, "alice", "write")
     pull = harness.open_pr()
     harness.script(inline("src/index.ts", 1, "[MAJOR] Unchecked constant change\n\nThis breaks callers."))
     outcome = await harness.deliver(pull)

@@ -18,10 +18,12 @@ from kodiai.storage import knowledge_feedback as feedback
 from kodiai.storage import knowledge_pr_reviews as pr_reviews
 from kodiai.storage import knowledge_reports as reports
 from kodiai.storage import knowledge_runs as runs
+from kodiai.storage import knowledge_trust as trust
 from kodiai.storage.coerce import RecordLike, as_record
 from kodiai.storage.connection import LockedConnection, connect
 from kodiai.storage.knowledge_models import (
     AuthorCacheEntry,
+    DecisionHow,
     DepBumpMergeHistoryRecord,
     FeedbackPattern,
     FeedbackReactionRecord,
@@ -31,6 +33,9 @@ from kodiai.storage.knowledge_models import (
     FindingRecord,
     GlobalPatternRecord,
     MemoryGovernanceRecord,
+    PendingMemory,
+    PendingMemoryRecord,
+    PendingStatus,
     PriorFinding,
     ReactionRow,
     RepoStats,
@@ -248,6 +253,37 @@ class KnowledgeStore:
 
     def retired_findings(self, repo: str) -> set[int]:
         return feedback.retired_findings(self._db, repo)
+
+    # -- findings held back from memory (untrusted authors) -------------------------------------
+
+    @reports_writes
+    def record_pending_memories(self, rows: Sequence[PendingMemoryRecord]) -> int:
+        """Hold findings of an untrusted author's PR back from learned memory until a writer confirms."""
+        return trust.record_pending(self._db, rows)
+
+    def pending_memories_for_pr(
+        self, repo: str, pr_number: int, statuses: Sequence[PendingStatus] = ("pending",)
+    ) -> list[PendingMemory]:
+        return trust.pending_for_pr(self._db, repo, pr_number, statuses)
+
+    def pending_memories_by_comment(self, repo: str, comment_ids: Sequence[int]) -> dict[int, PendingMemory]:
+        return trust.pending_by_comment(self._db, repo, comment_ids)
+
+    def list_pending_memories(self, repo: str | None = None) -> list[PendingMemory]:
+        return trust.list_pending(self._db, repo)
+
+    @reports_writes
+    def decide_pending_memories(
+        self,
+        ids: Sequence[int],
+        status: PendingStatus,
+        *,
+        by: str | None,
+        how: DecisionHow,
+        only_from: Sequence[PendingStatus] = ("pending",),
+    ) -> int:
+        """Promote or discard held-back findings still in one of ``only_from``; returns rows changed."""
+        return trust.decide(self._db, ids, status, by=by, how=how, only_from=only_from)
 
     # -- dep bumps -----------------------------------------------------------------------------
 

@@ -258,3 +258,35 @@ class ReactionRow(BaseModel):
     reaction_content: str
     reactor_login: str
     reacted_at: str | None
+
+
+PendingStatus = Literal["pending", "promoted", "discarded"]
+DecisionHow = Literal["thumbs_up", "merged", "thumbs_down", "closed"]
+
+
+class PendingMemoryRecord(BaseModel):
+    """A finding of an untrusted author's PR, held back from the learned memory (``pending_memories``)."""
+
+    repo: str
+    owner: str
+    pr_number: int
+    review_id: int | None = None
+    comment_id: int | None = None
+    finding_text: str
+    severity: str
+    category: str
+    file_path: str
+    outcome: Literal["accepted", "suppressed"]
+    author: str
+    author_access: str
+
+
+class PendingMemory(PendingMemoryRecord):
+    """A stored ``pending_memories`` row with its state."""
+
+    id: int
+    created_at: str
+    status: PendingStatus
+    decided_by: str | None = None
+    decided_how: DecisionHow | None = None
+    decided_at: str | None = None

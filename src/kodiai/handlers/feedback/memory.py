@@ -1,7 +1,8 @@
 """Learned-memory outcome rows from human thumbs (beyond the original: PARITY.md "learned-memory outcomes").
 
 A finding's memory (``finding_id`` = its comment id, spec/review.md §1 step 50) gets a ``thumbs_up`` row
-while anyone's 👍 stands and a ``thumbs_down`` row while anyone's 👎 stands, so retrieval can tell later
+while a writer's 👍 stands and a ``thumbs_down`` row while a writer's 👎 stands (only writers' reactions
+are stored, :mod:`.trust`), so retrieval can tell later
 reviews how the team judged it. A withdrawn or changed reaction removes the row it no longer supports.
 Blocking (LanceDB, the embedder, SQLite): the caller runs :func:`sync_memory_outcomes` in a worker thread.
 """
@@ -15,6 +16,7 @@ import numpy as np
 
 from kodiai.feedback.tally import FeedbackTally
 from kodiai.handlers.deps import LearnedMemory
+from kodiai.handlers.feedback.trust import untrusted_comments
 from kodiai.learning.setup import finding_memory_text, memory_record_fields
 from kodiai.learning.types import LearningMemoryRecord, MemoryOutcome
 from kodiai.storage.knowledge import KnowledgeStore
@@ -41,13 +43,15 @@ def sync_memory_outcomes(
     repo: str,
     candidates: Sequence[FindingCommentCandidate],
 ) -> MemorySyncCounts:
-    """Bring each candidate's thumbs rows in line with its tally; findings a maintainer retired get none.
+    """Bring each candidate's thumbs rows in line with its tally; findings a maintainer retired get none,
+    nor do held-back findings of an untrusted author's PR that no writer has confirmed yet (issue 23).
 
     ``has_memory`` is checked first so an existing row is never embedded again; writes go in one batch.
     """
     counts = MemorySyncCounts()
     retired = knowledge.retired_findings(repo)
-    live = [c for c in candidates if c.comment_id not in retired]
+    held_back = untrusted_comments(knowledge, repo, [c.comment_id for c in candidates])
+    live = [c for c in candidates if c.comment_id not in retired and c.comment_id not in held_back]
     if not live:
         return counts
     tallies = knowledge.feedback_tallies([(repo, c.comment_id) for c in live])

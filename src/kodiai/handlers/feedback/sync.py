@@ -4,7 +4,9 @@ finding comments and store them, so feedback suppression and learned memory see 
 Phase A gates and enqueues on the installation's lane (job type ``feedback-sync``); the job never
 raises: every failure is a warning and the sync goes on with what it has. Beyond the original, a
 reaction withdrawn on GitHub is dropped from the store, and the finding's learned memory gets (or
-loses) its ``thumbs_up`` / ``thumbs_down`` row (:mod:`.memory`).
+loses) its ``thumbs_up`` / ``thumbs_down`` row (:mod:`.memory`). Issue 23: only reactions by users
+with write permission are kept (:mod:`.trust`); they also decide the held-back findings of untrusted
+authors' PRs, which get no thumbs rows while they wait.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kodiai.github.permissions import AccessLevel
 from kodiai.github.rest import GitHubRest
 from kodiai.handlers.deps import HandlerDeps, LearnedMemory
 from kodiai.handlers.fail_open import fail_open
@@ -25,6 +28,12 @@ from kodiai.handlers.feedback.reactions import (
     repository_of,
     targets_pull_request,
     unique_by_comment,
+)
+from kodiai.handlers.feedback.trust import (
+    DecisionCounts,
+    decide_from_feedback,
+    reactor_access,
+    split_by_access,
 )
 from kodiai.jobs.lanes import JobContext
 from kodiai.log import get_logger, redact
@@ -61,9 +70,12 @@ class SyncCounts:
     fetched_comments: int = 0
     failed_comments: int = 0
     kept_reactions: int = 0
+    untrusted_reactions: int = 0
+    """Human thumbs not kept: the reactor lacks write permission, or GitHub would not say."""
     added: int = 0
     withdrawn: int = 0
     memory: MemorySyncCounts = field(default_factory=MemorySyncCounts)
+    decisions: DecisionCounts = field(default_factory=DecisionCounts)
 
 
 def _pr_number(payload: Mapping[str, Any]) -> int | None:
@@ -90,6 +102,8 @@ class FeedbackSyncJob:
             repo=self.full_name,
         )
         self.counts = SyncCounts()
+        self.access: dict[str, AccessLevel] = {}
+        """Each reactor's permission, asked once per sync (and cached across syncs for a few minutes)."""
 
     async def run(self) -> None:
         try:
@@ -123,10 +137,17 @@ class FeedbackSyncJob:
             if reactions is None:
                 continue
             fetched.append(candidate)
-            records = reaction_records(candidate, reactions, self.deps.app_slug)
+            human = reaction_records(candidate, reactions, self.deps.app_slug)
+            levels = await reactor_access(
+                rest, self.req.owner, self.req.repo, {r.reactor_login for r in human}, self.access
+            )
+            records, unverified = split_by_access(human, levels)
+            self.counts.untrusted_reactions += len(human) - len(records)
             # A full page may hide the rest: only a complete listing proves a stored reaction is gone.
             complete = len(reactions) < REACTIONS_PER_PAGE
-            await self.persist(candidate.comment_id, records, complete=complete)
+            await self.persist(candidate.comment_id, records, complete=complete, keep=unverified)
+        if fetched:
+            await self.decide_held_back(fetched)
         if fetched and self.deps.memory is not None:
             await self.sync_memory(self.deps.memory, fetched)
         self.log_summary()
@@ -147,10 +168,17 @@ class FeedbackSyncJob:
         return [r for r in data if isinstance(r, dict)] if isinstance(data, list) else []
 
     async def persist(
-        self, comment_id: int, records: list[FeedbackReactionRecord], *, complete: bool
+        self,
+        comment_id: int,
+        records: list[FeedbackReactionRecord],
+        *,
+        complete: bool,
+        keep: list[int] | None = None,
     ) -> None:
         """Insert the kept reactions (insert-or-ignore), then, when the listing was ``complete``, forget
-        stored ones GitHub no longer has (withdrawn, or changed to another reaction)."""
+        stored ones GitHub no longer has (withdrawn, or changed to another reaction) or that no longer count
+        (the reactor lost write permission). ``keep``: reaction ids not inserted but not removed either (the
+        reactor's permission lookup failed: an outage neither adds nor erases feedback)."""
         self.counts.kept_reactions += len(records)
         store = self.knowledge
         try:
@@ -163,13 +191,24 @@ class FeedbackSyncJob:
             )
         if not complete:
             return
-        kept_ids = [r.reaction_id for r in records]
+        kept_ids = [r.reaction_id for r in records] + list(keep or [])
         self.counts.withdrawn += await fail_open(
             self.log,
             "feedback-withdrawn",
             lambda: asyncio.to_thread(store.remove_withdrawn_reactions, self.full_name, comment_id, kept_ids),
             0,
             "Feedback sync withdrawn-reaction cleanup failed; continuing",
+        )
+
+    async def decide_held_back(self, fetched: list[FindingCommentCandidate]) -> None:
+        """Writers' thumbs promote or discard the held-back findings of untrusted authors' PRs."""
+        knowledge, memory, ids = self.knowledge, self.deps.memory, [c.comment_id for c in fetched]
+        self.counts.decisions = await fail_open(
+            self.log,
+            "feedback-trust",
+            lambda: asyncio.to_thread(decide_from_feedback, knowledge, memory, self.full_name, ids),
+            DecisionCounts(),
+            "Feedback sync could not decide held-back findings; they stay pending",
         )
 
     async def sync_memory(self, memory: LearnedMemory, fetched: list[FindingCommentCandidate]) -> None:
@@ -191,11 +230,14 @@ class FeedbackSyncJob:
             fetchedComments=c.fetched_comments,
             failedComments=c.failed_comments,
             keptReactions=c.kept_reactions,
+            untrustedReactions=c.untrusted_reactions,
             added=c.added,
             withdrawn=c.withdrawn,
             memoryWritten=c.memory.written,
             memoryRetired=c.memory.retired,
             memoryFailed=c.memory.failed,
+            heldBackPromoted=c.decisions.promoted,
+            heldBackDiscarded=c.decisions.discarded,
         )
 
 

@@ -477,7 +477,9 @@ class ReviewJob:
             await fail_open(
                 log, "run-state-complete", lambda: asyncio.to_thread(store.complete_run, run_key), None
             )
-        await record.record_memories(deps.memory, facts, processed, review_id, log)
+        await record.record_memories(
+            deps.memory, facts, processed, review_id, log, knowledge=deps.knowledge, rest=self.pr.rest
+        )
         if success and result.published:
             log.info("Evidence bundle", outcome="published-output", reviewOutputKey=key)
         self.outcome = ("published" if result.published else result.conclusion) if executed else "resumed"

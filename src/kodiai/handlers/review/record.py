@@ -4,6 +4,10 @@ All fail-open: a review that reached GitHub is never undone because a database w
 learned-memory write closes the learning loop inside the product: the next PR of the same repo
 retrieves these findings. Unlike the original's fire-and-forget promise it is awaited (in a worker
 thread), so the lane's next job already sees it.
+
+Issue 23: only a PR author with write permission (looked up on GitHub, fail-closed) teaches the memory
+directly. Another author's findings are held back in the knowledge DB (``pending_memories``), where no
+retrieval sees them, until a writer confirms them (:mod:`kodiai.handlers.feedback.trust`).
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from typing import Any
 from kodiai.config import RepoConfig
 from kodiai.config.snapshot import config_snapshot
 from kodiai.execution.types import ExecutionResult
+from kodiai.github.permissions import AccessLevel, access_level
+from kodiai.github.rest import RestApi
 from kodiai.handlers.deps import LearnedMemory
 from kodiai.handlers.fail_open import fail_open
 from kodiai.learning.pipeline import RetrievalOutcome
@@ -28,6 +34,7 @@ from kodiai.storage.knowledge import KnowledgeStore
 from kodiai.storage.knowledge_models import (
     FindingRecord,
     GlobalPatternRecord,
+    PendingMemoryRecord,
     ReviewRecord,
     SuppressionLogEntry,
     confidence_band,
@@ -261,15 +268,80 @@ def _write_memories(
     return len(records), failed
 
 
+def pending_records(
+    facts: PullRequestFacts, processed: ProcessedReview, review_id: int | None, access: AccessLevel
+) -> list[PendingMemoryRecord]:
+    """The held-back form of each finding: what the memory row will be once a writer confirms it."""
+    return [
+        PendingMemoryRecord(
+            repo=facts.full_name,
+            owner=facts.owner,
+            pr_number=facts.number,
+            review_id=review_id,
+            comment_id=f.comment_id,
+            finding_text=f.title,
+            severity=f.severity,
+            category=f.category,
+            file_path=f.file_path,
+            outcome="suppressed" if f.suppressed else "accepted",
+            author=facts.author or "unknown",
+            author_access=access,
+        )
+        for f in processed.findings
+    ]
+
+
+async def hold_back(
+    knowledge: KnowledgeStore | None,
+    facts: PullRequestFacts,
+    processed: ProcessedReview,
+    review_id: int | None,
+    access: AccessLevel,
+    log: Any,
+) -> int:
+    """Store an untrusted author's findings as pending; without a knowledge DB they are not kept at all."""
+    if knowledge is None:
+        log.info(
+            "Learning memories not written: PR author lacks write permission and no knowledge store holds them",
+            gate="learning-memory-write",
+            authorAccess=access,
+        )
+        return 0
+    rows = pending_records(facts, processed, review_id, access)
+    held = await fail_open(
+        log,
+        "learning-memory-hold",
+        lambda: asyncio.to_thread(knowledge.record_pending_memories, rows),
+        0,
+        "Holding back learning memories failed (fail-open: none written)",
+    )
+    log.info(
+        "Learning memories held back until a writer confirms them",
+        gate="learning-memory-write",
+        authorAccess=access,
+        held=held,
+    )
+    return held
+
+
 async def record_memories(
     memory: LearnedMemory | None,
     facts: PullRequestFacts,
     processed: ProcessedReview,
     review_id: int | None,
     log: Any,
+    *,
+    knowledge: KnowledgeStore | None,
+    rest: RestApi,
 ) -> int:
-    """Step 50: one learned memory per processed finding (outcome ``suppressed`` or ``accepted``)."""
+    """Step 50: one learned memory per processed finding (outcome ``suppressed`` or ``accepted``) when the
+    PR's author has write permission; otherwise the findings are held back (:func:`hold_back`). Returns
+    the memories written."""
     if memory is None or not processed.findings:
+        return 0
+    access = await access_level(rest, facts.owner, facts.repo, facts.author)
+    if access != "write":
+        await hold_back(knowledge, facts, processed, review_id, access, log)
         return 0
     written, failed = await fail_open(
         log,
