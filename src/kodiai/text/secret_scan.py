@@ -121,7 +121,9 @@ def _b64(text: str) -> str:
 def secret_forms(value: str, *, access_token: bool = False) -> list[str]:
     """The forms of one secret worth matching: itself, each line of a multi-line value, its base64, and
     for an installation token the base64 of ``x-access-token:<token>`` (git's Basic auth header).
-    Forms shorter than :data:`MIN_KNOWN_SECRET_LENGTH` are dropped."""
+    A value shorter than :data:`MIN_KNOWN_SECRET_LENGTH` has no forms, and shorter lines are dropped."""
+    if len(value.strip()) < MIN_KNOWN_SECRET_LENGTH:
+        return []
     forms = [value, value.strip(), _b64(value)]
     forms += [line.strip() for line in value.splitlines()]
     if access_token:
@@ -151,12 +153,16 @@ class KnownSecrets:
 
     values: frozenset[str] = frozenset()
     fragments: frozenset[str] = frozenset()
+    #: One alternation of every value, longest first: a single pass over a text finds them all.
+    pattern: re.Pattern[str] | None = field(default=None, compare=False)
 
     @classmethod
     def of(cls, forms: Iterable[str]) -> KnownSecrets:
         values = frozenset(f for f in forms if len(f) >= MIN_KNOWN_SECRET_LENGTH)
         fragments = frozenset(piece for form in values for piece in _fragments(form))
-        return cls(values, fragments)
+        ordered = sorted(values, key=lambda v: (-len(v), v))
+        pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+        return cls(values, fragments, pattern)
 
     def __bool__(self) -> bool:
         return bool(self.values)
@@ -181,11 +187,8 @@ class SecretHit:
 
 def _known_hits(text: str, known: KnownSecrets) -> list[SecretHit]:
     hits: list[SecretHit] = []
-    for value in known.values:
-        start = text.find(value)
-        while start != -1:
-            hits.append(SecretHit(SERVER_SECRET, start, start + len(value)))
-            start = text.find(value, start + 1)
+    if known.pattern is not None:
+        hits += [SecretHit(SERVER_SECRET, m.start(), m.end()) for m in known.pattern.finditer(text)]
     if known.fragments:
         for run in _B64_RUN.finditer(text):
             piece = run.group(0)
