@@ -146,6 +146,8 @@ class ReviewHarness:
         )
         self.scripts: list[list[Step]] = []
         self.transports: list[ScriptedTransport] = []
+        self.options: list[ClaudeAgentOptions] = []
+        """The CLI options of each run (model, turns, system prompt): what the model is really given."""
         self.executor = RecordingExecutor(
             ClaudeAgentExecutor(
                 installation_client=self.github.installation_client,
@@ -184,7 +186,8 @@ class ReviewHarness:
                 store.close()
 
     # ------------------------------------------------------------------ model
-    def _transport(self, _options: ClaudeAgentOptions) -> ScriptedTransport:
+    def _transport(self, options: ClaudeAgentOptions) -> ScriptedTransport:
+        self.options.append(options)
         steps = self.scripts.pop(0) if self.scripts else [Result()]
         transport = ScriptedTransport(steps)
         self.transports.append(transport)
