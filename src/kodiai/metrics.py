@@ -247,6 +247,11 @@ class Metrics:
             ["surface", "action"],
             registry=r,
         )
+        self.agent_sandbox_failures = Counter(
+            "kodiai_agent_sandbox_failures",
+            "Agent runs refused because the Claude Code CLI's sandbox (bubblewrap) could not start.",
+            registry=r,
+        )
         self.jobs_dead = Counter(
             "kodiai_jobs_dead",
             "Deliveries moved to the dead-letter state (their job was cut by a process exit every attempt).",

@@ -169,6 +169,10 @@ class Settings(BaseSettings):
     aws_region: str | None = Field(None, description="Bedrock region.")
     cloud_ml_region: str | None = Field(None, description="Vertex region.")
     anthropic_vertex_project_id: str | None = Field(None, description="Vertex project id.")
+    # The Claude Code CLI's OS sandbox (bubblewrap); `off` only where it cannot run (warned at every start)
+    agent_sandbox: Literal["on", "off"] = Field(
+        "on", description="`off` runs the CLI without its bubblewrap sandbox (unsafe with untrusted PRs)."
+    )
     # Jobs
     job_timeout_seconds: float = Field(3600, gt=0, description="Hard limit of one job.")
     max_lane_length: int = Field(100, ge=1, description="Queued jobs per installation before rejecting.")

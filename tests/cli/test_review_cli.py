@@ -86,21 +86,26 @@ def test_run_with_claude_cli_prints_what_would_be_posted(
 ) -> None:
     """Without --dry-run: the real SDK starts the Claude Code executable (a scripted stand-in via
     --cli-path) in the repository; its MCP tool call reaches our inline-comment tool, which records
-    the comment (marker and mention sanitising applied) instead of posting it; the command prints it."""
+    the comment (marker and mention sanitising applied) instead of posting it; the command prints it.
+    The stand-in is a Python script of this checkout, so it runs with ``AGENT_SANDBOX=off`` (the
+    sandbox is tested with the real CLI in tests/execution/test_sandbox_cli.py)."""
+    import shlex
     import stat
     import sys
 
+    monkeypatch.setenv("AGENT_SANDBOX", "off")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-key-for-local-run")
+    arguments = {"path": "app.py", "line": 1, "body": "[MINOR] x changed without a test @kodiai"}
+    fake_env = {
+        "FAKE_CLI_RECORD": str(tmp_path / "record.json"),
+        "FAKE_CLI_MODE": "tool",
+        "FAKE_CLI_TOOL": json.dumps(["github_inline_comment", "create_inline_comment", arguments]),
+    }
+    exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in fake_env.items())  # not allow-listed
     fake = Path(__file__).parents[1] / "execution" / "fake_claude_cli.py"
     cli = tmp_path / "claude"
-    cli.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{fake}" "$@"\n', encoding="utf-8")
+    cli.write_text(f'#!/bin/sh\n{exports}exec "{sys.executable}" "{fake}" "$@"\n', encoding="utf-8")
     cli.chmod(cli.stat().st_mode | stat.S_IXUSR)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-key-for-local-run")
-    monkeypatch.setenv("FAKE_CLI_RECORD", str(tmp_path / "record.json"))
-    monkeypatch.setenv("FAKE_CLI_MODE", "tool")
-    arguments = {"path": "app.py", "line": 1, "body": "[MINOR] x changed without a test @kodiai"}
-    monkeypatch.setenv(
-        "FAKE_CLI_TOOL", json.dumps(["github_inline_comment", "create_inline_comment", arguments])
-    )
 
     result = runner.invoke(
         app, ["review", "--path", str(repo), "--base", "main", "--head", "topic", "--cli-path", str(cli)]

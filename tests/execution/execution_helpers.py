@@ -3,9 +3,19 @@ pick up whichever directory's conftest was imported first when several test dire
 
 from __future__ import annotations
 
+import os
+import shlex
+import stat
+import sys
+from pathlib import Path
+
 from github import Auth, Github
+from kodiai.execution.sandbox import AgentSandbox
 from support.fake_github import FakeGitHub
 
+FAKE_CLI = Path(__file__).with_name("fake_claude_cli.py")
+#: The fake CLI is a Python script of this checkout: it cannot run inside the agent sandbox.
+UNSANDBOXED = AgentSandbox(enabled=False)
 OWNER, REPO, INSTALLATION, PR = "acme", "widgets", 42, 7
 KEY = "kodiai-review-output:v1:inst-42:acme/widgets:pr-7:action-opened:delivery-d-1:head-abc123def456"
 
@@ -28,3 +38,14 @@ def make_client(fake: FakeGitHub) -> Github:
         auth = Auth.AppAuth(fake.app_id, fake.private_key_pem).get_installation_auth(INSTALLATION)
         fake.data["_exec_installation_auth"] = auth
     return Github(base_url=fake.url, auth=auth, retry=None)
+
+
+def fake_cli(tmp_path: Path) -> Path:
+    """A ``claude`` wrapper around ``fake_claude_cli.py``. The test's ``FAKE_CLI_*`` variables are written
+    into it: the executor's launcher passes the CLI only its allow-listed variables."""
+    names = ("FAKE_CLI_RECORD", "FAKE_CLI_MODE", "FAKE_CLI_TOOL")
+    exports = "".join(f"export {n}={shlex.quote(os.environ[n])}\n" for n in names if n in os.environ)
+    script = tmp_path / "claude"
+    script.write_text(f'#!/bin/sh\n{exports}exec "{sys.executable}" "{FAKE_CLI}" "$@"\n', encoding="utf-8")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return script

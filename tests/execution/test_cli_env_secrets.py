@@ -1,17 +1,16 @@
-"""Issue 15 item 12: the Claude Code CLI subprocess (a fake ``claude`` started by the real SDK transport)
-gets every app secret blanked — including settings added after the original four, such as
-``METRICS_TOKEN`` — while the model credentials are passed explicitly and ``PATH``/``HOME`` are kept."""
+"""Issue 15 item 12, issue 23: the Claude Code CLI subprocess (a fake ``claude`` started by the real SDK
+transport through the run's launcher) gets none of the app's secrets — including settings added after
+the original four, such as ``METRICS_TOKEN`` — nor any other variable off the allow-list, while the
+model credentials are passed explicitly, ``PATH`` is kept and ``HOME`` is the run's own."""
 
 from __future__ import annotations
 
 import json
 import os
-import stat
-import sys
 from pathlib import Path
 
 import pytest
-from execution_helpers import INSTALLATION, OWNER, PR, REPO, make_client
+from execution_helpers import INSTALLATION, OWNER, PR, REPO, UNSANDBOXED, fake_cli, make_client
 from pydantic import SecretStr
 
 from kodiai.execution.executor import ClaudeAgentExecutor
@@ -19,7 +18,6 @@ from kodiai.execution.options import ModelCredentials, app_secret_names, cli_env
 from kodiai.execution.types import ExecutionContext
 from support.fake_github import FakeGitHub
 
-FAKE_CLI = Path(__file__).with_name("fake_claude_cli.py")
 API_KEY = "sk-ant-api03-" + "e" * 40
 SECRETS = {
     "GITHUB_WEBHOOK_SECRET": "sentinel-webhook-secret",
@@ -32,9 +30,6 @@ SECRETS = {
 async def test_cli_subprocess_gets_no_app_secret(
     tmp_path: Path, fake_gh: FakeGitHub, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    script = tmp_path / "claude"
-    script.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE_CLI}" "$@"\n', encoding="utf-8")
-    script.chmod(script.stat().st_mode | stat.S_IXUSR)
     workspace = tmp_path / "ws"
     workspace.mkdir()
     record = tmp_path / "record.json"
@@ -42,10 +37,12 @@ async def test_cli_subprocess_gets_no_app_secret(
     monkeypatch.setenv("FAKE_CLI_MODE", "result")
     for name, value in SECRETS.items():
         monkeypatch.setenv(name, value)
+    script = fake_cli(tmp_path)
     executor = ClaudeAgentExecutor(
         installation_client=lambda _i: make_client(fake_gh),
         credentials=ModelCredentials(anthropic_api_key=SecretStr(API_KEY)),
         cli_path=script,
+        sandbox=UNSANDBOXED,
     )
     context = ExecutionContext(
         workspace_dir=workspace,
@@ -60,9 +57,11 @@ async def test_cli_subprocess_gets_no_app_secret(
     assert result.conclusion == "success"
     env = json.loads(record.read_text(encoding="utf-8"))["env"]
     for name in SECRETS:
-        assert env[name] == "", name
+        assert env[name] is None, name
     assert env["ANTHROPIC_API_KEY"] == API_KEY
-    assert env["PATH"] == os.environ["PATH"] and env["HOME"] == os.environ["HOME"]
+    assert env["PATH"] == os.environ["PATH"]
+    assert env["HOME"] != os.environ["HOME"] and Path(env["HOME"]).name == "home"
+    assert not Path(env["HOME"]).exists(), "the run's HOME is removed afterwards"
 
 
 def test_every_secret_setting_is_blanked_and_explicit_credentials_win() -> None:

@@ -209,8 +209,9 @@ async def test_1_4_server_matrix(
 
 
 async def test_1_3_options_mapping_and_tool_surface(tmp_path: Path, fake_gh: FakeGitHub) -> None:
-    """§1.3 step 7 / §1.4 decision: model, turns, preset+append, project settings, cwd, entrypoint env,
-    dontAsk with an enforced allow-list and write tools denied outside write mode."""
+    """§1.3 step 7 / §1.4 decision: model, turns, preset+append, no settings sources (issue 23), cwd,
+    entrypoint env, dontAsk with an enforced allow-list; Bash, and outside write mode the write tools, and
+    outside mentions with allowed domains the web tools, denied; the CLI is started by the run's launcher."""
     (tmp_path / ".kodiai.yml").write_text(
         "model: claude-opus-4-1\nmaxTurns: 7\nsystemPromptAppend: Be terse.\n", encoding="utf-8"
     )
@@ -220,18 +221,12 @@ async def test_1_3_options_mapping_and_tool_surface(tmp_path: Path, fake_gh: Fak
     assert o is not None
     assert (o.model, o.max_turns, o.cwd) == ("claude-opus-4-1", 7, str(tmp_path))
     assert o.system_prompt == {"type": "preset", "preset": "claude_code", "append": "Be terse."}
-    assert o.setting_sources == ["project"] and o.permission_mode == "dontAsk"
-    assert o.allowed_tools[:7] == [
-        "Read",
-        "Grep",
-        "Glob",
-        "Bash(git diff:*)",
-        "Bash(git log:*)",
-        "Bash(git show:*)",
-        "Bash(git status:*)",
-    ]
+    assert o.setting_sources == [] and o.permission_mode == "dontAsk"
+    assert o.allowed_tools[:3] == ["Read", "Grep", "Glob"]
+    assert not [t for t in o.allowed_tools if t.startswith("Bash")]
     assert "Edit" not in o.allowed_tools and "WebSearch" not in o.allowed_tools
-    assert o.disallowed_tools == ["Edit", "Write", "MultiEdit", "NotebookEdit"]
+    assert o.disallowed_tools == ["Bash", "Edit", "Write", "MultiEdit", "NotebookEdit", "WebSearch", "WebFetch"]
+    assert o.cli_path is not None and Path(o.cli_path).name == "claude" and not Path(o.cli_path).exists()
     assert o.env["CLAUDE_CODE_ENTRYPOINT"] == "kodiai-github-app"
     assert o.env["ANTHROPIC_API_KEY"] == API_KEY
 
@@ -246,12 +241,23 @@ async def test_1_3_defaults_without_config_and_no_append(tmp_path: Path, fake_gh
 
 
 async def test_1_4_write_mode_and_mention_tools(tmp_path: Path, fake_gh: FakeGitHub) -> None:
-    """§1.4: write mode adds Edit/Write/MultiEdit and denies nothing; mentions add WebSearch/WebFetch."""
+    """§1.4: write mode adds Edit/Write/MultiEdit and denies only Bash; mentions get WebSearch and
+    WebFetch for the trusted config's allowed domains only (issue 23), none without them."""
     h = Harness(fake_gh, [Result()])
-    await h.executor.execute(review_context(tmp_path, event_type="issue_comment.created", write_mode=True))
+    context = review_context(
+        tmp_path, event_type="issue_comment.created", write_mode=True, allowed_domains=("docs.python.org",)
+    )
+    await h.executor.execute(context)
     assert h.options is not None
-    assert {"Edit", "Write", "MultiEdit", "WebSearch", "WebFetch"} <= set(h.options.allowed_tools)
-    assert h.options.disallowed_tools == []
+    assert {"Edit", "Write", "MultiEdit", "WebSearch", "WebFetch(domain:docs.python.org)"} <= set(
+        h.options.allowed_tools
+    )
+    assert h.options.disallowed_tools == ["Bash"]
+    h = Harness(fake_gh, [Result()])
+    await h.executor.execute(review_context(tmp_path, event_type="issue_comment.created"))
+    assert h.options is not None
+    assert not [t for t in h.options.allowed_tools if t.startswith("Web")]
+    assert {"WebSearch", "WebFetch"} <= set(h.options.disallowed_tools)
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import anyio
 import pytest
 from sandbox_helpers import DATA_SENTINEL, ENV_SENTINEL, SIBLING_SENTINEL, Machine, build_machine
 
@@ -25,6 +26,7 @@ from kodiai.execution.sandbox_launch import child_env
 from kodiai.execution.sandbox_run import SandboxUnavailable, agent_run, startup_check
 from kodiai.execution.types import ExecutionContext
 
+SYSTEM_TOP = {"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "proc", "dev", "tmp"}
 PROBES = {
     "id": "id -u; id -g",
     "passwd": "cat /etc/passwd",
@@ -61,12 +63,14 @@ def run_shell(machine: Machine, *, write_mode: bool = False, enabled: bool = Tru
         ) as run:
             env = {**os.environ, "KODIAI_SENTINEL": ENV_SENTINEL, "ANTHROPIC_API_KEY": "sk-ant-model-key"}
             done = subprocess.run(
-                [str(run.launcher), "-c", script], cwd=machine.workspace, env=env, capture_output=True, text=True
+                [str(run.launcher), "-c", script],
+                cwd=machine.workspace,
+                env=env,
+                capture_output=True,
+                text=True,
             )
             assert not done.stderr, done.stderr
             return done.stdout
-
-    import anyio
 
     out = anyio.run(scenario)
     sections = {}
@@ -103,9 +107,8 @@ def test_review_sandbox_hides_the_machine(machine: Machine) -> None:
     assert str(os.getpid()) not in pids and len(pids) <= 4, pids
     assert out["sibling_ls"].split()[:1] == ["this-repo"] and "other-repo" not in out["sibling_ls"]
     visible = set(out["root_ls"].split()) - {".", "..", "rc=0"}
-    assert visible <= {"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "proc", "dev", "tmp"} | {
-        machine.root.parts[1]  # the path down to the workspace, run dir and CLI (parents are empty dirs)
-    }, visible
+    # plus the first component of the path down to the workspace, run dir and CLI (empty parent dirs)
+    assert visible <= SYSTEM_TOP | {machine.root.parts[1]}, visible
     assert "work" not in visible or machine.root.parts[1] == "work"
     assert failed(out["touch_ws"]) and "Read-only file system" in out["touch_ws"]
     assert failed(out["git_config"])
@@ -146,9 +149,9 @@ def test_missing_bwrap_fails_closed_and_cleans_up(machine: Machine) -> None:
         ):
             raise AssertionError("the run must not start")
 
-    import anyio
-
-    with pytest.raises(SandboxUnavailable, match="agent sandbox unavailable: cannot execute .*no-such-bwrap"):
+    with pytest.raises(
+        SandboxUnavailable, match=r"agent sandbox unavailable: cannot execute .*no-such-bwrap"
+    ):
         anyio.run(scenario)
     assert list(machine.runs.iterdir()) == []
     assert startup_check(sandbox) is not None
@@ -157,13 +160,23 @@ def test_missing_bwrap_fails_closed_and_cleans_up(machine: Machine) -> None:
 
 def test_launcher_drops_unlisted_variables_including_invalid_names() -> None:
     plan = {"env_names": ["PATH"], "env_prefixes": ["ANTHROPIC_"], "env_set": {"HOME": "/run/home"}}
-    environ = {"PATH": "/usr/bin", "ANTHROPIC_API_KEY": "k", "BAD.NAME": "x", "GITHUB_TOKEN": "t", "HOME": "/root"}
+    environ = {
+        "PATH": "/usr/bin",
+        "ANTHROPIC_API_KEY": "k",
+        "BAD.NAME": "x",
+        "GITHUB_TOKEN": "t",
+        "HOME": "/root",
+    }
     assert child_env(environ, plan) == {"PATH": "/usr/bin", "ANTHROPIC_API_KEY": "k", "HOME": "/run/home"}
 
 
 def test_env_policy_adds_cloud_credentials_only_for_their_endpoint() -> None:
     plain = env_policy(["ANTHROPIC_BASE_URL"])
-    assert plain.allows("ANTHROPIC_API_KEY") and plain.allows("CLAUDE_CODE_OAUTH_TOKEN") and plain.allows("LC_ALL")
+    assert (
+        plain.allows("ANTHROPIC_API_KEY")
+        and plain.allows("CLAUDE_CODE_OAUTH_TOKEN")
+        and plain.allows("LC_ALL")
+    )
     assert not plain.allows("AWS_SECRET_ACCESS_KEY") and not plain.allows("GITHUB_PRIVATE_KEY")
     assert not plain.allows("VOYAGE_API_KEY") and not plain.allows("KODIAI_SENTINEL")
     bedrock = env_policy(["CLAUDE_CODE_USE_BEDROCK", "AWS_REGION"])
@@ -182,12 +195,20 @@ def test_bwrap_argv_binds_only_what_the_run_needs(tmp_path: Path) -> None:
     spec = SandboxSpec("bwrap", layout, ws, False, Path("/opt/claude"), system)
     argv = bwrap_argv(spec)
     assert argv[-1] == "--" and argv[argv.index("--chdir") + 1] == str(ws)
-    binds = [(argv[i], argv[i + 1], argv[i + 2]) for i, a in enumerate(argv) if a.startswith("--") and "bind" in a]
+    binds = [
+        (argv[i], argv[i + 1], argv[i + 2]) for i, a in enumerate(argv) if a.startswith("--") and "bind" in a
+    ]
     sources = {source for _, source, _ in binds}
-    assert ("--ro-bind", str(ws), str(ws)) in binds and ("--bind", str(layout.home), str(layout.home)) in binds
+    assert ("--ro-bind", str(ws), str(ws)) in binds and (
+        "--bind",
+        str(layout.home),
+        str(layout.home),
+    ) in binds
     assert "/etc/passwd" not in sources and "/etc" not in sources and "/" not in sources
     assert argv.index("--tmpfs") < argv.index(str(ws)), "the workspace is bound over the private /tmp"
-    writable = [b for b in bwrap_argv(SandboxSpec("bwrap", layout, ws, True, Path("/opt/claude"), system)) if b]
+    writable = [
+        b for b in bwrap_argv(SandboxSpec("bwrap", layout, ws, True, Path("/opt/claude"), system)) if b
+    ]
     assert writable[writable.index(f"{ws}/.git") - 1] == "--ro-bind-try"
 
 
@@ -210,7 +231,9 @@ def test_tool_surface_no_shell_web_only_for_listed_domains() -> None:
     assert "mcp__git__*" in allowed
     mention = context(event_type="issue_comment.created")
     assert {"WebFetch", "WebSearch"} <= set(tool_lists(mention, [])[1])
-    allowed, denied = tool_lists(context(event_type="issue_comment.created", allowed_domains=("docs.python.org",)), [])
+    allowed, denied = tool_lists(
+        context(event_type="issue_comment.created", allowed_domains=("docs.python.org",)), []
+    )
     assert "WebFetch(domain:docs.python.org)" in allowed and "WebSearch" in allowed
     assert "WebFetch" not in denied and "WebFetch" not in allowed
     allowed, denied = tool_lists(context(allowed_domains=("docs.python.org",)), [])  # a review: never

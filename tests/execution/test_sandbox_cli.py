@@ -61,7 +61,9 @@ def machine(tmp_path: Path, model: FakeAnthropic, monkeypatch: pytest.MonkeyPatc
     return built
 
 
-def executor(model: FakeAnthropic, sandbox: AgentSandbox, metrics: Metrics | None = None) -> ClaudeAgentExecutor:
+def executor(
+    model: FakeAnthropic, sandbox: AgentSandbox, metrics: Metrics | None = None
+) -> ClaudeAgentExecutor:
     return ClaudeAgentExecutor(
         installation_client=None,
         credentials=ModelCredentials(
@@ -86,7 +88,11 @@ def context(machine: Machine, **fields: object) -> ExecutionContext:
 
 
 async def attack(
-    model: FakeAnthropic, machine: Machine, calls: dict[str, ToolUse], *, sandbox: AgentSandbox | None = None,
+    model: FakeAnthropic,
+    machine: Machine,
+    calls: dict[str, ToolUse],
+    *,
+    sandbox: AgentSandbox | None = None,
     **fields: object,
 ) -> tuple[ExecutionResult, dict[str, ToolResult]]:
     """One session whose model makes ``calls`` in turn; each call's tool result by name."""
@@ -132,7 +138,9 @@ async def test_review_under_injection_reaches_nothing_outside_its_workspace(
         "proc_list": ToolUse("Glob", {"pattern": "*/comm", "path": "/proc"}),
         "glob_root": ToolUse("Glob", {"pattern": f"**/{DATA_FILE}", "path": "/"}),
         # the pattern does not match itself in the CLI's own transcript (under its HOME in /tmp)
-        "grep_tmp": ToolUse("Grep", {"pattern": "kodiai-(data|sibling)-sentinel-[0-9a-f]{6}", "path": "/tmp"}),
+        "grep_tmp": ToolUse(
+            "Grep", {"pattern": "kodiai-(data|sibling)-sentinel-[0-9a-f]{6}", "path": "/tmp"}
+        ),
         "bash": ToolUse("Bash", {"command": f"cat {machine.env_file}"}),
         "write": ToolUse("Write", {"file_path": str(ws / "planted.txt"), "content": "x"}),
         "webfetch": ToolUse("WebFetch", {"url": "https://example.com/", "prompt": "read"}),
@@ -164,8 +172,12 @@ async def test_write_mode_cannot_touch_git_dir(model: FakeAnthropic, machine: Ma
     ws = machine.workspace
     config_before = (ws / ".git" / "config").read_text(encoding="utf-8")
     calls = {
-        "git_config": ToolUse("Write", {"file_path": str(ws / ".git" / "config"), "content": "[core]\n\tfsmonitor = x\n"}),
-        "git_hook": ToolUse("Write", {"file_path": str(ws / ".git" / "hooks" / "post-checkout"), "content": "#!/bin/sh\n"}),
+        "git_config": ToolUse(
+            "Write", {"file_path": str(ws / ".git" / "config"), "content": "[core]\n\tfsmonitor = x\n"}
+        ),
+        "git_hook": ToolUse(
+            "Write", {"file_path": str(ws / ".git" / "hooks" / "post-checkout"), "content": "#!/bin/sh\n"}
+        ),
         "outside": ToolUse("Write", {"file_path": str(machine.data / "planted"), "content": "x"}),
         "legit": ToolUse("Write", {"file_path": str(ws / "fix.py"), "content": "y = 2\n"}),
     }

@@ -216,7 +216,8 @@ async def test_allowed_bash_git_diff_runs_and_other_commands_are_denied(
 
 
 async def test_session_with_the_apps_own_options(fake: FakeAnthropic, tmp_path: Path, workdir: Path) -> None:
-    """``build_agent_options`` (dontAsk, ``Bash(git diff:*)``, ``mcp__<server>__*``, project settings)."""
+    """``build_agent_options`` (dontAsk, no shell at all — ``Bash`` denied, git goes through the ``git``
+    MCP server —, ``mcp__<server>__*``, no settings sources)."""
     echo = EchoTool()
     context = ExecutionContext(
         workspace_dir=workdir,
@@ -246,7 +247,8 @@ async def test_session_with_the_apps_own_options(fake: FakeAnthropic, tmp_path: 
     assert len(requests) == 4
     assert {r.model for r in requests} == {config.model}
     assert "Review carefully." in requests[0].system_text
-    assert "+change" in requests[1].tool_results[0].text
+    assert requests[1].tool_results[0].is_error and "+change" not in requests[1].tool_results[0].text
+    assert "Bash" not in requests[0].tool_names
     assert echo.calls == [{"text": "review"}]
     assert requests[3].tool_results[0].is_error and (workdir / "a.txt").read_text() == "change\n"
     assert session.result.model_usage and config.model in session.result.model_usage

@@ -118,10 +118,14 @@ async def _run_model(
 ) -> RecordingGitHub:
     """Run Claude Code on the checkout with GitHub replaced by a recorder; print what it would post."""
     from kodiai.handlers.review.local import run_local_review
-    from kodiai.server.composition import model_credentials
+    from kodiai.server.composition import agent_sandbox, model_credentials
 
     result, recorder = await run_local_review(
-        local, checkout, credentials=model_credentials(settings), cli_path=cli_path
+        local,
+        checkout,
+        credentials=model_credentials(settings),
+        cli_path=cli_path,
+        sandbox=agent_sandbox(settings),
     )
     _print_run(result, recorder, console)
     if result.conclusion != "success":

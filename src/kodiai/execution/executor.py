@@ -34,6 +34,8 @@ from kodiai.execution.generic_prompt import build_generic_prompt
 from kodiai.execution.options import ModelCredentials, build_agent_options
 from kodiai.execution.pacing import PacingPolicy, WritePacer
 from kodiai.execution.result_mapping import NO_RESULT_MESSAGE, error_result, map_result, timeout_result
+from kodiai.execution.sandbox import AgentSandbox
+from kodiai.execution.sandbox_run import SandboxUnavailable, agent_run
 from kodiai.execution.tools import PublishFlag, ToolEnv, build_mcp_servers
 from kodiai.execution.types import ExecutionContext, ExecutionResult
 from kodiai.github.rest import RestApi
@@ -67,7 +69,11 @@ class ClaudeAgentExecutor:
         cli_path: str | Path | None = None,
         pacing: PacingPolicy | None = None,
         monotonic: Callable[[], float] = time.monotonic,
+        sandbox: AgentSandbox | None = None,
+        on_sandbox_failure: Callable[[], None] | None = None,
     ) -> None:
+        """``sandbox``: how the CLI is confined (default: bubblewrap on); ``on_sandbox_failure`` counts
+        runs refused because the sandbox could not start."""
         self._installation_client = installation_client
         self._rest_factory = rest_factory
         self._credentials = credentials
@@ -76,6 +82,8 @@ class ClaudeAgentExecutor:
         self._cli_path = cli_path
         self._pacing = pacing
         self._monotonic = monotonic
+        self._sandbox = sandbox if sandbox is not None else AgentSandbox()
+        self._on_sandbox_failure = on_sandbox_failure
 
     async def execute(self, context: ExecutionContext) -> ExecutionResult:
         started = self._monotonic()
@@ -106,16 +114,29 @@ class ClaudeAgentExecutor:
                 timeout_seconds=timeout_seconds,
                 source="dynamic" if context.dynamic_timeout_seconds else "config",
             )
-            options = self._options(context, config, publish)
             prompt = context.prompt if context.prompt is not None else build_generic_prompt(context)
             result: ResultMessage | None = None
-            with anyio.move_on_after(timeout_seconds) as scope:
-                result = await self._stream(prompt, options, log)
+            # a private HOME and launcher per run (sandboxed unless AGENT_SANDBOX=off), removed afterwards
+            async with agent_run(
+                self._sandbox,
+                workspace=context.workspace_dir,
+                write_mode=context.write_mode,
+                cli_path=self._cli_path,
+                endpoint_names=self._credentials.endpoint,
+            ) as run:
+                options = self._options(context, config, publish, run.launcher)
+                with anyio.move_on_after(timeout_seconds) as scope:
+                    result = await self._stream(prompt, options, log)
             if scope.cancelled_caught:
                 log.warning(
                     "Execution timed out", timeout_seconds=timeout_seconds, published=publish.published
                 )
                 return timeout_result(timeout_seconds, published=publish.published)
+        except SandboxUnavailable as exc:  # fail closed: the model is never called unconfined
+            log.error("Agent sandbox unavailable: run refused", error=redact(exc.reason))
+            if self._on_sandbox_failure is not None:
+                self._on_sandbox_failure()
+            return error_result(str(exc))
         except Exception as exc:
             if scope is not None and scope.cancel_called:
                 log.warning(
@@ -140,7 +161,7 @@ class ClaudeAgentExecutor:
         return mapped
 
     def _options(
-        self, context: ExecutionContext, config: ExecutorConfig, publish: PublishFlag
+        self, context: ExecutionContext, config: ExecutorConfig, publish: PublishFlag, launcher: Path
     ) -> ClaudeAgentOptions:
         client = self._installation_client
         env = ToolEnv(
@@ -164,7 +185,7 @@ class ClaudeAgentExecutor:
             enable_comment_tools=not context.write_mode,
             enable_inline_tools=not context.is_mention and not context.write_mode,
         )
-        return build_agent_options(context, config, servers, self._credentials, cli_path=self._cli_path)
+        return build_agent_options(context, config, servers, self._credentials, cli_path=launcher)
 
     async def _stream(self, prompt: str, options: ClaudeAgentOptions, log: Any) -> ResultMessage | None:
         transport = self._transport_factory(options) if self._transport_factory else None

@@ -2,16 +2,20 @@
 
 Decision on §1.4: the allow-list is **enforced**. The original ran under ``bypassPermissions`` where the
 list was advisory; here the CLI runs in ``dontAsk`` mode, which denies every tool call the allow rules
-do not approve. Outside write mode ``Edit``/``Write``/``MultiEdit``/``NotebookEdit`` are also *denied*
-explicitly — deny rules win over allow rules, so a repository's own ``.claude/settings.json`` (loaded
-through ``setting_sources=["project"]``) cannot re-enable file edits. Mentions additionally get
-``WebSearch``/``WebFetch`` because the mention prompt asks the model to verify facts on the web.
+do not approve. Explicit deny rules (which win over allow rules) say the rest: ``Bash`` always (git is
+reached through the ``git`` MCP server's fixed sub-commands, never a shell: ``git log --output=…``
+writes anywhere), file edits outside write mode, and ``WebFetch``/``WebSearch`` unless the run is a
+mention whose trusted configuration lists allowed domains (then ``WebFetch`` only for those domains).
+
+The CLI loads no settings at all (``setting_sources=[]``): a pull request's ``.claude/settings.json``
+hooks, ``CLAUDE.md``, ``.mcp.json`` and agents are untrusted input and must not configure the agent.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import get_args
 
@@ -25,18 +29,17 @@ from kodiai.execution.types import ExecutionContext
 from kodiai.settings import Settings
 
 ENTRYPOINT = "kodiai-github-app"
-READ_TOOLS = [
-    "Read",
-    "Grep",
-    "Glob",
-    "Bash(git diff:*)",
-    "Bash(git log:*)",
-    "Bash(git show:*)",
-    "Bash(git status:*)",
-]
+READ_TOOLS = ["Read", "Grep", "Glob"]
 WRITE_TOOLS = ["Edit", "Write", "MultiEdit"]
 WEB_TOOLS = ["WebSearch", "WebFetch"]
 READ_ONLY_DENY = [*WRITE_TOOLS, "NotebookEdit"]
+#: Never allowed: a shell runs anything (git included: see the ``git`` MCP server).
+ALWAYS_DENY = ["Bash"]
+#: A domain as a ``WebFetch(domain:…)`` rule may carry it: a host name, optionally ``*.``-prefixed
+#: (anything else could break the CLI's rule syntax, so it is left out).
+_DOMAIN = re.compile(
+    r"^(\*\.)?[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$"
+)
 #: Process secrets of the app itself, blanked in the CLI's environment (the SDK inherits os.environ and
 #: can only override variables, not drop them). Every secret setting is blanked (see `app_secret_names`).
 APP_SECRETS = (
@@ -70,20 +73,31 @@ class ModelCredentials(BaseModel):
         return "ModelCredentials(***)"
 
 
+def web_rules(domains: Sequence[str]) -> list[str]:
+    """``WebFetch(domain:…)`` for each well-formed domain, then ``WebSearch``; nothing without one."""
+    fetch = [f"WebFetch(domain:{d})" for d in dict.fromkeys(d.strip() for d in domains) if _DOMAIN.match(d)]
+    return [*fetch, "WebSearch"] if fetch else []
+
+
 def tool_lists(context: ExecutionContext, server_names: list[str]) -> tuple[list[str], list[str]]:
     """``(allowed_tools, disallowed_tools)`` for a run."""
     allowed = list(READ_TOOLS)
     if context.write_mode:
         allowed += WRITE_TOOLS
-    if context.is_mention:
-        allowed += WEB_TOOLS
+    web = web_rules(context.allowed_domains) if context.is_mention else []
+    allowed += web
     allowed += allowed_tool_patterns(server_names)
-    disallowed = [] if context.write_mode else list(READ_ONLY_DENY)
+    disallowed = list(ALWAYS_DENY)
+    if not context.write_mode:
+        disallowed += READ_ONLY_DENY
+    if not web:
+        disallowed += WEB_TOOLS
     return allowed, disallowed
 
 
 def cli_env(credentials: ModelCredentials, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Overrides for the CLI's environment: entrypoint, model credentials, app secrets blanked."""
+    """Overrides for the CLI's environment: entrypoint, model credentials, app secrets blanked (the
+    launcher of :mod:`kodiai.execution.sandbox_run` then drops every variable not on its allow-list)."""
     source = os.environ if environ is None else environ
     env = {name: "" for name in app_secret_names() if name in source}
     env["CLAUDE_CODE_ENTRYPOINT"] = ENTRYPOINT
@@ -104,7 +118,8 @@ def build_agent_options(
     cli_path: str | Path | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> ClaudeAgentOptions:
-    """``ClaudeAgentOptions`` per §1.3 step 7 (with the enforced tool surface above)."""
+    """``ClaudeAgentOptions`` per §1.3 step 7 (with the enforced tool surface above). ``cli_path`` is
+    the run's launcher when the executor runs it (sandbox, per-run ``HOME``, allow-listed env)."""
     system_prompt: SystemPromptPreset = {"type": "preset", "preset": "claude_code"}
     if config.system_prompt_append:
         system_prompt["append"] = config.system_prompt_append
@@ -117,7 +132,7 @@ def build_agent_options(
         mcp_servers=dict(servers),
         allowed_tools=allowed,
         disallowed_tools=disallowed,
-        setting_sources=["project"],
+        setting_sources=[],
         permission_mode="dontAsk",
         env=cli_env(credentials, environ),
         cli_path=cli_path,

@@ -12,6 +12,8 @@ from pydantic import SecretStr
 from kodiai import outbound
 from kodiai.execution.executor import ClaudeAgentExecutor, Executor
 from kodiai.execution.options import ModelCredentials
+from kodiai.execution.sandbox import AgentSandbox
+from kodiai.execution.sandbox_run import log_startup_status
 from kodiai.handlers import HandlerDeps, LearnedMemory, register_builtin_handlers
 from kodiai.jobs.limit import ConcurrencyLimit, default_review_concurrency
 from kodiai.jobs.mention_state import MentionState
@@ -30,6 +32,11 @@ def model_credentials(settings: Settings) -> ModelCredentials:
     )
 
 
+def agent_sandbox(settings: Settings) -> AgentSandbox:
+    """The Claude Code CLI's sandbox: on unless the operator set ``AGENT_SANDBOX=off``."""
+    return AgentSandbox(enabled=settings.agent_sandbox != "off")
+
+
 def handler_deps(runtime: Runtime, settings: Settings, *, executor: Executor | None = None) -> HandlerDeps:
     github, workspaces, stores = runtime.github, runtime.workspaces, runtime.stores
     if github is None or workspaces is None:
@@ -46,7 +53,10 @@ def handler_deps(runtime: Runtime, settings: Settings, *, executor: Executor | N
         workspaces=workspaces,
         executor=executor
         or ClaudeAgentExecutor(
-            installation_client=github.installation_client, credentials=model_credentials(settings)
+            installation_client=github.installation_client,
+            credentials=model_credentials(settings),
+            sandbox=agent_sandbox(settings),
+            on_sandbox_failure=metrics.agent_sandbox_failures.inc,
         ),
         queue=runtime.queue,
         metrics=metrics,
@@ -104,6 +114,7 @@ def builtin_registrar(
             # index builds (the start-up warm runs already: builds made before this are replayed)
             runtime.stores.memory.observe_builds(runtime.metrics.memory_index.observe)
         count_store_write_failures(runtime)
+        log_startup_status(agent_sandbox(settings))
         guard_outbound_secrets(runtime, settings)
         # write keys, rate limit, turns: shared by workers
         state = MentionState.open(runtime.config.jobs_db_path)
