@@ -181,11 +181,14 @@ async def test_base_allowed_domains_reach_the_mention_run(mh: MentionHarness) ->
     assert context.allowed_domains == ("docs.python.org",)
 
 
-async def test_writer_pr_mention_keeps_head_config(mh: MentionHarness) -> None:
+async def test_writer_pr_mention_keeps_head_config_but_not_head_domains(mh: MentionHarness) -> None:
+    """A writer's head governs the mention, except the web domains: those are the base branch's only."""
     mh.grant("alice")
-    mh.open_pr(config=BASE, head_files={".kodiai.yml": "mention:\n  prompt: HEAD-MENTION-PROMPT\n"})
+    head = "mention:\n  prompt: HEAD-MENTION-PROMPT\n  allowedDomains: [evil.example]\n"
+    mh.open_pr(config=BASE + "  allowedDomains: [docs.python.org]\n", head_files={".kodiai.yml": head})
     await mh.mention("@kodiai hi")
     assert "HEAD-MENTION-PROMPT" in mh.prompts[0] and "BASE-MENTION-PROMPT" not in mh.prompts[0]
+    assert mh.executor.contexts[0].allowed_domains == ("docs.python.org",)
 
 
 # --------------------------------------------------------------------------- reading the base file

@@ -102,6 +102,20 @@ async def load_ref_config(ws: Workspace, ref: str, log: Any) -> tuple[RepoConfig
     return result.config, True
 
 
+async def load_base_only_settings(ws: Workspace, ref: str, log: Any) -> RepoConfig:
+    """The base branch's ``.kodiai.yml`` for the keys only the base may set (``mention.allowedDomains``)
+    when the run itself follows the head's file. Fail-soft to defaults (no web access): a broken base file
+    must not fail a run the head's valid file governs."""
+    try:
+        config, _found = await load_ref_config(ws, ref, log)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        log.warning("Base branch .kodiai.yml unreadable; base-only settings use defaults", err=str(exc)[:300])
+        return RepoConfig()
+    return config
+
+
 @dataclass(frozen=True)
 class TrustedConfig:
     """The configuration a run obeys and where it came from."""

@@ -79,6 +79,7 @@ from kodiai.handlers.mention.publish import WritePublisher, WriteTarget, find_ex
 from kodiai.handlers.workspace import (
     TrustedConfig,
     clone_for_pull_request,
+    load_base_only_settings,
     load_pull_request_config,
     load_workspace_config,
 )
@@ -144,6 +145,7 @@ class MentionJob:
         self._write_token = request.delivery_id
         self._held_key: str | None = None
         self.config_source: ConfigSource | None = None
+        self.allowed_domains: tuple[str, ...] = ()
 
     def skip(self, reason: str, message: str, **fields: Any) -> None:
         self.outcome = f"skipped:{reason}"
@@ -231,7 +233,8 @@ class MentionJob:
     # ------------------------------------------------------------------ trusted configuration
     async def load_config(self, ws: Workspace) -> TrustedConfig:
         """Issue: the default branch's file (the checkout). PR: the head's only for a same-repo PR whose
-        author has write access, else the base branch's (:func:`load_pull_request_config`)."""
+        author has write access, else the base branch's (:func:`load_pull_request_config`). The web
+        domains (``mention.allowedDomains``) always come from the base (or default) branch."""
         s = self.surface
         if s.pr_number is None:
             config = await load_workspace_config(ws, self.log)
@@ -251,6 +254,10 @@ class MentionJob:
                 log=self.log,
             )
         self.config_source = trusted.source
+        base = trusted.config
+        if trusted.source.tree == "head":
+            base = await load_base_only_settings(ws, s.base_ref or "main", self.log)
+        self.allowed_domains = tuple(base.mention.allowed_domains or ())
         return trusted
 
     # ------------------------------------------------------------------ §3.5 config gates (silent)
@@ -429,7 +436,7 @@ class MentionJob:
                 prompt=prompt,
                 issue_number=s.issue_number,
                 executor_config=ExecutorConfig.from_repo_config(config),
-                allowed_domains=tuple(config.mention.allowed_domains or ()),
+                allowed_domains=self.allowed_domains,
             )
         )
         self.log.info(
