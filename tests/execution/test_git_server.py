@@ -152,7 +152,6 @@ async def test_no_planted_program_runs_from_any_tool(tmp_path: Path) -> None:
         plant(checkout, checkout.parent / f"{checkout.name}.marker")
         repos[checkout.name] = HostileRepo(dir=checkout, marker=checkout.parent / f"{checkout.name}.marker")
         (checkout / "a.x").write_text("changed\n", encoding="utf-8")
-        (checkout / "b.y").write_text("changed\n", encoding="utf-8")
 
     for args in (("status",), ("diff",), ("diff", "HEAD~1", "HEAD"), ("log", "-p", "-1")):
         plain_git(control, *args)

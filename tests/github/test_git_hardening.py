@@ -63,13 +63,15 @@ async def _exercise(checkout: Path, run: Runner) -> dict[str, str]:
         "show": await run("show", "HEAD"),
     }
     (checkout / "a.x").write_text("one\ntwo\nthree\n", encoding="utf-8")
-    (checkout / "b.y").write_text("one\ntwo\nthree\n", encoding="utf-8")
     await run("add", "-A")
     await run("commit", "-q", "--allow-empty", "-m", "change")
     await run("checkout", "-q", "-b", "topic")
     (checkout / "a.x").unlink()
     await run("checkout", "-q", "--", "a.x")
     await run("push", "-q", "origin", "HEAD:refs/heads/topic")
+    # last: plain git dies on the broken process filter
+    (checkout / "b.y").write_text("one\ntwo\nthree\n", encoding="utf-8")
+    await run("add", "b.y")
     return out
 
 
