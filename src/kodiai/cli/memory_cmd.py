@@ -461,6 +461,10 @@ def _event_line(e: HistoryEvent) -> str:
         return f"{at}  {_REACTIONS.get(e.reaction or '', e.reaction)} by {e.actor}"
     if e.kind == "remembered":
         return f"{at}  remembered by {e.actor}" + (f" ({e.comment_url})" if e.comment_url else "")
+    if e.kind == "held":
+        return f"{at}  held back: PR author {e.actor} has {e.how} access"
+    if e.kind in ("confirmed", "discarded"):
+        return f"{at}  {e.kind} by {e.actor or '(unknown)'} ({e.how})"
     return f"{at}  retired by {e.actor} ({e.removed} row(s) removed)" + (
         f" ({e.comment_url})" if e.comment_url else ""
     )
@@ -489,6 +493,10 @@ def _entry_lines(e: MemoryProvenance) -> list[str]:
     lines.append(f"  created {e.created_at or '(unknown)'}{feedback}")
     if e.retired_by is not None:
         lines.append(f"  retired by {e.retired_by} at {e.retired_at} ({e.removed} row(s) removed)")
+    if e.confirmed_by is not None or e.confirmed_how is not None:
+        lines.append(
+            f"  confirmed by {e.confirmed_by or '(unknown)'} ({e.confirmed_how}) at {e.confirmed_at}"
+        )
     if e.history:
         lines.append("  history:")
         lines.extend(f"    {_event_line(h)}" for h in e.history)
@@ -546,7 +554,7 @@ def list_memories(
         return
     counts = ", ".join(
         f"{sum(1 for e in entries if e.status == s)} {s}"
-        for s in ("live", "stale", "retired", "absent")
+        for s in ("live", "stale", "retired", "absent", "pending", "discarded")
         if any(e.status == s for e in entries)
     )
     # Plain lines, not rich: URLs and finding texts must not be wrapped or read as markup.

@@ -4,7 +4,9 @@ A memory's ``finding_id`` is the GitHub review-comment id of the finding (spec/r
 knowledge DB's findings, kept reactions and governance rows all join on it. A finding with several outcome
 rows (``accepted`` then ``thumbs_down``, say) is one entry; a finding retired with ``@kodiai forget`` no
 longer has rows in LanceDB and is listed from its governance row; a memory added with ``@kodiai remember:``
-has no finding and is matched to its governance row by memory id.
+has no finding and is matched to its governance row by memory id. A finding of an untrusted author's PR
+(issue 23) carries who confirmed it and how (a writer's 👍, or the merge); one still waiting, or discarded,
+is listed from its ``pending_memories`` row with status ``pending`` / ``discarded``.
 
 Assembly is pure (:func:`assemble` over records and :class:`KnowledgeFacts`); :func:`load_facts` is the only
 step that reads, through the small :class:`KnowledgeSource` protocol that :class:`KnowledgeStore` and the
@@ -21,14 +23,20 @@ from typing import Literal, Protocol
 from pydantic import BaseModel
 
 from kodiai.learning.types import LearningMemoryRecord
-from kodiai.storage.knowledge_models import FindingProvenance, MemoryGovernanceRecord, ReactionRow
+from kodiai.storage.knowledge_models import (
+    FindingProvenance,
+    MemoryGovernanceRecord,
+    PendingMemory,
+    ReactionRow,
+)
 
-MemoryStatus = Literal["live", "stale", "retired", "absent"]
+MemoryStatus = Literal["live", "stale", "retired", "absent", "pending", "discarded"]
 """``live``: retrievable rows; ``stale``: only rows of another embedding model; ``retired``: forgotten
 (no rows left); ``absent``: a governance ``remember`` row whose memory is not in this store (another
-embedder's table, or purged)."""
+embedder's table, or purged); ``pending``: a finding of an untrusted author's PR waiting for a writer's
+confirmation (never retrieved); ``discarded``: one a writer rejected, or whose PR was closed unmerged."""
 
-HistoryKind = Literal["outcome", "reaction", "remembered", "retired"]
+HistoryKind = Literal["outcome", "reaction", "remembered", "retired", "held", "confirmed", "discarded"]
 
 REVIEW_COMMENT_SURFACE = "pull_request_review_comment"
 
@@ -42,6 +50,8 @@ class KnowledgeSource(Protocol):
 
     def list_memory_governance(self, repo: str | None = None) -> list[MemoryGovernanceRecord]: ...
 
+    def list_pending_memories(self, repo: str | None = None) -> list[PendingMemory]: ...
+
 
 class HistoryEvent(BaseModel):
     """One step of a memory's history, in time order."""
@@ -54,7 +64,10 @@ class HistoryEvent(BaseModel):
     reaction: str | None = None
     """``reaction``: GitHub's content, ``+1`` or ``-1``."""
     actor: str | None = None
-    """Who reacted, remembered or retired."""
+    """Who reacted, remembered, retired, confirmed or discarded (``held``: the PR's author)."""
+    how: str | None = None
+    """``confirmed`` / ``discarded``: ``thumbs_up``, ``merged``, ``thumbs_down`` or ``closed``; ``held``:
+    the author's access (``read`` or ``unknown``)."""
     removed: int | None = None
     """``retired``: memory rows removed."""
     comment_url: str | None = None
@@ -90,6 +103,12 @@ class MemoryProvenance(BaseModel):
     retired_at: str | None = None
     removed: int | None = None
     retire_comment_url: str | None = None
+    held_author: str | None = None
+    """The PR author whose findings were held back (no write access), for a finding that had to wait."""
+    confirmed_by: str | None = None
+    confirmed_how: str | None = None
+    """``thumbs_up`` (a writer's 👍) or ``merged``."""
+    confirmed_at: str | None = None
     history: list[HistoryEvent] = []
 
 
@@ -100,6 +119,7 @@ class KnowledgeFacts:
     findings: dict[tuple[str, int], FindingProvenance] = field(default_factory=dict)
     reactions: dict[tuple[str, int], list[ReactionRow]] = field(default_factory=dict)
     governance: list[MemoryGovernanceRecord] = field(default_factory=list)
+    pending: list[PendingMemory] = field(default_factory=list)
 
 
 def comment_url(repo: str, pr_number: int, comment_id: int, surface: str | None = None) -> str:
@@ -121,6 +141,7 @@ def load_facts(
 ) -> KnowledgeFacts:
     """Read the findings, reactions and governance rows that ``records`` (and retired findings) refer to."""
     governance = knowledge.list_memory_governance(repo)
+    pending = knowledge.list_pending_memories(repo)
     wanted: dict[str, set[int]] = {}
     for record in records:
         if record.finding_id is not None:
@@ -128,7 +149,10 @@ def load_facts(
     for row in governance:
         if row.action == "forget" and row.finding_id is not None:
             wanted.setdefault(row.repo, set()).add(int(row.finding_id))
-    facts = KnowledgeFacts(governance=governance)
+    for held in pending:
+        if held.comment_id is not None and held.status != "promoted":
+            wanted.setdefault(held.repo, set()).add(int(held.comment_id))
+    facts = KnowledgeFacts(governance=governance, pending=pending)
     for source, ids in sorted(wanted.items()):
         ordered = sorted(ids)
         for cid, found in knowledge.finding_provenance(source, ordered).items():
@@ -292,13 +316,65 @@ def assemble(records: Sequence[LearningMemoryRecord], facts: KnowledgeFacts | No
             _apply_forget(live, rows)
         else:
             entries.append(_retired_entry(rows, facts))
+    _apply_pending(entries, by_finding, facts)
     for entry in entries:
         entry.history.sort(key=lambda e: _time_key(e.at))
     stored = [e for e in entries if e.memory_ids and e.status in ("live", "stale")]
     others = [e for e in entries if not (e.memory_ids and e.status in ("live", "stale"))]
     stored.sort(key=lambda e: (e.repo, min(e.memory_ids)))
-    others.sort(key=lambda e: (e.repo, _time_key(e.retired_at or e.added_at)))
+    others.sort(key=lambda e: (e.repo, _time_key(e.retired_at or e.added_at or e.created_at)))
     return sorted(stored + others, key=lambda e: e.repo)
+
+
+def _held_events(row: PendingMemory) -> list[HistoryEvent]:
+    """When the finding was held back, and the writer's decision on it if there was one."""
+    events = [HistoryEvent(at=row.created_at, kind="held", actor=row.author, how=row.author_access)]
+    if row.status != "pending":
+        kind: HistoryKind = "confirmed" if row.status == "promoted" else "discarded"
+        events.append(HistoryEvent(at=row.decided_at, kind=kind, actor=row.decided_by, how=row.decided_how))
+    return events
+
+
+def _held_entry(row: PendingMemory, facts: KnowledgeFacts) -> MemoryProvenance:
+    """A finding that never became a memory (waiting, or discarded): only its held-back row tells of it."""
+    entry = MemoryProvenance(
+        status="pending" if row.status == "pending" else "discarded",
+        repo=row.repo,
+        finding_id=row.comment_id,
+        memory_ids=[],
+        outcomes=[],
+        pr_number=row.pr_number,
+        finding_text=row.finding_text,
+        severity=row.severity,
+        category=row.category,
+        file_path=row.file_path,
+        created_at=row.created_at,
+        held_author=row.author,
+    )
+    if row.comment_id is not None:
+        _attach_finding(entry, row.repo, int(row.comment_id), facts)
+    entry.history.extend(_held_events(row))
+    return entry
+
+
+def _apply_pending(
+    entries: list[MemoryProvenance],
+    by_finding: dict[tuple[str, int], MemoryProvenance],
+    facts: KnowledgeFacts,
+) -> None:
+    """Promoted rows tell their memory who confirmed it; the others become entries of their own."""
+    for row in facts.pending:
+        live = by_finding.get((row.repo, int(row.comment_id))) if row.comment_id is not None else None
+        if row.status == "promoted" and live is not None:
+            live.held_author = row.author
+            live.confirmed_by, live.confirmed_how, live.confirmed_at = (
+                row.decided_by,
+                row.decided_how,
+                row.decided_at,
+            )
+            live.history.extend(_held_events(row))
+        elif row.status != "promoted":
+            entries.append(_held_entry(row, facts))
 
 
 def retired_by_repo(governance: Iterable[MemoryGovernanceRecord]) -> dict[str, int]:

@@ -18,8 +18,14 @@ from kodiai.learning.embeddings import EmbeddingProvider
 from kodiai.learning.memory_store import LanceMemoryStore
 from kodiai.learning.setup import memory_table_name, open_store_for_provider
 from kodiai.storage import knowledge_feedback as feedback
+from kodiai.storage import knowledge_trust as trust
 from kodiai.storage.connection import LockedConnection, connect
-from kodiai.storage.knowledge_models import FindingProvenance, MemoryGovernanceRecord, ReactionRow
+from kodiai.storage.knowledge_models import (
+    FindingProvenance,
+    MemoryGovernanceRecord,
+    PendingMemory,
+    ReactionRow,
+)
 
 
 class ReadOnlyKnowledge:
@@ -36,6 +42,7 @@ class ReadOnlyKnowledge:
         )
         self.has_governance = "memory_governance" in tables
         self.has_reactions = "feedback_reactions" in tables
+        self.has_pending = "pending_memories" in tables
         self.has_findings = {"reviews", "findings"} <= tables and {
             "comment_id",
             "comment_surface",
@@ -46,7 +53,8 @@ class ReadOnlyKnowledge:
         """What this file lacks (an older schema: ``kodiai db upgrade`` adds it)."""
         out = [] if self.has_findings else ["findings.comment_id"]
         out += [] if self.has_reactions else ["feedback_reactions"]
-        return out + ([] if self.has_governance else ["memory_governance"])
+        out += [] if self.has_governance else ["memory_governance"]
+        return out + ([] if self.has_pending else ["pending_memories"])
 
     def finding_provenance(self, repo: str, comment_ids: Sequence[int]) -> dict[int, FindingProvenance]:
         return feedback.finding_provenance(self._db, repo, comment_ids) if self.has_findings else {}
@@ -56,6 +64,9 @@ class ReadOnlyKnowledge:
 
     def list_memory_governance(self, repo: str | None = None) -> list[MemoryGovernanceRecord]:
         return feedback.list_governance(self._db, repo) if self.has_governance else []
+
+    def list_pending_memories(self, repo: str | None = None) -> list[PendingMemory]:
+        return trust.list_pending(self._db, repo) if self.has_pending else []
 
     def close(self) -> None:
         self._db.close()
