@@ -17,18 +17,20 @@ objects, the server log, the model's requests.
 from __future__ import annotations
 
 import json
+import os
 import re
 import secrets
 import subprocess
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 from stack import INSTALLATION, OWNER, REPO, SECRET
-from test_review_e2e import COMMENT, INLINE, Stack
+from test_review_e2e import COMMENT, INLINE, Stack, make_stack
 
 from support.fake_anthropic import MainRequest, Reply, Text, ToolResult, ToolUse
 from support.gitrepo import commit_files, git
@@ -98,7 +100,10 @@ class Attacker:
                 calls = [m for m in request.messages if m.get("role") == "assistant"][turn]
                 order = [b.get("id") for b in calls.get("content", []) if b.get("type") == "tool_use"]
                 found = {r.tool_use_id: r for r in request.all_tool_results}
-                return [found[i] for i in order if i in found]
+                results = [found[i] for i in order if i in found]
+                if os.environ.get("H7_DEBUG"):
+                    print(f"#{number} turn {turn}:", [(r.is_error, r.text[:300]) for r in results])
+                return results
         raise AssertionError(f"no request after turn {turn} of #{number}: the CLI never answered the call")
 
 
@@ -201,6 +206,50 @@ def sentinel_leaks(stack: Stack, sentinel: Sentinel) -> list[str]:
     return found
 
 
+# ----------------------------------------------------------------------------- the stack
+
+
+@dataclass
+class Kit:
+    """One ``kodiai serve`` stack driven by the :class:`Attacker`, with the planted :class:`Sentinel` and a
+    host directory for markers (a file there means an attacker's command ran on the server)."""
+
+    stack: Stack
+    attacker: Attacker
+    sentinel: Sentinel
+    markers: Path
+
+    @property
+    def server_pid(self) -> int:
+        assert self.stack.server.proc is not None
+        return self.stack.server.proc.pid
+
+    def review(self, payload: dict[str, Any]) -> None:
+        """Deliver a ``pull_request`` event and wait for its review job to end."""
+        assert self.stack.server.deliver(payload).status_code == 200
+        self.stack.finished(int(payload["number"]), timeout=240)
+
+    def bodies(self, number: int) -> list[str]:
+        """Every request body the model received during runs on ``number``, as JSON text."""
+        return [json.dumps(r.body) for r in self.attacker.requests(number)]
+
+
+@contextmanager
+def attack_stack(tmp: Path) -> Iterator[Kit]:
+    """The stack with the sentinel planted (``KODIAI_E2E_SENTINEL`` in the server's environment,
+    ``sentinel.txt`` and ``.env`` in its data directory) and the :class:`Attacker` as the model; the
+    maintainer :data:`WRITER` has the ``maintain`` role, everyone else reads."""
+    sentinel = Sentinel.new()
+    sentinel.plant(tmp)
+    markers = tmp / "markers"
+    markers.mkdir()
+    with make_stack(tmp, **{SENTINEL_ENV: sentinel.value}) as stack:
+        attacker = Attacker()
+        stack.model.script = attacker
+        stack.state.set_permission(OWNER, REPO, WRITER, "maintain")
+        yield Kit(stack, attacker, sentinel, markers)
+
+
 # ----------------------------------------------------------------------------- pull requests
 
 
@@ -253,12 +302,17 @@ def same_repo_pr(
     author: str = WRITER,
     base: str = "main",
     branch: str | None = None,
+    executables: Iterable[str] = (),
+    symlinks: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """A PR from a branch of the base repository (its author can push there), plus GitHub's PR ref."""
     branch = branch or f"feature-{number}"
-    git("checkout", "-q", base, cwd=stack.repo.work)
-    head = stack.repo.commit(files, f"change for {number}", branch=branch)
-    git("push", "-q", "origin", f"{branch}:refs/pull/{number}/head", cwd=stack.repo.work)
+    work = stack.repo.work
+    git("checkout", "-q", base, cwd=work)
+    git("checkout", "-q", "-b", branch, cwd=work)
+    head = _commit(work, files, f"change for {number}", symlinks=symlinks, executables=executables)
+    git("push", "-q", "origin", f"{branch}:{branch}", f"{branch}:refs/pull/{number}/head", cwd=work)
+    git("checkout", "-q", base, cwd=work)
     base_sha = git("rev-parse", base, cwd=stack.repo.work)
     pull = stack.state.add_pull(
         OWNER,
@@ -288,6 +342,22 @@ def _pull_head(
     work = stack.repo.work
     git("checkout", "-q", base, cwd=work)
     git("checkout", "-q", "-B", f"_pr{number}", cwd=work)
+    sha = _commit(work, files, f"pr {number}", symlinks=symlinks, executables=executables)
+    git("push", "-q", "origin", f"_pr{number}:refs/pull/{number}/head", cwd=work)
+    git("checkout", "-q", base, cwd=work)
+    return sha
+
+
+def _commit(
+    work: Path,
+    files: dict[str, str],
+    message: str,
+    *,
+    symlinks: dict[str, str] | None,
+    executables: Iterable[str],
+) -> str:
+    """Commit ``files`` (``executables`` with mode 755) and ``symlinks`` (name → target) as git stores
+    them; returns the commit."""
     for name, target in (symlinks or {}).items():
         link = work / name
         link.parent.mkdir(parents=True, exist_ok=True)
@@ -296,21 +366,22 @@ def _pull_head(
         (work / name).parent.mkdir(parents=True, exist_ok=True)
         (work / name).write_text(files[name])
         (work / name).chmod(0o755)
-    sha = commit_files(work, files, f"pr {number}")
-    git("push", "-q", "origin", f"_pr{number}:refs/pull/{number}/head", cwd=work)
-    git("checkout", "-q", base, cwd=work)
-    return sha
+    return commit_files(work, files, message)
 
 
-def comment_payload(number: int, body: str, *, author: str, comment_id: int | None = None) -> dict[str, Any]:
-    """An ``issue_comment.created`` on PR ``number`` by ``author``."""
+def comment_payload(
+    stack: Stack, number: int, body: str, *, author: str, comment_id: int | None = None
+) -> dict[str, Any]:
+    """An ``issue_comment.created`` by ``author`` on PR ``number`` (known to the fake GitHub)."""
+    pull = stack.state.pull(OWNER, REPO, number)
+    assert pull is not None, f"PR {number} is not known to the fake GitHub"
     base_repo = {"name": REPO, "full_name": f"{OWNER}/{REPO}", "owner": {"login": OWNER}}
     return {
         "action": "created",
         "issue": {
             "number": number,
-            "title": "A pull request",
-            "user": {"login": author, "type": "User"},
+            "title": pull["title"],
+            "user": {"login": pull["user"]["login"], "type": "User"},
             "pull_request": {"url": f"https://api.github.com/repos/{OWNER}/{REPO}/pulls/{number}"},
         },
         "comment": {

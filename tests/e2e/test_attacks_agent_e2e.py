@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -20,11 +19,10 @@ from attack_kit import (
     OWNER,
     REPO,
     SECRET,
-    SENTINEL_ENV,
     WRITER,
-    Attacker,
-    Sentinel,
+    Kit,
     all_text,
+    attack_stack,
     comment_payload,
     deliver_mention,
     fork_pr,
@@ -34,46 +32,16 @@ from attack_kit import (
     sentinel_leaks,
     workdir,
 )
-from test_review_e2e import Stack, make_stack
 
 from support.fake_anthropic import MainRequest, Text, ToolUse, ToolUses
 
 pytestmark = pytest.mark.slow
 
 
-@dataclass
-class Kit:
-    stack: Stack
-    attacker: Attacker
-    sentinel: Sentinel
-    markers: Path
-
-    @property
-    def server_pid(self) -> int:
-        assert self.stack.server.proc is not None
-        return self.stack.server.proc.pid
-
-    def review(self, payload: dict[str, object]) -> None:
-        number = int(payload["number"])  # type: ignore[call-overload]
-        assert self.stack.server.deliver(payload).status_code == 200
-        self.stack.finished(number, timeout=240)
-
-    def bodies(self, number: int) -> list[str]:
-        """Every request body the model received during PR ``number``'s run, as JSON text."""
-        return [json.dumps(r.body) for r in self.attacker.requests(number)]
-
-
 @pytest.fixture(scope="module")
 def kit(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kit]:
-    tmp = tmp_path_factory.mktemp("attacks")
-    sentinel = Sentinel.new()
-    sentinel.plant(tmp)
-    markers = tmp / "markers"
-    markers.mkdir()
-    with make_stack(tmp, **{SENTINEL_ENV: sentinel.value}) as stack:
-        attacker = Attacker()
-        stack.model.script = attacker
-        yield Kit(stack, attacker, sentinel, markers)
+    with attack_stack(tmp_path_factory.mktemp("attacks")) as built:
+        yield built
 
 
 # ----------------------------------------------------------------------------- attack 1: project settings
@@ -371,7 +339,7 @@ def test_fork_kodiai_yml_does_not_govern_its_own_review_or_mentions(kit: Kit) ->
     kit.attacker.plan(
         106, ToolUse(COMMENT, {"issueNumber": 106, "body": "ANSWER-106: it adds z."}), Text("Answered.")
     )
-    deliver_mention(stack, comment_payload(106, "@kodiai what does this add?", author=WRITER))
+    deliver_mention(stack, comment_payload(stack, 106, "@kodiai what does this add?", author=WRITER))
     if not [c for c in stack.comments(106) if "ANSWER-106" in c["body"]]:
         breaches.append("mention.allowedUsers from the fork silenced a maintainer")
     no_breaches(breaches)
