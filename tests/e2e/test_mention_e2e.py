@@ -211,10 +211,16 @@ def test_thread_replies_and_the_turn_limit_survive_a_restart(stack: Stack) -> No
         return ToolUse(REPLY, {"pullRequestNumber": 23, "commentId": parent["id"], "body": "Because of y."})
 
     stack.plan.turns[-1] = [answer, Text("Replied.")]
-    first = review_comment_payload(23, 9101, parent["id"], "@kodiai why x?", head, branch)
+    # the first trigger exists on GitHub: the reply tool checks the parent shares its thread (pinned target)
+    trigger = stack.state.add_review_comment(
+        OWNER, REPO, 23, "@kodiai why x?", path="src/app.py", line=1, in_reply_to_id=parent["id"]
+    )
+    first = review_comment_payload(23, trigger["id"], parent["id"], "@kodiai why x?", head, branch)
     stack.server.deliver(first, event="pull_request_review_comment")
     stack.server.wait_for_log("Job execution completed", jobType="mention", prNumber=23)
-    replies = [c for c in stack.inline(23) if c.get("in_reply_to_id") == parent["id"]]
+    replies = [
+        c for c in stack.inline(23) if c.get("in_reply_to_id") == parent["id"] and c["id"] != trigger["id"]
+    ]
     assert len(replies) == 1 and "Because of y." in replies[0]["body"]
 
     stack.server.stop()
