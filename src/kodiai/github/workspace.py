@@ -26,12 +26,16 @@ from kodiai.github.branch_names import validate_branch_name
 from kodiai.github.git_env import (
     ConfigEntry,
     UnsafeGitConfigError,
+    config_overlay,
     git_child_env,
     harden_args,
+    list_config_keys_async,
+    neutralizing_config,
     protocols_for,
     workspace_git_env,
     workspace_git_env_async,
 )
+from kodiai.github.git_stream import Consumer, GitStreamError, StreamOutcome, stream_git
 from kodiai.log import get_logger, redact
 
 PREFIX = "kodiai-"
@@ -175,6 +179,29 @@ class Workspace:
             )
         except OSError as exc:
             raise GitCommandError(scrub(f"git could not start: {exc}", [self._token])) from None
+        finally:
+            self._remember_metadata()
+
+    async def git_stream(
+        self, args: Sequence[str], consume: Consumer, *, max_bytes: int, stdin: bytes | None = None
+    ) -> StreamOutcome:
+        """``git <args>`` read in bounded memory (:func:`kodiai.github.git_stream.stream_git`), without the
+        token: the diff and listing commands it serves never reach the network. Hardened as :meth:`git`
+        is (metadata check, the repository's driver keys neutralised, ``--no-ext-diff --no-textconv``)."""
+        self._check_metadata()
+        try:
+            neutral = neutralizing_config(await list_config_keys_async(self.dir, self._git_binary))
+            return await stream_git(
+                harden_args(args),
+                consume,
+                cwd=self.dir,
+                max_bytes=max_bytes,
+                stdin=stdin,
+                extra_env={**auth_env(self._base_url, None), **config_overlay(neutral)},
+                git_binary=self._git_binary,
+            )
+        except (GitStreamError, UnsafeGitConfigError) as exc:
+            raise GitCommandError(scrub(str(exc), [self._token])) from None
         finally:
             self._remember_metadata()
 

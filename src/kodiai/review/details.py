@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kodiai.text.git_path import display_path
 from kodiai.text.js import js_number_to_string
 
 from .output_key import build_review_details_marker
@@ -97,6 +98,8 @@ class ReviewDetailsInput(_In):
     prioritization: PrioritizationStatsView | None = None
     keyword_parsing: str = "- Keyword parsing: No keywords detected"
     """The output of ``pr_intent.build_keyword_parsing_section(intent)``."""
+    diff_notes: list[str] = Field(default_factory=list)
+    """What the server's diff limits left out (a port addition: ``DiffCollection.notes``)."""
     config_source: str | None = None
     """Which ``.kodiai.yml`` governed the review (``ConfigSource.describe()``); a port addition, so a
     reviewer of a fork PR can see the fork's own file was not used. None: no line (local reviews)."""
@@ -142,7 +145,7 @@ def _large_pr_lines(triage: TriageView) -> list[str]:
     if triage.mention_only:
         lines += ["", "<details>", "<summary>Files not fully reviewed (sorted by risk score)</summary>", ""]
         lines += [
-            f"- {f.file_path} (risk: {js_number_to_string(f.score)})"
+            f"- {display_path(f.file_path)} (risk: {js_number_to_string(f.score)})"
             for f in triage.mention_only[:MAX_NOT_REVIEWED_LISTED]
         ]
         if len(triage.mention_only) > MAX_NOT_REVIEWED_LISTED:
@@ -181,6 +184,7 @@ def format_review_details_summary(details: ReviewDetailsInput, findings_suffix: 
         )
     if details.config_source is not None:
         lines.append(f"- Configuration: {details.config_source}")
+    lines += [f"- Diff limit: {note}" for note in details.diff_notes]
     lines += [
         details.keyword_parsing,
         "",

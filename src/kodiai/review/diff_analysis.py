@@ -179,6 +179,9 @@ class DiffAnalysisInput(BaseModel):
     numstat_lines: list[str]
     diff_content: str | None = None
     file_categories: dict[str, list[str]] | None = None
+    hunks_count: int | None = None
+    """Hunks counted while the diff was streamed (the text itself may not have been kept); None: count
+    them in ``diff_content``."""
 
 
 class DiffMetrics(BaseModel):
@@ -321,7 +324,9 @@ def analyze_diff(
             total_files=total_files,
             total_lines_added=added,
             total_lines_removed=removed,
-            hunks_count=count_hunks(content) if content else 0,
+            hunks_count=data.hunks_count
+            if data.hunks_count is not None
+            else (count_hunks(content) if content else 0),
         ),
         is_large_pr=total_files > LARGE_PR_FILES or added + removed > LARGE_PR_LINES,
     )

@@ -7,7 +7,7 @@ user gets locally is the prompt the bot would send.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
@@ -38,6 +38,7 @@ from kodiai.review.prompt import (
 )
 from kodiai.review.pull_request import PullRequestFacts
 from kodiai.review.timeout import TimeoutEstimate, compute_language_complexity, estimate_timeout_risk
+from kodiai.text.git_path import display_path
 
 
 class PlanInput(BaseModel):
@@ -61,6 +62,9 @@ class PlanInput(BaseModel):
     retrieval: RetrievalContext | None = None
     dep_bump: DepBumpPromptContext | None = None
     diff_range: str | None = None
+    diff_notes: list[str] = []
+    """What the diff limits left out (``DiffCollection.notes``): the prompt's Scale Notes and the Review
+    Details show them."""
 
 
 class ReviewPlan(BaseModel):
@@ -76,6 +80,7 @@ class ReviewPlan(BaseModel):
     prior_context: PriorFindingContext | None
     delta: bool
     prompt: str
+    diff_notes: list[str] = []
 
     @property
     def abbreviated_paths(self) -> frozenset[str]:
@@ -116,6 +121,12 @@ def reduce_scope(
     return profile.model_copy(update={"selected_profile": "minimal"}), minimal, tiered
 
 
+def _shown(paths: Iterable[str]) -> list[str]:
+    """Paths as the prompt shows them: a path holding a newline or another control character is
+    C-quoted (:func:`display_path`), so no file name can start a prompt section of its own."""
+    return [display_path(path) for path in paths]
+
+
 def plan_review(data: PlanInput) -> ReviewPlan:
     facts, config, review = data.facts, data.config, data.config.review
     profile = resolve_review_profile(
@@ -152,7 +163,7 @@ def plan_review(data: PlanInput) -> ReviewPlan:
             pr_author=facts.author,
             base_branch=facts.base_ref,
             head_branch=facts.head_ref,
-            changed_files=data.prompt_files,
+            changed_files=_shown(data.prompt_files),
             custom_instructions=review.prompt,
             mode=review.mode,
             severity_min_level=scope.severity_min_level,
@@ -162,10 +173,12 @@ def plan_review(data: PlanInput) -> ReviewPlan:
             suppressions=review.suppressions,
             min_confidence=review.min_confidence,
             diff_analysis=data.analysis,
-            matched_path_instructions=data.path_matches,
+            matched_path_instructions=[
+                m.model_copy(update={"matched_files": _shown(m.matched_files)}) for m in data.path_matches
+            ],
             incremental_context=IncrementalContext(
                 last_reviewed_head_sha=incremental.last_reviewed_head_sha or "",
-                changed_files_since_last_review=incremental.changed_files_since_last_review,
+                changed_files_since_last_review=_shown(incremental.changed_files_since_last_review),
                 unresolved_prior_findings=prior_context.unresolved_on_unchanged_code if prior_context else [],
             )
             if incremental
@@ -178,14 +191,14 @@ def plan_review(data: PlanInput) -> ReviewPlan:
             conventional_type=data.intent.conventional_type,
             delta_context=DeltaContext(
                 last_reviewed_head_sha=incremental.last_reviewed_head_sha or "",
-                changed_files_since_last_review=incremental.changed_files_since_last_review,
+                changed_files_since_last_review=_shown(incremental.changed_files_since_last_review),
                 prior_findings=priors,
             )
             if delta and incremental
             else None,
             large_pr_context=LargePRContext(
-                full_review_files=[f.file_path for f in tiered.full],
-                abbreviated_files=[f.file_path for f in tiered.abbreviated],
+                full_review_files=_shown(f.file_path for f in tiered.full),
+                abbreviated_files=_shown(f.file_path for f in tiered.abbreviated),
                 mention_only_count=len(tiered.mention_only),
                 total_files=tiered.total_files,
             )
@@ -194,6 +207,7 @@ def plan_review(data: PlanInput) -> ReviewPlan:
             author_tier=data.author_tier,
             dep_bump_context=data.dep_bump,
             diff_range=data.diff_range,
+            scale_notes=data.diff_notes,
         )
     )
     return ReviewPlan(
@@ -205,4 +219,5 @@ def plan_review(data: PlanInput) -> ReviewPlan:
         prior_context=prior_context,
         delta=delta,
         prompt=prompt,
+        diff_notes=data.diff_notes,
     )

@@ -15,10 +15,15 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from kodiai.config import RepoConfig
-from kodiai.github.workspace import Workspace
+from kodiai.github.workspace import GitCommandError, Workspace
 from kodiai.handlers.fail_open import fail_open
 from kodiai.handlers.review.dep_bump import DepBumpFindings, gather_dep_bump
-from kodiai.handlers.review.diff import DiffCollection, collect_diff
+from kodiai.handlers.review.diff import (
+    DEFAULT_LIMITS,
+    MAX_FILES_FOR_FULL_DIFF,
+    DiffCollection,
+    collect_diff,
+)
 from kodiai.handlers.review.retrieval import RetrievalStep, gather_retrieval
 from kodiai.handlers.review.sources import GatherSources
 from kodiai.review.delta import PriorFinding as DeltaPriorFinding
@@ -91,14 +96,35 @@ def skip_filter(config: RepoConfig, changed: Sequence[str]) -> list[str]:
 
 
 class _WorkspaceGit:
-    """The incremental-diff ``GitRunner`` over the workspace (its auth header included)."""
+    """The incremental-diff ``GitRunner`` over the workspace (its auth header included), called from a
+    worker thread. A ``diff`` (the changed-file listing) is streamed on the job's event loop with the
+    listing cap: a listing cut at the cap is reported as a failed command, so the review falls back to
+    a full one instead of trusting a partial list."""
 
-    def __init__(self, ws: Workspace) -> None:
+    def __init__(self, ws: Workspace, loop: asyncio.AbstractEventLoop, max_bytes: int) -> None:
         self._ws = ws
+        self._loop = loop
+        self._max_bytes = max_bytes
 
     def __call__(self, args: Sequence[str], cwd: str) -> GitResult:
-        code, out = self._ws.git_blocking(*args)
-        return GitResult(returncode=code, stdout=out)
+        if not args or args[0] != "diff":
+            code, out = self._ws.git_blocking(*args)
+            return GitResult(returncode=code, stdout=out)
+        chunks = bytearray()
+
+        def keep(chunk: bytes) -> bool:
+            chunks.extend(chunk)
+            return True
+
+        try:
+            outcome = asyncio.run_coroutine_threadsafe(
+                self._ws.git_stream(list(args), keep, max_bytes=self._max_bytes), self._loop
+            ).result()
+        except GitCommandError:
+            return GitResult(returncode=1)
+        if outcome.stopped:
+            return GitResult(returncode=1)
+        return GitResult(returncode=0, stdout=chunks.decode("utf-8", "replace"))
 
 
 async def gather(
@@ -121,13 +147,14 @@ async def gather(
     incremental: IncrementalDiffResult | None = None
     if sources.incremental_enabled:
         last = sources.last_reviewed_head_sha
+        loop = asyncio.get_running_loop()
         computed = await asyncio.to_thread(
             lambda: compute_incremental_diff(
                 workspace_dir=str(ws.dir),
                 repo=facts.full_name,
                 pr_number=facts.number,
                 get_last_reviewed_head_sha=lambda _repo, _pr: last,
-                git=_WorkspaceGit(ws),
+                git=_WorkspaceGit(ws, loop, DEFAULT_LIMITS.max_listing_bytes),
                 logger=log,
             )
         )
@@ -163,7 +190,8 @@ async def gather(
         {
             "changed_files": changed,
             "numstat_lines": diff.numstat_lines,
-            "diff_content": diff.diff_content if len(changed) <= 200 else None,
+            "diff_content": diff.diff_content if len(changed) <= MAX_FILES_FOR_FULL_DIFF else None,
+            "hunks_count": diff.hunks_count if len(changed) <= MAX_FILES_FOR_FULL_DIFF else None,
             "file_categories": categories,
         }
     )
@@ -260,4 +288,5 @@ def plan_input(facts: PullRequestFacts, config: RepoConfig, gathered: Gathered) 
         retrieval=retrieval,
         dep_bump=DepBumpPromptContext.model_validate(gathered.dep_bump) if gathered.dep_bump else None,
         diff_range=gathered.diff.diff_range,
+        diff_notes=gathered.diff.notes,
     )

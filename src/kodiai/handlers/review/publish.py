@@ -80,6 +80,7 @@ def review_details(
         feedback_suppressed_patterns=feedback_patterns,
         prioritization=processed.prioritization,
         keyword_parsing=build_keyword_parsing_section(intent),
+        diff_notes=plan.diff_notes,
     )
 
 

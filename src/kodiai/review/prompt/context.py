@@ -255,3 +255,6 @@ class ReviewPromptContext(PromptView):
     diff_range: str | None = None
     """The git range the handler diffed (``origin/main...HEAD``, ``origin/main..HEAD`` without a merge base,
     ``<base_sha>...<head_sha>`` locally); the "Reading the code" section names it. None: ``origin/<base>...HEAD``."""
+    scale_notes: list[str] = Field(default_factory=list)
+    """What the server's diff limits left out (an omitted huge file, a capped file list), one line each;
+    shown in the Scale Notes section."""

@@ -24,6 +24,7 @@ class PreparedPR(BaseModel):
     title_truncated: bool
     body_truncated: bool
     omitted_files: int
+    extra_notes: list[str] = []
 
 
 def code_unit_key(text: str) -> bytes:
@@ -43,6 +44,7 @@ def prepare_pr(ctx: ReviewPromptContext) -> PreparedPR:
         title_truncated=title_cut,
         body_truncated=body_cut,
         omitted_files=max(0, len(ordered) - MAX_CHANGED_FILES),
+        extra_notes=list(ctx.scale_notes),
     )
 
 
@@ -71,6 +73,7 @@ def build_scale_notes_section(pr: PreparedPR) -> str:
         notes.append(
             f"- Changed file list capped at {MAX_CHANGED_FILES}; omitted {pr.omitted_files} more file(s)."
         )
+    notes += [f"- {note}." for note in pr.extra_notes]
     if not notes:
         return ""
     return "\n".join(["## Scale Notes", "Some context was omitted due to scale guardrails:", *notes])
