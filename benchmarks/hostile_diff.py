@@ -90,6 +90,8 @@ async def _streamed(work: Path) -> tuple[list[str], list[str], str | None, int |
 
 
 def child(mode: str, work: Path) -> dict[str, float]:
+    # both modes import the whole gather stack before the peak is reset: only the diff work is measured
+    import kodiai.handlers.review.gather  # noqa: F401
     from kodiai.config import RepoConfig
     from kodiai.review.diff_analysis import analyze_diff, parse_numstat_per_file, warm_up
     from kodiai.review.file_risk import compute_file_risk_scores, triage_files_by_risk
