@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,7 +35,14 @@ from kodiai.execution.options import ModelCredentials
 from kodiai.execution.sandbox import AgentSandbox
 from kodiai.execution.types import ExecutionContext, ExecutionResult
 from kodiai.metrics import Metrics
-from support.fake_anthropic import FAKE_API_KEY, FakeAnthropic, ScriptedConversation, ToolResult, ToolUse
+from support.fake_anthropic import (
+    FAKE_API_KEY,
+    FakeAnthropic,
+    Hang,
+    ScriptedConversation,
+    ToolResult,
+    ToolUse,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -222,4 +230,31 @@ async def test_sandbox_that_cannot_start_fails_closed(model: FakeAnthropic, mach
     assert (result.error_message or "").startswith("agent sandbox unavailable: cannot execute")
     assert model.requests == [], "the model is never called"
     assert metrics.registry.get_sample_value("kodiai_agent_sandbox_failures_total") == 1
+    assert list(machine.runs.iterdir()) == []
+
+
+def processes_of(run_root: Path) -> list[int]:
+    """Pids whose environment names ``run_root`` (bwrap and the CLI carry the run's HOME)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if str(run_root).encode() in (entry / "environ").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+async def test_timeout_leaves_no_sandboxed_process(model: FakeAnthropic, machine: Machine) -> None:
+    """On a timeout the SDK terminates bwrap; ``--die-with-parent`` takes the CLI inside with it."""
+    model.script = lambda _request: Hang()
+    sandbox = AgentSandbox(run_root=machine.runs)
+    result = await executor(model, sandbox).execute(context(machine, dynamic_timeout_seconds=4))
+    assert result.is_timeout is True
+    assert model.main_requests, "the CLI was running (its request hung) when the timeout hit"
+    deadline = time.monotonic() + 10
+    while processes_of(machine.runs) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert processes_of(machine.runs) == []
     assert list(machine.runs.iterdir()) == []
