@@ -105,12 +105,16 @@ WRITE_CONFIG = "write:\n  enabled: true\n"
 
 
 def same_repo_pr(stack: Stack, number: int) -> str:
-    """A same-repository PR: branch ``m-<n>`` and GitHub's ``refs/pull/<n>/head`` on the same commit."""
+    """A same-repository PR by ``alice``, who has write access (so her head ``.kodiai.yml`` governs and
+    she may use write mode): branch ``m-<n>`` and GitHub's ``refs/pull/<n>/head`` on the same commit."""
     branch = f"m-{number}"
     git("checkout", "-q", "main", cwd=stack.repo.work)
     head = stack.repo.commit({".kodiai.yml": WRITE_CONFIG, "src/app.py": "x = 1\n"}, "pr", branch=branch)
     git("push", "-q", "origin", f"{branch}:refs/pull/{number}/head", cwd=stack.repo.work)
-    stack.state.add_pull(OWNER, REPO, number, head_sha=head, head_ref=branch, base_sha=stack.base_sha)
+    stack.state.set_permission(OWNER, REPO, "alice", "write")
+    stack.state.add_pull(
+        OWNER, REPO, number, head_sha=head, head_ref=branch, base_sha=stack.base_sha, author="alice"
+    )
     return branch
 
 
@@ -204,7 +208,11 @@ def test_thread_replies_and_the_turn_limit_survive_a_restart(stack: Stack) -> No
     config = "mention:\n  conversation:\n    maxTurnsPerPr: 1\n"
     head = stack.repo.commit({".kodiai.yml": config, "src/app.py": "x = 1\n"}, "pr", branch=branch)
     git("push", "-q", "origin", f"{branch}:refs/pull/23/head", cwd=stack.repo.work)
-    stack.state.add_pull(OWNER, REPO, 23, head_sha=head, head_ref=branch, base_sha=stack.base_sha)
+    # a writer's same-repo PR: its head .kodiai.yml (maxTurnsPerPr: 1) governs
+    stack.state.set_permission(OWNER, REPO, "alice", "write")
+    stack.state.add_pull(
+        OWNER, REPO, 23, head_sha=head, head_ref=branch, base_sha=stack.base_sha, author="alice"
+    )
     parent = stack.state.add_review_comment(OWNER, REPO, 23, "[MINOR] x changed", path="src/app.py", line=1)
 
     def answer(request: MainRequest) -> Any:
@@ -269,28 +277,3 @@ def test_apply_replayed_after_kill_9_pushes_one_commit(tmp_path: Path) -> None:
         assert len(log) == before + 1 and "kodiai-write-output-key:" in log[0]
         assert not [c for c in stack.comments(24) if "already in progress" in c["body"]]
         assert [c for c in stack.comments(24) if "Updated PR:" in c["body"]]
-
-
-def test_apply_on_a_fork_opens_a_bot_pr(stack: Stack) -> None:
-    """A fork's branch cannot be pushed to: the change goes to the bot branch in the base repository and a
-    bot PR is opened against the PR's base, with the reply "Opened PR: <url>"."""
-    git("checkout", "-q", "main", cwd=stack.repo.work)
-    head = stack.repo.add_pull_head(25, {".kodiai.yml": WRITE_CONFIG, "src/app.py": "x = 5\n"})
-    stack.state.add_pull(
-        OWNER, REPO, 25, head_sha=head, head_ref="feature", head_owner="forker", base_sha=stack.base_sha
-    )
-    stack.plan.turns[-1] = [write_file("src/fork_fix.py", "w = 4\n"), Text("Added.")]
-    stack.server.deliver(comment_payload(25, "@kodiai apply: add src/fork_fix.py"), event="issue_comment")
-    stack.server.wait_for_log("Job execution completed", jobType="mention", prNumber=25)
-    (opened,) = [c["body"] for c in stack.comments(25) if "Opened PR: " in c["body"]]
-    bot_pulls = [
-        p
-        for p in stack.state.pulls(OWNER, REPO)
-        if p["head"]["ref"].startswith("kodiai/apply/pr-25-comment-7025-")
-    ]
-    assert len(bot_pulls) == 1 and bot_pulls[0]["base"]["ref"] == "main"
-    assert bot_pulls[0]["html_url"] in opened
-    branch = bot_pulls[0]["head"]["ref"]
-    shown = git("--git-dir", str(stack.repo.path), "show", f"{branch}:src/fork_fix.py", cwd=stack.tmp)
-    assert shown == "w = 4"
-    assert "kodiai-write-output-key:" in branch_log(stack, branch)[0]
