@@ -11,6 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 from sandbox_helpers import DATA_SENTINEL, ENV_SENTINEL, SIBLING_SENTINEL, Machine, build_machine
+from structlog.testing import capture_logs
 
 from kodiai.execution.options import tool_lists, web_rules
 from kodiai.execution.sandbox import (
@@ -23,8 +24,10 @@ from kodiai.execution.sandbox import (
     system_mounts,
 )
 from kodiai.execution.sandbox_launch import child_env
-from kodiai.execution.sandbox_run import SandboxUnavailable, agent_run, startup_check
+from kodiai.execution.sandbox_run import SandboxUnavailable, agent_run, log_startup_status, startup_check
 from kodiai.execution.types import ExecutionContext
+from kodiai.server.composition import agent_sandbox
+from kodiai.settings import Settings
 
 SYSTEM_TOP = {"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "proc", "dev", "tmp"}
 PROBES = {
@@ -245,3 +248,28 @@ def test_tool_surface_no_shell_web_only_for_listed_domains() -> None:
     ]
     write_allowed, write_denied = tool_lists(context(write_mode=True), [])
     assert {"Edit", "Write", "MultiEdit"} <= set(write_allowed) and write_denied[:1] == ["Bash"]
+
+
+def test_startup_status_warns_when_off_and_reports_an_unusable_sandbox(tmp_path: Path) -> None:
+    """Every ``kodiai serve`` start says whether runs are confined: a warning with AGENT_SANDBOX=off, an
+    error (with bwrap's reason) when the sandbox cannot start, ``Agent sandbox ready`` otherwise."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    with capture_logs() as logs:
+        assert log_startup_status(agent_sandbox(settings_with(tmp_path, "off"))) is False
+        assert log_startup_status(AgentSandbox(bwrap=str(tmp_path / "absent-bwrap"), run_root=runs)) is False
+        assert log_startup_status(AgentSandbox(run_root=runs)) is True
+    levels = [(entry["log_level"], entry["event"].split(":")[0]) for entry in logs]
+    assert levels == [
+        ("warning", "Agent sandbox is OFF (AGENT_SANDBOX=off)"),
+        ("error", "Agent sandbox unavailable"),
+        ("info", "Agent sandbox ready"),
+    ]
+    assert "absent-bwrap" in logs[1]["error"]
+    assert agent_sandbox(settings_with(tmp_path, "on")).enabled and list(runs.iterdir()) == []
+
+
+def settings_with(tmp_path: Path, value: str) -> Settings:
+    env_file = tmp_path / ".env"
+    env_file.write_text(f"AGENT_SANDBOX={value}\n", encoding="utf-8")
+    return Settings.load(env_file=env_file, require_github_app=False)
