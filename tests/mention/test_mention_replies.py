@@ -161,6 +161,22 @@ def test_r15_secret_detected() -> None:
     assert "\n\nNo safe config bypass suggested.\nRemove or redact" in text and "secretScan" in text
 
 
+def test_r15_only_the_entropy_refusal_suggests_turning_the_scan_off() -> None:
+    """Token detectors and the server's own secrets run whatever ``write.secretScan.enabled`` says, so only
+    an entropy hit may point at that switch (a port deviation)."""
+
+    def advice(detector: str) -> str:
+        return write_refusal_reply(
+            WritePolicyRefusal(code="write-policy-secret-detected", message="m", detector=detector)
+        )
+
+    assert "`write.secretScan.enabled: false` disables the scan" in advice("entropy")
+    for detector in ("regex:github-pat", "server-secret"):
+        text = advice(detector)
+        assert "secretScan.enabled" not in text
+        assert "Tokens, private keys and the server's own secrets are always refused." in text
+
+
 def test_r15_no_changes() -> None:
     refusal = WritePolicyRefusal(code="write-policy-no-changes", message="No staged changes to commit")
     assert write_refusal_reply(refusal) == wrapped(

@@ -16,9 +16,11 @@ from kodiai.github.rest import GitHubApiError
 class RecordingGitHub:
     """One local PR: its head SHA and everything the tools posted, in order."""
 
-    def __init__(self, pr_number: int, head_sha: str) -> None:
+    def __init__(self, pr_number: int, head_sha: str, bot_login: str = "kodiai[bot]") -> None:
         self.pr_number = pr_number
         self.head_sha = head_sha
+        #: every recorded comment is the bot's (the comment tool updates only its own, on this PR)
+        self.bot_login = bot_login
         self.issue_comments: list[dict[str, Any]] = []
         self.review_comments: list[dict[str, Any]] = []
         self.reviews: list[dict[str, Any]] = []
@@ -56,6 +58,16 @@ class RecordingRest:
             return {"number": self.state.pr_number, "head": {"sha": self.state.head_sha}}
         if suffix == "/actions/runs":
             return {"total_count": 0, "workflow_runs": []}
+        comment = re.fullmatch(r"/issues/comments/(\d+)", suffix)
+        if comment:
+            found = next((c for c in self.state.issue_comments if c["id"] == int(comment.group(1))), None)
+            if found is None:
+                raise _not_found(suffix)
+            return {
+                **found,
+                "issue_url": f"local://issues/{self.state.pr_number}",
+                "user": {"login": self.state.bot_login, "type": "Bot"},
+            }
         items = self._lists(suffix)
         if items is None:
             raise _not_found(suffix)

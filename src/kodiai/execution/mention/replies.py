@@ -169,12 +169,18 @@ def _refusal_tail(refusal: WritePolicyRefusal, allow_paths: Sequence[str]) -> li
             "If this change is intended, narrow or remove the matching `write.denyPaths` entry.",
         ]
     if refusal.code == "write-policy-secret-detected":
-        return [
+        advice = [
             "",
             "No safe config bypass suggested.",
             "Remove or redact the secret-like content and retry.",
-            "If this is a false positive, `write.secretScan.enabled: false` disables the scan (reduced safety).",
         ]
+        if refusal.detector == "entropy":
+            return [
+                *advice,
+                "If this is a false positive, `write.secretScan.enabled: false` disables the scan (reduced safety).",
+            ]
+        # port deviation: token detectors and the server's own secrets are always on (docs/parity.md)
+        return [*advice, "Tokens, private keys and the server's own secrets are always refused."]
     if refusal.code == "write-policy-no-changes":
         return [
             "",
