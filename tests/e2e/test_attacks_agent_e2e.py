@@ -16,8 +16,6 @@ from pathlib import Path
 import pytest
 from attack_kit import (
     COMMENT,
-    OWNER,
-    REPO,
     SECRET,
     WRITER,
     Kit,
@@ -348,7 +346,11 @@ def test_fork_kodiai_yml_does_not_govern_its_own_review_or_mentions(kit: Kit) ->
     if 30 in timeouts or 30.0 in timeouts:
         breaches.append("timeoutSeconds: 30 applied")
 
-    stack.state.set_permission(OWNER, REPO, WRITER, "maintain")
+    # what the maintainers see: the review details name the configuration that applied
+    config_lines = [line for line in all_text(stack, 106).splitlines() if line.startswith("- Configuration:")]
+    if not any("base branch" in line for line in config_lines):
+        breaches.append(f"the review details do not say the base config applied: {config_lines}")
+
     kit.attacker.plan(
         106, ToolUse(COMMENT, {"issueNumber": 106, "body": "ANSWER-106: it adds z."}), Text("Answered.")
     )
