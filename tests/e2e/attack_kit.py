@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import pytest
 from stack import INSTALLATION, OWNER, REPO, SECRET
@@ -47,7 +47,7 @@ _NUMBER_RES = (
 )
 _WORKDIR_RE = re.compile(r"Primary working directory: (/[^\s\"\\]+)")
 
-Step = Reply | Callable[[MainRequest], Reply]
+Step: TypeAlias = Reply | Callable[[MainRequest], Reply]
 
 
 def number_of(request: MainRequest) -> int:
