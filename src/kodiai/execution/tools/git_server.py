@@ -82,6 +82,19 @@ async def _tail(stream: asyncio.StreamReader, limit: int) -> bytes:
     return tail
 
 
+async def _stop(proc: asyncio.subprocess.Process, stdout: asyncio.StreamReader) -> None:
+    """Kill the child if it still runs, then reap it. ``wait()`` resolves only once every pipe is closed,
+    and a stdout the reader stopped draining stays paused (never sees its end): drain it first."""
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(5):
+            while await stdout.read(_CHUNK):
+                pass
+    await proc.wait()
+
+
 async def run_workspace_git(
     workspace: Path, argv: list[str], *, timeout: float = TIMEOUT_SECONDS, limit: int = MAX_OUTPUT_BYTES
 ) -> tuple[str, bool]:
@@ -114,10 +127,7 @@ async def run_workspace_git(
     except TimeoutError:
         raise GitToolError(f"git {argv[0]} timed out after {timeout:g}s; narrow the range or paths") from None
     finally:
-        if proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-        await proc.wait()
+        await _stop(proc, proc.stdout)
         err = await stderr_task
     if proc.returncode != 0 and not truncated:
         detail = redact(err.decode("utf-8", "replace").strip()[-STDERR_TAIL_BYTES:])
