@@ -23,6 +23,7 @@ from kodiai.github.git_env import git_child_env
 
 __all__ = [
     "CHUNK_BYTES",
+    "SIDE_TASK_GRACE_SECONDS",
     "STDERR_TAIL_BYTES",
     "Consumer",
     "GitStreamError",
@@ -32,6 +33,7 @@ __all__ = [
 
 CHUNK_BYTES = 256 * 1024
 STDERR_TAIL_BYTES = 4096
+SIDE_TASK_GRACE_SECONDS = 5.0
 
 #: Returns False when it has read enough (the child is then killed).
 Consumer = Callable[[bytes], bool]
@@ -133,7 +135,8 @@ async def stream_git(
             await _kill_and_reap(proc)
         else:
             await proc.wait()
-        await asyncio.gather(*side, return_exceptions=True)
+        # a grandchild still holding stderr open must not hold the caller: wait briefly, then let go
+        await asyncio.wait(side, timeout=SIDE_TASK_GRACE_SECONDS)
     finally:
         if proc.returncode is None:
             await asyncio.shield(_kill_and_reap(proc))
