@@ -124,3 +124,16 @@ async def test_cancellation_kills_and_reaps_the_child(tmp_path: Path) -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert children("sleep") == []
+
+
+async def test_kill_and_reap_returns_with_a_paused_unread_stdout(repo: Path) -> None:
+    """A child killed while its stdout buffer is full (reading paused) is still reaped: asyncio's wait()
+    needs the pipe's end, which a paused reader never sees unless it is drained."""
+    from kodiai.github.git_stream import _kill_and_reap
+
+    proc = await asyncio.create_subprocess_exec(
+        "git", "show", "HEAD:big.txt", cwd=repo, stdout=asyncio.subprocess.PIPE
+    )
+    await asyncio.sleep(0.5)  # 4 MiB waiting: the reader buffers 128 KiB, then pauses
+    await asyncio.wait_for(_kill_and_reap(proc), 10)
+    assert proc.returncode is not None and children("git") == []

@@ -81,10 +81,20 @@ async def _feed(stdin: asyncio.StreamWriter | None, data: bytes | None) -> None:
         stdin.close()
 
 
+async def _discard(stream: asyncio.StreamReader) -> None:
+    while await stream.read(CHUNK_BYTES):
+        pass
+
+
 async def _kill_and_reap(proc: asyncio.subprocess.Process) -> None:
+    """Kill, read stdout to its end, then wait. asyncio's ``wait()`` resolves only once every pipe has
+    closed, and a stdout paused with unread data in its buffer would never see its end."""
     if proc.returncode is None:
         with contextlib.suppress(ProcessLookupError):
             proc.kill()
+    if proc.stdout is not None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(_discard(proc.stdout), SIDE_TASK_GRACE_SECONDS)
     await proc.wait()
 
 
