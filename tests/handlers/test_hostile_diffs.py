@@ -26,7 +26,7 @@ from kodiai.handlers.review import diff as diff_module
 from kodiai.handlers.review.diff import collect_diff
 from kodiai.handlers.review.diff_parse import HunkCounter, NumstatListing, RawListing
 from kodiai.review.diff_analysis import count_hunks, parse_numstat_per_file
-from kodiai.text.git_path import display_path
+from kodiai.text.git_path import display_path, markdown_code
 from support.gitrepo import commit_files, git
 
 MIB = 1024 * 1024
@@ -90,6 +90,19 @@ def test_listing_stops_past_its_cap() -> None:
     listing = RawListing(max_files=2)
     assert not listing.feed(b"".join(f":000000 100644 {z} {z} A\0f{i}\0".encode() for i in range(5)))
     assert listing.paths == ["f0", "f1"] and listing.capped
+
+
+def test_display_path_quotes_only_what_could_forge_structure() -> None:
+    assert [display_path(p) for p in ("-rf", "--output=x", "été.py", "a b.py")] == [
+        "-rf",
+        "--output=x",
+        "été.py",
+        "a b.py",
+    ]
+    assert display_path("a\nb.py") == '"a\\nb.py"'
+    assert display_path('tab\t"q"\\.py') == '"tab\\t\\"q\\"\\\\.py"'
+    assert display_path("x\u2028y\u202e.py") == '"x\\342\\200\\250y\\342\\200\\256.py"'
+    assert markdown_code("a`b") == "``a`b``" and markdown_code("`x") == "`` `x ``"
 
 
 # ---------------------------------------------------------------------------------------------- collect_diff
