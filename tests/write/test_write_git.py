@@ -34,7 +34,8 @@ def ws(tmp_path: Path, remote: BareRepo) -> Workspace:
     git("clone", "-q", str(remote.path), str(directory), cwd=tmp_path)
     git("config", "user.name", "kodiai[bot]", cwd=directory)
     git("config", "user.email", "kodiai[bot]@users.noreply.github.com", cwd=directory)
-    return Workspace(directory, base_url="https://github.com", token="")
+    # the "GitHub" is a local directory: its base URL lets the workspace's git use the file protocol
+    return Workspace(directory, base_url=remote.root.as_uri(), token="")
 
 
 def write(ws: Workspace, rel: str, text: str) -> None:
@@ -121,7 +122,7 @@ async def test_commit_and_push_a_new_branch_then_a_conflicting_push(
     git("clone", "-q", str(remote.path), str(other_dir), cwd=tmp_path)
     git("config", "user.name", "kodiai[bot]", cwd=other_dir)
     git("config", "user.email", "bot@example.com", cwd=other_dir)
-    other = Workspace(other_dir, base_url="https://github.com", token="")
+    other = Workspace(other_dir, base_url=remote.root.as_uri(), token="")
     write(other, "src/app.py", "print('other')\n")
     with pytest.raises(GitCommandError) as info:
         await commit_and_push(
