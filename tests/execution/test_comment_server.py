@@ -134,6 +134,22 @@ async def test_5_1_04_approve_with_pr_submits_review(
     assert env.publish.published is True
 
 
+async def test_approve_on_an_untrusted_authors_pr_is_a_comment_review(
+    make_env: Any, pr_state: PrState, fake_gh: FakeGitHub
+) -> None:
+    """Port deviation (issue 23): with ``may_approve`` off (a fork or a non-writer's PR) the model's
+    APPROVE becomes a COMMENT review with the same body: it cannot count toward required reviews."""
+    env = make_env()
+    env.may_approve = False
+    result = await call(comment_tools(env), "create_comment", {"issueNumber": PR, "body": APPROVE_BODY})
+    assert payload(result) == {"success": True, "approved": False, "pull_number": PR}
+    [review] = pr_state.reviews(OWNER, REPO, PR)
+    assert review["state"] == "COMMENTED" and review["body"] == APPROVE_BODY
+    assert [c.json["event"] for c in fake_gh.calls_to("POST", rf"/repos/{OWNER}/{REPO}/pulls/{PR}/reviews")] == [
+        "COMMENT"
+    ]
+
+
 async def test_5_1_05_approve_without_pr_is_plain_comment(make_env: Any, pr_state: PrState) -> None:
     """§5.1 #5: the same APPROVE body without a PR number is posted as a normal comment, no review.
     (An issue run: its target is the issue, ``ToolEnv.issue_number``; a run without a target writes nothing.)"""

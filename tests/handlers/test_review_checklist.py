@@ -212,6 +212,7 @@ async def test_rv_14_retried_delivery_runs_once(tmp_path: Path, harness: ReviewH
 
 
 async def test_rv_15_clean_pr_replayed_twice_is_approved_once(harness: ReviewHarness) -> None:
+    harness.state.set_permission("acme", "repo", "alice", "write")  # approvals only for a writer's PR
     pull = harness.open_pr()
     await harness.deliver(pull, delivery="delivery-clean")
     await harness.deliver(pull, delivery="delivery-clean")
@@ -220,6 +221,28 @@ async def test_rv_15_clean_pr_replayed_twice_is_approved_once(harness: ReviewHar
     assert len(approvals) == 1
     body = approvals[0]["body"]
     assert "<!-- kodiai:review-output-key:" in body and "kodiai-review-output:v1" in body and "-->" in body
+
+
+async def test_rv_15b_an_untrusted_authors_clean_pr_gets_a_comment_review_not_an_approval(
+    harness: ReviewHarness,
+) -> None:
+    """Port deviation (issue 23): a PR whose author may not push (here: read access; forks likewise) may
+    have talked the model into silence, so the verdict is the same body as a COMMENT review, which no
+    branch protection counts as an approval; the model's own approval request is downgraded the same way."""
+    pull = harness.open_pr()  # alice only reads
+    await harness.deliver(pull)
+    assert [r["state"] for r in harness.reviews()] == ["COMMENTED"]
+    assert "<!-- kodiai:review-output-key:" in harness.reviews()[0]["body"]
+    assert harness.executor.contexts[0].may_approve is False
+    [evidence] = [e for e in harness.logged("Evidence bundle") if "untrusted" in str(e.get("outcome"))]
+    assert evidence["outcome"] == "submitted-comment-review-untrusted-author"
+
+
+async def test_rv_15c_a_writers_run_may_approve(harness: ReviewHarness) -> None:
+    harness.state.set_permission("acme", "repo", "alice", "write")
+    await harness.deliver(harness.open_pr())
+    assert harness.executor.contexts[0].may_approve is True
+    assert [r["state"] for r in harness.reviews()] == ["APPROVED"]
 
 
 async def test_rv_16_published_run_is_not_approved(harness: ReviewHarness) -> None:

@@ -37,6 +37,13 @@ class ConfigSource(BaseModel):
     reason: BaseReason | None = None
 
     @property
+    def author_trusted(self) -> bool:
+        """False for a PR whose author may not push (a fork, no write access, or unverified): the bot's
+        verdict on such a PR is a comment review, never an approval that could count toward required
+        reviews (the PR's own text may have talked the model into "no issues")."""
+        return self.reason is None
+
+    @property
     def label(self) -> str:
         """A short machine-friendly name for logs: ``head``, ``base``, ``default-branch`` or ``defaults``."""
         return self.tree if self.found else "defaults"

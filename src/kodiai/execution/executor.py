@@ -178,6 +178,7 @@ class ClaudeAgentExecutor:
             issue_number=context.target_number,
             thread_comment_id=context.comment_id,
             workspace_dir=context.workspace_dir,
+            may_approve=context.may_approve,
         )
         servers = build_mcp_servers(
             env,

@@ -42,6 +42,10 @@ class ExecutionContext(BaseModel):
         default=None,
         description="The trusted configuration the handler chose (base or head); None: read the workspace's",
     )
+    may_approve: bool = Field(
+        default=True,
+        description="False: an approval the model asks for is posted as a COMMENT review (untrusted PR author)",
+    )
     allowed_domains: tuple[str, ...] = Field(
         default=(), description="Domains WebFetch may reach (mentions only; from the trusted config)"
     )

@@ -99,16 +99,19 @@ async def create_comment(env: ToolEnv, args: dict[str, Any]) -> ToolResult:
     if env.pr_number is not None and env.pr_number == target and is_approval(body):
         pr = env.pr_number
 
+        # an untrusted author's PR gets the verdict as a COMMENT review: never an approval that counts
+        event, state = ("APPROVE", "APPROVED") if env.may_approve else ("COMMENT", "COMMENTED")
+
         async def find_review() -> dict[str, Any] | None:
             reviews = await rest.paginate(f"/pulls/{pr}/reviews")
-            return next((r for r in reviews if r.get("body") == body and r.get("state") == "APPROVED"), None)
+            return next((r for r in reviews if r.get("body") == body and r.get("state") == state), None)
 
         await env.pacer.write(
-            lambda: rest.post(f"/pulls/{pr}/reviews", {"event": "APPROVE", "body": body}, env.publish.mark),
+            lambda: rest.post(f"/pulls/{pr}/reviews", {"event": event, "body": body}, env.publish.mark),
             find_review,
         )
         env.publish.mark()
-        return ok({"success": True, "approved": True, "pull_number": pr})
+        return ok({"success": True, "approved": env.may_approve, "pull_number": pr})
 
     number = params.issue_number
 

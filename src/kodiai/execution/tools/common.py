@@ -56,6 +56,8 @@ class ToolEnv:
     rest_factory: Callable[[], RestApi] | None = None
     #: The checkout the ``git`` tools read (None: no git tools).
     workspace_dir: Path | None = None
+    #: False on an untrusted author's PR: an approval becomes a COMMENT review.
+    may_approve: bool = True
 
     @property
     def target_number(self) -> int | None:

@@ -437,6 +437,7 @@ class MentionJob:
                 issue_number=s.issue_number,
                 executor_config=ExecutorConfig.from_repo_config(config),
                 allowed_domains=self.allowed_domains,
+                may_approve=self.config_source is None or self.config_source.author_trusted,
             )
         )
         self.log.info(

@@ -106,6 +106,11 @@ class ReviewJob:
         self.config_source: ConfigSource | None = None
         self.executor_config: ExecutorConfig | None = None
 
+    @property
+    def may_approve(self) -> bool:
+        """Whether the bot's verdict may be an approval: only on a PR whose author may push."""
+        return self.config_source is None or self.config_source.author_trusted
+
     def skip(self, reason: str, message: str, **fields: Any) -> None:
         self.outcome = f"skipped:{reason}"
         self.log.info(message, gateResult="skipped", skipReason=reason, **fields)
@@ -353,6 +358,7 @@ class ReviewJob:
                 bot_handles=self.handles,
                 issue_number=facts.number,
                 executor_config=self.executor_config,
+                may_approve=self.may_approve,
             )
         )
 
@@ -495,8 +501,9 @@ class ReviewJob:
                 merge_confidence=merge_confidence,
                 handles=self.handles,
                 log=log,
+                may_approve=self.may_approve,
             ):
-                self.outcome = "approved"
+                self.outcome = "approved" if self.may_approve else "comment-review"
 
     # ------------------------------------------------------------------ step 54
     async def report_failure(self, exc: Exception) -> None:

@@ -184,8 +184,13 @@ async def auto_approve(
     merge_confidence: object | None,
     handles: list[str],
     log: Any,
+    may_approve: bool = True,
 ) -> bool:
-    """Step 53: approve a clean run that published nothing, unless this run's marker is already there."""
+    """Step 53: approve a clean run that published nothing, unless this run's marker is already there.
+
+    ``may_approve=False`` (an untrusted author's PR) posts the same body as a COMMENT review: the PR's own
+    text may have talked the model into silence, and the bot's approval could count toward required
+    reviews."""
     if published:
         log.info("Auto-approval skipped", gate="auto-approve", skipReason="output-published")
         return False
@@ -194,11 +199,12 @@ async def auto_approve(
             log.info("Auto-approval skipped", gate="auto-approve", skipReason="output-marker-present")
             return False
         body = sanitize_outgoing_mentions(build_approval_body(key, merge_confidence), handles)
-        await pr.approve(body)
+        await pr.approve(body, counts=may_approve)
     except asyncio.CancelledError:
         raise
     except Exception as exc:
         log.error("Failed to submit approval review", gate="auto-approve", err=redact(str(exc)))
         return False
-    log.info("Evidence bundle", outcome="submitted-approval", reviewOutputKey=key)
+    outcome = "submitted-approval" if may_approve else "submitted-comment-review-untrusted-author"
+    log.info("Evidence bundle", outcome=outcome, reviewOutputKey=key)
     return True
