@@ -27,8 +27,8 @@ from kodiai.config.loader import MAX_CONFIG_BYTES
 from kodiai.execution.executor import ClaudeAgentExecutor, TransportFactory
 from kodiai.execution.local_rest import RecordingGitHub
 from kodiai.execution.options import ModelCredentials
-from kodiai.execution.sandbox import AgentSandbox
 from kodiai.execution.pacing import PacingPolicy
+from kodiai.execution.sandbox import AgentSandbox
 from kodiai.execution.types import ExecutionContext, ExecutionResult
 from kodiai.github.git_env import UnsafeGitConfigError, harden_args, workspace_git_env
 from kodiai.github.workspace import Workspace
