@@ -24,8 +24,15 @@ from kodiai.execution.sandbox import (
     system_mounts,
 )
 from kodiai.execution.sandbox_launch import child_env
-from kodiai.execution.sandbox_run import SandboxUnavailable, agent_run, log_startup_status, startup_check
+from kodiai.execution.sandbox_run import (
+    SandboxUnavailable,
+    agent_run,
+    log_startup_status,
+    make_layout,
+    startup_check,
+)
 from kodiai.execution.types import ExecutionContext
+from kodiai.github.workspace import WorkspaceManager
 from kodiai.server.composition import agent_sandbox
 from kodiai.settings import Settings
 
@@ -273,3 +280,23 @@ def settings_with(tmp_path: Path, value: str) -> Settings:
     env_file = tmp_path / ".env"
     env_file.write_text(f"AGENT_SANDBOX={value}\n", encoding="utf-8")
     return Settings.load(env_file=env_file, require_github_app=False)
+
+
+def test_a_killed_servers_run_directories_are_swept_at_the_next_start(tmp_path: Path) -> None:
+    """Per-run directories hold the CLI's transcripts; a ``kill -9`` skips their removal. They live under
+    the workspace root with the ``kodiai-`` prefix, so the start-up sweep of stale entries takes them."""
+
+    async def no_token(_installation: int) -> str:
+        return ""
+
+    workspaces = WorkspaceManager(no_token, root=tmp_path / "workspaces")
+    workspaces.root.mkdir()
+    sandbox = agent_sandbox(settings_with(tmp_path, "on"), workspaces.root)
+    assert sandbox.run_root == workspaces.root
+    layout = make_layout(sandbox)
+    left = layout.run_dir
+    (layout.home / "transcript.jsonl").write_text("{}", encoding="utf-8")
+    assert left.parent == workspaces.root.resolve()
+    hour_ago = left.stat().st_mtime - 2 * 3600
+    os.utime(left, (hour_ago, hour_ago))
+    assert workspaces.cleanup_stale() == 1 and not left.exists()

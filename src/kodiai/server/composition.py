@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from pydantic import SecretStr
 
@@ -32,9 +33,11 @@ def model_credentials(settings: Settings) -> ModelCredentials:
     )
 
 
-def agent_sandbox(settings: Settings) -> AgentSandbox:
-    """The Claude Code CLI's sandbox: on unless the operator set ``AGENT_SANDBOX=off``."""
-    return AgentSandbox(enabled=settings.agent_sandbox != "off")
+def agent_sandbox(settings: Settings, run_root: Path | None = None) -> AgentSandbox:
+    """The Claude Code CLI's sandbox: on unless the operator set ``AGENT_SANDBOX=off``. Per-run
+    directories (``kodiai-agent-*``: HOME, transcripts) go under ``run_root``, the workspace root, so the
+    start-up sweep of stale ``kodiai-*`` entries also removes what a killed server left behind."""
+    return AgentSandbox(enabled=settings.agent_sandbox != "off", run_root=run_root)
 
 
 def handler_deps(runtime: Runtime, settings: Settings, *, executor: Executor | None = None) -> HandlerDeps:
@@ -55,7 +58,7 @@ def handler_deps(runtime: Runtime, settings: Settings, *, executor: Executor | N
         or ClaudeAgentExecutor(
             installation_client=github.installation_client,
             credentials=model_credentials(settings),
-            sandbox=agent_sandbox(settings),
+            sandbox=agent_sandbox(settings, workspaces.root),
             on_sandbox_failure=metrics.agent_sandbox_failures.inc,
         ),
         queue=runtime.queue,
