@@ -528,7 +528,7 @@ async def test_rv_30_no_merge_base_falls_back_to_two_dot_with_path_instructions(
         "Path-Specific Review Instructions" in prompt and "Check API versioning on every endpoint." in prompt
     )
     assert [e["strategy"] for e in harness.logged("Diff collected")] == ["fallback-two-dot"]
-    assert "git diff origin/main..HEAD" in prompt  # the range that exists in that workspace
+    assert 'mcp__git__diff {"revisions": ["origin/main..HEAD"]}' in prompt  # the range that exists there
 
 
 async def test_rv_31_no_path_instructions_no_section(harness: ReviewHarness) -> None:

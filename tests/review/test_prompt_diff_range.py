@@ -2,24 +2,29 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp import Client
 
+from kodiai.execution.pacing import PacingPolicy, WritePacer
+from kodiai.execution.tools import PublishFlag, ToolEnv, build_mcp_servers
+from kodiai.execution.tools.git_args import DiffArgs, LogArgs
 from kodiai.review.prompt import ReviewPromptContext, build_review_prompt
 from kodiai.review.prompt.instructions import build_reading_code_section, two_dot_range
 
-#: The section as the original renders it for base ``main``; parity vectors never set ``diff_range``.
+#: The section for base ``main``: the original's ranges, named as ``git`` tool calls (no shell here).
 DEFAULT_SECTION = "\n".join(
     [
         "## Reading the code",
         "",
-        "Start by reading the changes with these commands:",
-        "- `git diff origin/main...HEAD`",
-        "- `git log origin/main..HEAD --stat`",
+        "Start by reading the changes with the git tools (there is no shell):",
+        '- `mcp__git__diff {"revisions": ["origin/main...HEAD"]}`',
+        '- `mcp__git__log {"revision": "origin/main..HEAD", "stat": true}`',
         "Read surrounding code with Read, Grep and Glob whenever a change depends on context outside the diff.",
     ]
 )
@@ -41,7 +46,7 @@ def make(**overrides: Any) -> str:
 
 
 def _commands(section: str) -> list[str]:
-    return [line[3:-1] for line in section.split("\n") if line.startswith("- `git ")]
+    return [line[3:-1] for line in section.split("\n") if line.startswith("- `mcp__git__")]
 
 
 def test_without_diff_range_the_section_is_unchanged() -> None:
@@ -56,13 +61,15 @@ def test_without_diff_range_the_section_is_unchanged() -> None:
 @pytest.mark.parametrize(
     ("diff_range", "diff_cmd", "log_cmd"),
     [
-        ("origin/main...HEAD", "git diff origin/main...HEAD", "git log origin/main..HEAD --stat"),
-        ("origin/main..HEAD", "git diff origin/main..HEAD", "git log origin/main..HEAD --stat"),
-        ("1a2b3c...4d5e6f", "git diff 1a2b3c...4d5e6f", "git log 1a2b3c..4d5e6f --stat"),
+        ("origin/main...HEAD", "origin/main...HEAD", "origin/main..HEAD"),
+        ("origin/main..HEAD", "origin/main..HEAD", "origin/main..HEAD"),
+        ("1a2b3c...4d5e6f", "1a2b3c...4d5e6f", "1a2b3c..4d5e6f"),
     ],
     ids=["merge-base", "no-merge-base", "local-shas"],
 )
 def test_diff_range_is_named_in_the_section(diff_range: str, diff_cmd: str, log_cmd: str) -> None:
+    diff_cmd = f'mcp__git__diff {{"revisions": ["{diff_cmd}"]}}'
+    log_cmd = f'mcp__git__log {{"revision": "{log_cmd}", "stat": true}}'
     section = build_reading_code_section("develop", diff_range)
     assert _commands(section) == [diff_cmd, log_cmd]
     assert "origin/develop" not in section
@@ -85,9 +92,28 @@ def _git(cwd: Path, *args: str) -> str:
     return done.stdout
 
 
+async def _tool(workspace: Path, call: str) -> tuple[bool, str]:
+    """Run one named call (``mcp__git__<tool> <json args>``) through the real git MCP server."""
+    name, arguments = call.split(" ", 1)
+    servers = build_mcp_servers(
+        ToolEnv(
+            owner="acme",
+            repo="repo",
+            client_factory=None,
+            pacer=WritePacer(PacingPolicy(min_write_interval=0.0)),
+            publish=PublishFlag(),
+            workspace_dir=workspace,
+        )
+    )
+    async with Client(servers["git"]["instance"]) as client:
+        result = await client.call_tool(name.removeprefix("mcp__git__"), json.loads(arguments))
+    return bool(result.is_error), "".join(getattr(c, "text", "") for c in result.content)
+
+
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
-def test_named_commands_run_in_a_local_review_workspace(tmp_path: Path) -> None:
-    """A local review has no ``origin/<base>``: the default commands fail there, the named range works."""
+async def test_named_calls_run_in_a_local_review_workspace(tmp_path: Path) -> None:
+    """A local review has no ``origin/<base>``: the default calls fail there, the named range works, through
+    the git tools the model really has."""
     _git(tmp_path, "init", "-q", "-b", "main")
     _git(tmp_path, "config", "user.email", "t@example.com")
     _git(tmp_path, "config", "user.name", "t")
@@ -101,10 +127,23 @@ def test_named_commands_run_in_a_local_review_workspace(tmp_path: Path) -> None:
     head = _git(tmp_path, "rev-parse", "HEAD").strip()
 
     default = _commands(build_reading_code_section("main"))
-    assert subprocess.run(default[0].split(), cwd=tmp_path, capture_output=True, check=False).returncode != 0
+    assert (await _tool(tmp_path, default[0]))[0] is True
 
-    diff_cmd, log_cmd = _commands(build_reading_code_section("main", f"{base}...{head}"))
-    assert "+two" in _git(tmp_path, *diff_cmd.split()[1:])
-    log = _git(tmp_path, *log_cmd.split()[1:])
-    assert "change a" in log
+    diff_call, log_call = _commands(build_reading_code_section("main", f"{base}...{head}"))
+    failed, diff = await _tool(tmp_path, diff_call)
+    assert not failed and "+two" in diff
+    failed, log = await _tool(tmp_path, log_call)
+    assert not failed and "change a" in log
     assert "    base" not in log, "only the PR's own commits are listed"
+
+
+@pytest.mark.parametrize("diff_range", [None, "origin/main..HEAD", "1a2b3c...4d5e6f"])
+def test_the_named_calls_are_valid_git_tool_arguments(diff_range: str | None) -> None:
+    """The model has no shell (issue 23): what the section tells it to call must pass the git tools'
+    own argument validation, or its first step fails."""
+
+    calls = _commands(build_reading_code_section("main", diff_range))
+    (diff_name, diff_json), (log_name, log_json) = (c.split(" ", 1) for c in calls)
+    assert (diff_name, log_name) == ("mcp__git__diff", "mcp__git__log")
+    DiffArgs.model_validate(json.loads(diff_json))
+    LogArgs.model_validate(json.loads(log_json))

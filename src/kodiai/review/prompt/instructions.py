@@ -22,27 +22,27 @@ def two_dot_range(diff_range: str) -> str:
 
 
 def build_reading_code_section(base_branch: str, diff_range: str | None = None) -> str:
-    """``## Reading the code``: the two git commands the model should run.
+    """``## Reading the code``: the two git tool calls the model should make.
+
+    Port deviation: the original named shell commands (``git diff …``, ``git log … --stat``) for its
+    ``Bash(git …:*)`` rules; the model has no shell here, so the section names the ``git`` MCP tools with
+    the same ranges (``mcp__git__diff`` / ``mcp__git__log``, see ``execution/tools/git_server.py``).
 
     ``diff_range`` is the range the handler actually diffed (``origin/main..HEAD`` when there was no merge
     base, ``<base_sha>...<head_sha>`` for a local review). It is named as is, so the model is never told to
-    run a range that does not exist in its workspace. Unset (or blank), the section names
-    ``origin/<base>...HEAD`` exactly as the original does.
+    read a range that does not exist in its workspace. Unset (or blank), the section names
+    ``origin/<base>...HEAD`` as the original does.
     """
-    named = (diff_range or "").strip()
-    if named:
-        diff_command = f"git diff {named}"
-        log_command = f"git log {two_dot_range(named)} --stat"
-    else:
-        diff_command = f"git diff origin/{base_branch}...HEAD"
-        log_command = f"git log origin/{base_branch}..HEAD --stat"
+    named = (diff_range or "").strip() or f"origin/{base_branch}...HEAD"
+    diff_call = f'mcp__git__diff {{"revisions": ["{named}"]}}'
+    log_call = f'mcp__git__log {{"revision": "{two_dot_range(named)}", "stat": true}}'
     return "\n".join(
         [
             "## Reading the code",
             "",
-            "Start by reading the changes with these commands:",
-            f"- `{diff_command}`",
-            f"- `{log_command}`",
+            "Start by reading the changes with the git tools (there is no shell):",
+            f"- `{diff_call}`",
+            f"- `{log_call}`",
             "Read surrounding code with Read, Grep and Glob whenever a change depends on context outside the diff.",
         ]
     )
