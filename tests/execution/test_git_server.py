@@ -196,6 +196,33 @@ async def test_a_git_pointer_to_another_repository_is_refused(repo: Path, tmp_pa
     assert error and text.startswith("Error: git refused:") and "no .git directory" in text
 
 
+async def test_paths_through_a_committed_symlink_or_dotdot_are_refused_alike(repo: Path, tmp_path: Path) -> None:
+    """The tools run on the host: through a directory symlink the PR committed, ``show HEAD:link/secret``
+    made git answer "exists on disk, but not in 'HEAD'" for a server file, and "does not exist" otherwise
+    (a file-existence oracle). A path that leaves the workspace is refused, with one answer for both."""
+    outside = tmp_path / "server-data"
+    outside.mkdir()
+    (outside / "sentinel.txt").write_text("secret\n", encoding="utf-8")
+    (repo / "data").symlink_to(outside)
+    calls = [
+        ("show", {"revision": "HEAD:data/sentinel.txt"}),
+        ("show", {"revision": "HEAD:data/absent.txt"}),
+        ("show", {"revision": "HEAD:../server-data/sentinel.txt"}),
+        ("diff", {"revisions": ["HEAD:data/sentinel.txt"]}),
+        ("diff", {"paths": ["data/sentinel.txt"]}),
+        ("log", {"paths": ["../server-data"]}),
+        ("status", {"paths": ["data"]}),
+    ]
+    async with git_client(repo) as client:
+        for name, args in calls:
+            error, text = await call(client, name, args)
+            assert error and "path leaves the workspace" in text, (name, args, text)
+            assert "exists on disk" not in text and "secret" not in text
+        # paths inside the workspace still work, whatever their names
+        error, text = await call(client, "show", {"revision": "HEAD:app.py"})
+        assert not error and "x = 2" in output(text)
+
+
 def test_registered_for_every_run_with_a_workspace(tmp_path: Path) -> None:
     env = tool_env(tmp_path)
     assert "git" in build_mcp_servers(env)

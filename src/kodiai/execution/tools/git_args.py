@@ -122,6 +122,22 @@ class StatusArgs(_Args):
     paths: Paths
 
 
+def named_paths(args: DiffArgs | LogArgs | ShowArgs | StatusArgs) -> list[str]:
+    """Every worktree path a call names: its ``paths`` and the path part of each ``rev:path`` revision
+    (``:/message`` searches and ``@{…}`` reflog forms name no path)."""
+    revisions: list[str] = []
+    if isinstance(args, DiffArgs):
+        revisions = list(args.revisions)
+    elif isinstance(args, LogArgs | ShowArgs) and args.revision is not None:
+        revisions = [args.revision]
+    named = list(args.paths)
+    for revision in revisions:
+        _rev, colon, path = revision.partition(":")
+        if colon and path and not path.startswith("/"):
+            named.append(path)
+    return named
+
+
 def _diff_shape(stat: bool, name_only: bool, context_lines: int | None) -> list[str]:
     shape = ["--stat"] if stat else []
     if name_only:

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 from claude_agent_sdk import SdkMcpTool, create_sdk_mcp_server, tool
 from claude_agent_sdk.types import McpSdkServerConfig
-from pydantic import BaseModel
 
 from kodiai.execution.tools.common import (
     SERVER_VERSION,
@@ -39,6 +39,7 @@ from kodiai.execution.tools.git_args import (
     StatusArgs,
     diff_argv,
     log_argv,
+    named_paths,
     show_argv,
     status_argv,
 )
@@ -57,7 +58,7 @@ STDERR_TAIL_BYTES = 2000
 TIMEOUT_SECONDS = 30.0
 _CHUNK = 64 * 1024
 
-A = TypeVar("A", bound=BaseModel)
+A = TypeVar("A", DiffArgs, LogArgs, ShowArgs, StatusArgs)
 
 
 class GitToolError(RuntimeError):
@@ -150,12 +151,25 @@ def _workspace(env: ToolEnv) -> Path:
     return env.workspace_dir
 
 
+def check_inside(workspace: Path, paths: list[str]) -> None:
+    """Refuse a path that leaves the workspace (``../``, or through a symlink the PR committed): git would
+    look at the host's file system there, and its answer ("exists on disk, but not in HEAD") tells the
+    model whether a server file exists. The same refusal whether the target exists or not."""
+    root = os.path.realpath(workspace)
+    for path in paths:
+        resolved = os.path.realpath(os.path.join(root, path))
+        if resolved != root and not resolved.startswith(root + os.sep):
+            raise GitToolError(f"path leaves the workspace: {path}")
+
+
 def _handler(
     env: ToolEnv, model: type[A], to_argv: Callable[[A], list[str]]
 ) -> Callable[[dict[str, Any]], Any]:
     async def handle(args: dict[str, Any]) -> ToolResult:
         params = parse_args(model, args)
-        output, truncated = await run_workspace_git(_workspace(env), to_argv(params))
+        workspace = _workspace(env)
+        check_inside(workspace, named_paths(params))
+        output, truncated = await run_workspace_git(workspace, to_argv(params))
         return _result(output, truncated)
 
     return guarded(handle)
