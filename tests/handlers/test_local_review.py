@@ -21,6 +21,7 @@ from kodiai.handlers.review.local import (
 from kodiai.learning.embeddings import NoopEmbeddingProvider
 from kodiai.learning.setup import open_store_for_provider
 from kodiai.learning.types import LearningMemoryRecord
+from support.git_tool_calls import run_git_tool_call
 from support.gitrepo import commit_files, git
 from support.scripted_transport import Result, ScriptedTransport, ToolCall
 
@@ -73,17 +74,18 @@ async def test_context_from_real_git_without_store(tmp_path: Path) -> None:
     assert 30 <= review.timeout_seconds <= 1800
 
 
-async def test_prompt_git_commands_run_in_the_local_checkout(tmp_path: Path) -> None:
-    """The "Reading the code" commands name a range that exists where the model runs (no origin/main
-    here): both succeed in the checkout and show the reviewed change."""
+async def test_prompt_git_calls_run_in_the_local_checkout(tmp_path: Path) -> None:
+    """The "Reading the code" calls name a range that exists where the model runs (no origin/main here):
+    both succeed through the git tools in the checkout and show the reviewed change."""
     repo = make_repo(tmp_path)
     review = await build_local_review(repo, "main", "feature", embedder_factory=NoopEmbeddingProvider)
-    commands = re.findall(r"^- `git (diff|log) ([^`]+)`$", review.prompt, flags=re.MULTILINE)
-    assert [c[0] for c in commands] == ["diff", "log"]
-    assert commands[0][1] == f"{review.base_sha}...{review.head_sha}"
-    diff = git("diff", *commands[0][1].split(), cwd=repo)
-    assert "retry()" in diff
-    assert "src/payments.py" in git("log", *commands[1][1].split(), cwd=repo)
+    calls = re.findall(r"^- `(mcp__git__(diff|log) [^`]+)`$", review.prompt, flags=re.MULTILINE)
+    assert [kind for _call, kind in calls] == ["diff", "log"]
+    assert f'"{review.base_sha}...{review.head_sha}"' in calls[0][0]
+    failed, diff = await run_git_tool_call(repo, calls[0][0])
+    assert not failed and "retry()" in diff
+    failed, log = await run_git_tool_call(repo, calls[1][0])
+    assert not failed and "src/payments.py" in log
 
 
 @pytest.mark.parametrize(

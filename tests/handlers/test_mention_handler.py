@@ -202,7 +202,7 @@ async def test_100_thread_reply_to_a_finding_gets_the_finding_preamble(mh: Menti
     )
     [prompt] = mh.prompts
     assert "Finding: [MAJOR] correctness" in prompt
-    assert "File: src/app.ts (line 42)" in prompt
+    assert 'File: "src/app.ts" (line 42)' in prompt  # stored fields are quoted data (issue 23)
     assert "Division by zero is not handled" in prompt
     assert mh.executor.results[0].published and not mh.issue_comments()
 

@@ -72,6 +72,7 @@ async def test_q2_a_gated_out_synchronize_does_not_hide_the_last_review(harness:
 
 
 async def test_q3_explicit_rerequest_of_an_unchanged_pr_runs_again(harness: ReviewHarness) -> None:
+    harness.state.set_permission("acme", "repo", "alice", "write")  # approvals only on a writer's PR
     pull = harness.open_pr()
     await harness.deliver(pull)
     await harness.deliver(pull, "review_requested", requested_reviewer={"login": "kodiai"})

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from kodiai.github.git_env import harden_args, protocols_for, workspace_git_env
 from kodiai.review.incremental import (
+    GitResult,
     IncrementalDiffResult,
     compute_incremental_diff,
     parse_name_only,
@@ -124,8 +126,20 @@ def test_shallow_clone_deepens_to_reach_prior_sha(repo: tuple[Path, list[str]], 
     clone = tmp_path / "clone"
     git("clone", "-q", "--depth=1", f"file://{work}", str(clone), cwd=tmp_path)
     assert subprocess.run(["git", "cat-file", "-t", shas[0]], cwd=clone, capture_output=True).returncode != 0
+
+    def local_remote_git(args: list[str], cwd: str) -> GitResult:
+        """The hardened git a workspace cloned from a local path gets: ``file`` is then an allowed
+        protocol (the server's own runner allows only HTTP(S) for GitHub)."""
+        env = workspace_git_env(cwd, protocols=protocols_for(f"file://{work}"))
+        done = subprocess.run(["git", *harden_args(args)], cwd=cwd, env=env, capture_output=True, text=True)
+        return GitResult(returncode=done.returncode, stdout=done.stdout)
+
     result = compute_incremental_diff(
-        workspace_dir=str(clone), repo="r", pr_number=1, get_last_reviewed_head_sha=lookup(shas[0])
+        workspace_dir=str(clone),
+        repo="r",
+        pr_number=1,
+        get_last_reviewed_head_sha=lookup(shas[0]),
+        git=local_remote_git,
     )
     assert result.mode == "incremental"
     assert result.changed_files_since_last_review == ["b.txt", "c/d.txt", "e.txt"]

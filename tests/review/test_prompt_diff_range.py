@@ -9,13 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import Client
 
-from kodiai.execution.pacing import PacingPolicy, WritePacer
-from kodiai.execution.tools import PublishFlag, ToolEnv, build_mcp_servers
 from kodiai.execution.tools.git_args import DiffArgs, LogArgs
 from kodiai.review.prompt import ReviewPromptContext, build_review_prompt
 from kodiai.review.prompt.instructions import build_reading_code_section, two_dot_range
+from support.git_tool_calls import run_git_tool_call
 
 #: The section for base ``main``: the original's ranges, named as ``git`` tool calls (no shell here).
 DEFAULT_SECTION = "\n".join(
@@ -92,24 +90,6 @@ def _git(cwd: Path, *args: str) -> str:
     return done.stdout
 
 
-async def _tool(workspace: Path, call: str) -> tuple[bool, str]:
-    """Run one named call (``mcp__git__<tool> <json args>``) through the real git MCP server."""
-    name, arguments = call.split(" ", 1)
-    servers = build_mcp_servers(
-        ToolEnv(
-            owner="acme",
-            repo="repo",
-            client_factory=None,
-            pacer=WritePacer(PacingPolicy(min_write_interval=0.0)),
-            publish=PublishFlag(),
-            workspace_dir=workspace,
-        )
-    )
-    async with Client(servers["git"]["instance"]) as client:
-        result = await client.call_tool(name.removeprefix("mcp__git__"), json.loads(arguments))
-    return bool(result.is_error), "".join(getattr(c, "text", "") for c in result.content)
-
-
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 async def test_named_calls_run_in_a_local_review_workspace(tmp_path: Path) -> None:
     """A local review has no ``origin/<base>``: the default calls fail there, the named range works, through
@@ -127,12 +107,12 @@ async def test_named_calls_run_in_a_local_review_workspace(tmp_path: Path) -> No
     head = _git(tmp_path, "rev-parse", "HEAD").strip()
 
     default = _commands(build_reading_code_section("main"))
-    assert (await _tool(tmp_path, default[0]))[0] is True
+    assert (await run_git_tool_call(tmp_path, default[0]))[0] is True
 
     diff_call, log_call = _commands(build_reading_code_section("main", f"{base}...{head}"))
-    failed, diff = await _tool(tmp_path, diff_call)
+    failed, diff = await run_git_tool_call(tmp_path, diff_call)
     assert not failed and "+two" in diff
-    failed, log = await _tool(tmp_path, log_call)
+    failed, log = await run_git_tool_call(tmp_path, log_call)
     assert not failed and "change a" in log
     assert "    base" not in log, "only the PR's own commits are listed"
 
