@@ -86,6 +86,16 @@ async def _discard(stream: asyncio.StreamReader) -> None:
         pass
 
 
+def close_pipes(proc: asyncio.subprocess.Process) -> None:
+    """Close the child's pipe transports once it is reaped. asyncio closes them itself only when every
+    pipe has reached its end; a grandchild still holding stderr (or a reader that stopped early) leaves
+    them open until garbage collection, which then warns (``unclosed transport``). ``Process`` has no
+    public close, so its transport's is called."""
+    transport = getattr(proc, "_transport", None)
+    if transport is not None:
+        transport.close()
+
+
 async def _kill_and_reap(proc: asyncio.subprocess.Process) -> None:
     """Kill, read stdout to its end, then wait. asyncio's ``wait()`` resolves only once every pipe has
     closed, and a stdout paused with unread data in its buffer would never see its end."""
@@ -152,6 +162,7 @@ async def stream_git(
             await asyncio.shield(_kill_and_reap(proc))
         for task in side:
             task.cancel()
+        close_pipes(proc)
     if not stopped and proc.returncode != 0:
         detail = tail.data.decode("utf-8", "replace").strip()
         shown = " ".join(args[:2])

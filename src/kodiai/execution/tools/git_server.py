@@ -50,6 +50,7 @@ from kodiai.github.git_env import (
     list_config_keys_async,
     neutralizing_config,
 )
+from kodiai.github.git_stream import close_pipes
 from kodiai.log import redact
 
 SERVER_NAME = "git"
@@ -130,6 +131,7 @@ async def run_workspace_git(
     finally:
         await _stop(proc, proc.stdout)
         err = await stderr_task
+        close_pipes(proc)
     if proc.returncode != 0 and not truncated:
         detail = redact(err.decode("utf-8", "replace").strip()[-STDERR_TAIL_BYTES:])
         raise GitToolError(f"git {argv[0]} failed (exit {proc.returncode}): {detail}")
