@@ -29,6 +29,7 @@ from claude_agent_sdk import (
 )
 
 from github import Github
+from kodiai.execution.cli_transport import ClosingCLITransport
 from kodiai.execution.config_view import ExecutorConfig, load_executor_config
 from kodiai.execution.generic_prompt import build_generic_prompt
 from kodiai.execution.options import ModelCredentials, build_agent_options
@@ -189,7 +190,11 @@ class ClaudeAgentExecutor:
         return build_agent_options(context, config, servers, self._credentials, cli_path=launcher)
 
     async def _stream(self, prompt: str, options: ClaudeAgentOptions, log: Any) -> ResultMessage | None:
-        transport = self._transport_factory(options) if self._transport_factory else None
+        transport: Transport = (
+            self._transport_factory(options)
+            if self._transport_factory
+            else ClosingCLITransport(prompt=prompt, options=options)
+        )
         result: ResultMessage | None = None
         stream = cast(AsyncGenerator[Any, None], query(prompt=prompt, options=options, transport=transport))
         try:
