@@ -35,6 +35,7 @@ GROUPS = {
     "memory": "kodiai.cli.memory_cmd",
     "eval": "kodiai.cli.eval_cmd",
     "jobs": "kodiai.cli.jobs_cmd",
+    "backup": "kodiai.cli.backup_cmd",
 }
 #: Commands attached to a group from another module: (group, name) → (module, function).
 EXTRA_COMMANDS = {("memory", "calibrate"): ("kodiai.cli.calibrate_cmd", "calibrate")}
@@ -50,6 +51,7 @@ SUMMARIES = {
     "memory": "Learned memory: import, search, list, stats, purge-stale, retire.",
     "eval": "Offline evaluations of the learned memory.",
     "jobs": "List and retry webhook deliveries in the job journal.",
+    "backup": "Back up and restore the databases and the learned memory.",
     "memory calibrate": (
         "Derive a headgap profile for the embedder from a labelled set; print it as .kodiai.yml YAML."
     ),
