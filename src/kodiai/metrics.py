@@ -142,6 +142,7 @@ class Metrics:
         ``label_key`` (random per process when not given)."""
         self.registry = registry or CollectorRegistry(auto_describe=True)
         r = self.registry
+        key = label_key or secrets.token_bytes(32)
         self.webhook_deliveries = Counter(
             "kodiai_webhook_deliveries",
             "Webhook deliveries by event name and outcome (accepted, duplicate, filtered, unrouted, "
@@ -158,7 +159,25 @@ class Metrics:
                 registry=r,
             ),
             raw_ids=raw_installation_ids,
-            key=label_key or secrets.token_bytes(32),
+            key=key,
+        )
+        self.spend_cap_refusals = Counter(
+            "kodiai_spend_cap_refusals",
+            "Runs refused by the daily spend cap, by kind (review, mention, write) and reason "
+            "(installation-cap, repo-cap, unreadable).",
+            ["kind", "reason"],
+            registry=r,
+        )
+        self.spend_today_usd = InstallationGauge(
+            Gauge(
+                "kodiai_spend_today_usd",
+                "Today's (UTC) recorded spend of each installation with a daily spend cap, as read by the "
+                "last cap check (label as kodiai_job_queue_depth).",
+                ["installation"],
+                registry=r,
+            ),
+            raw_ids=raw_installation_ids,
+            key=key,
         )
         self.http_request_timeouts = Counter(
             "kodiai_http_request_timeouts",
@@ -216,6 +235,13 @@ class Metrics:
             "kodiai_webhook_responses",
             "Answers to POST /webhooks/github by HTTP status (a 500 means the delivery was not recorded).",
             ["status"],
+            registry=r,
+        )
+        self.webhook_signature_matches = Counter(
+            "kodiai_webhook_signature_matches",
+            "Verified webhook deliveries by the secret that signed them: current (GITHUB_WEBHOOK_SECRET) or "
+            "previous (GITHUB_WEBHOOK_SECRET_PREVIOUS; once it stops growing, the old secret can go).",
+            ["secret"],
             registry=r,
         )
         self.journal_write_failures = Counter(

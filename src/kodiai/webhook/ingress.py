@@ -36,7 +36,7 @@ from kodiai.webhook.events import (
 )
 from kodiai.webhook.router import EventRouter
 from kodiai.webhook.routing import routing_view
-from kodiai.webhook.signature import verify_signature
+from kodiai.webhook.signature import matching_secret
 
 RECEIVED = {"received": True}
 INTERNAL_ERROR = {"error": "Internal Server Error"}
@@ -60,13 +60,19 @@ class WebhookIngress:
         self,
         *,
         secret: str,
+        previous_secret: str | None = None,
         router: EventRouter,
         journal: JobJournal,
         dispatcher: DeliveryDispatcher,
         metrics: Metrics,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
-        self._secret = secret.encode()
+        # GITHUB_WEBHOOK_SECRET, then GITHUB_WEBHOOK_SECRET_PREVIOUS during a rotation window
+        self._secrets = (secret.encode(), previous_secret.encode()) if previous_secret else (secret.encode(),)
+        self._signature_matches = (
+            metrics.webhook_signature_matches.labels("current"),
+            metrics.webhook_signature_matches.labels("previous"),
+        )
         self.router = router
         self.journal = journal
         self.dispatcher = dispatcher
@@ -91,11 +97,19 @@ class WebhookIngress:
         event_name = headers.get("x-github-event") or "unknown"
         received_at = self._clock()
 
-        if not verify_signature(self._secret, body, headers.get("x-hub-signature-256")):
+        matched = matching_secret(self._secrets, body, headers.get("x-hub-signature-256"))
+        if matched is None:
             self._log.warning(
                 "Webhook signature verification failed", deliveryId=delivery_id, eventName=event_name
             )
             return self._result(401, None, "bad_signature", "unverified")
+        self._signature_matches[matched].inc()
+        if matched:
+            self._log.info(
+                "Webhook signed with GITHUB_WEBHOOK_SECRET_PREVIOUS",
+                deliveryId=delivery_id,
+                eventName=event_name,
+            )
 
         routing = routing_view(body)
         if routing is not None:
