@@ -143,8 +143,14 @@ class Settings(BaseSettings):
         None, description="Base64 private key (used when GITHUB_PRIVATE_KEY is unset)."
     )
     github_webhook_secret: SecretStr | None = Field(None, description="Webhook HMAC secret.")
+    github_webhook_secret_previous: SecretStr | None = Field(
+        None, description="The old webhook secret, also accepted during a rotation window (then remove it)."
+    )
     github_api_url: str = Field(DEFAULT_GITHUB_API_URL, description="GitHub REST API base URL.")
     # Server
+    host: str | None = Field(
+        None, description="Interface to listen on (unset: 0.0.0.0, or 127.0.0.1 in setup mode); --host wins."
+    )
     port: int = Field(DEFAULT_PORT, description="HTTP port (JavaScript Number() parsing; empty means 0).")
     log_level: LogLevel = Field("info", description="Log level.")
     bot_allow_list: Annotated[list[str], NoDecode] = Field(
@@ -205,6 +211,15 @@ class Settings(BaseSettings):
         ge=25 * 1024 * 1024,
         description="Bytes of webhook bodies held at once before verification; more get 503.",
     )
+    # Spend cap (kodiai.review.spend_cap): new runs are refused once an installation's spend today (UTC)
+    # reaches its cap; 0 = no cap
+    spend_cap_usd_per_day: float = Field(
+        0, ge=0, allow_inf_nan=False, description="Daily spend cap per installation in USD (0 = none)."
+    )
+    spend_cap_usd_per_day_overrides: Annotated[dict[int, float], NoDecode] = Field(
+        default_factory=dict,
+        description="Per-installation caps: `installation_id:usd` pairs, comma-separated (0 = none).",
+    )
     # Metrics
     metrics_token: SecretStr | None = Field(
         None, description="Bearer token required by GET /metrics (unset: /metrics is open)."
@@ -227,7 +242,7 @@ class Settings(BaseSettings):
             raise ValueError(f"expected an integer between 0 and 65535, received {value.strip()}")
         return int(number)
 
-    @field_validator("github_webhook_secret", mode="after")
+    @field_validator("github_webhook_secret", "github_webhook_secret_previous", mode="after")
     @classmethod
     def _webhook_secret(cls, value: SecretStr | None) -> SecretStr | None:
         """A guessable secret lets anyone sign deliveries; empty still means unset (setup mode)."""
@@ -238,10 +253,26 @@ class Settings(BaseSettings):
             )
         return value
 
-    @field_validator("metrics_token", mode="before")
+    @field_validator("metrics_token", "github_webhook_secret_previous", mode="before")
     @classmethod
-    def _metrics_token(cls, value: Any) -> Any:
+    def _optional_secret(cls, value: Any) -> Any:
         return _blank_to_none(value)
+
+    @field_validator("host", mode="before")
+    @classmethod
+    def _host(cls, value: Any) -> Any:
+        value = _blank_to_none(value)
+        return value.strip() if isinstance(value, str) else value
+
+    @field_validator("spend_cap_usd_per_day", mode="before")
+    @classmethod
+    def _spend_cap(cls, value: Any) -> Any:
+        return 0 if _blank_to_none(value) is None else value
+
+    @field_validator("spend_cap_usd_per_day_overrides", mode="before")
+    @classmethod
+    def _spend_cap_overrides(cls, value: Any) -> Any:
+        return parse_spend_cap_overrides(value) if isinstance(value, str) else value
 
     @field_validator("bot_allow_list", mode="before")
     @classmethod
@@ -288,6 +319,12 @@ class Settings(BaseSettings):
             settings._private_key_pem = settings._resolve_key(cwd)
         except ValueError as exc:
             problems.append(str(exc))
+        previous, current = settings.github_webhook_secret_previous, settings.github_webhook_secret
+        if previous is not None and current is not None and previous == current:  # SecretStr compares values
+            problems.append(
+                "GITHUB_WEBHOOK_SECRET_PREVIOUS: must differ from GITHUB_WEBHOOK_SECRET (it is the old "
+                "secret accepted during a rotation; remove it when the rotation is over)"
+            )
         missing = settings.missing_github_app_settings()
         if require_github_app and missing:
             problems[:0] = [_missing_message(name) for name in missing]
@@ -357,6 +394,27 @@ class Settings(BaseSettings):
         if self.embedding_provider == "auto":
             return "voyage" if self.voyage_api_key is not None else "local"
         return self.embedding_provider
+
+
+def parse_spend_cap_overrides(text: str) -> dict[int, float]:
+    """``12345:50,678:10`` → ``{12345: 50.0, 678: 10.0}``; ``ValueError`` naming the first bad pair."""
+    caps: dict[int, float] = {}
+    for pair in (p.strip() for p in text.split(",")):
+        if not pair:
+            continue
+        ident, sep, amount = (part.strip() for part in pair.partition(":"))
+        try:
+            if not sep or not ident.isdigit():
+                raise ValueError
+            cap = float(amount)
+        except ValueError:
+            raise ValueError(
+                f"expected installation_id:usd pairs separated by commas (e.g. 12345:50,678:10), got {pair!r}"
+            ) from None
+        if not math.isfinite(cap) or cap < 0:
+            raise ValueError(f"the cap of installation {ident} must be a number >= 0, got {amount!r}")
+        caps[int(ident)] = cap
+    return caps
 
 
 def _missing_message(name: str) -> str:

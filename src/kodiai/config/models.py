@@ -102,6 +102,12 @@ class TelemetryConfig(ConfigModel):
     cost_warning_usd: Annotated[float, _num(0)] = Field(
         0, description="Warn when a run costs more than this (0 = never)."
     )
+    daily_spend_cap_usd: Annotated[float | None, _num(0)] = Field(
+        None,
+        description="This repository's spend cap per UTC day in USD: new runs are refused once reached. "
+        "Only lowers the operator's cap, never raises it; counted even with telemetry disabled. Unset or "
+        "0 = none.",
+    )
 
 
 class KnowledgeSharingConfig(ConfigModel):

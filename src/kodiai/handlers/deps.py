@@ -8,7 +8,7 @@ that uses one checks for it, as the original checks for its injected stores.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import httpx
@@ -24,6 +24,7 @@ from kodiai.learning.lexical import LexicalChannel
 from kodiai.learning.memory_store import LanceMemoryStore
 from kodiai.learning.pipeline import LexicalSearcher
 from kodiai.metrics import Metrics
+from kodiai.review.spend_cap import OperatorCaps
 from kodiai.review.usage_scan import UsageAnalysisResult, analyze_package_usage
 from kodiai.storage.knowledge import KnowledgeStore
 from kodiai.storage.telemetry import TelemetryStore
@@ -79,6 +80,8 @@ class HandlerDeps:
     registry: Callable[[], httpx.Client] = registry_client
     usage_analyzer: UsageAnalyzer = analyze_package_usage
     """Dependency-bump usage scan (``git grep`` in the workspace), as the original let it be injected."""
+    spend_caps: OperatorCaps = field(default_factory=OperatorCaps)
+    """The operator's daily spend caps (``SPEND_CAP_USD_PER_DAY``…); none by default."""
 
     @property
     def bot_handles(self) -> list[str]:

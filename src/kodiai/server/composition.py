@@ -20,6 +20,7 @@ from kodiai.jobs.limit import ConcurrencyLimit, default_review_concurrency
 from kodiai.jobs.mention_state import MentionState
 from kodiai.log import get_logger
 from kodiai.review.diff_analysis import warm_up as warm_up_diff_analysis
+from kodiai.review.spend_cap import OperatorCaps
 from kodiai.server.runtime import HandlerRegistrar, Runtime
 from kodiai.settings import Settings
 
@@ -69,6 +70,7 @@ def handler_deps(runtime: Runtime, settings: Settings, *, executor: Executor | N
         knowledge=stores.knowledge if stores is not None else None,
         telemetry=stores.telemetry if stores is not None else None,
         memory=memory,
+        spend_caps=OperatorCaps(settings.spend_cap_usd_per_day, settings.spend_cap_usd_per_day_overrides),
     )
 
 
@@ -131,6 +133,8 @@ def builtin_registrar(
             handledEvents=sorted(runtime.router.keys()),
             reviewConcurrency=deps.review_limit.limit,
             learnedMemory=deps.memory is not None,
+            spendCapUsdPerDay=deps.spend_caps.default_usd or None,
+            spendCapOverrides=len(deps.spend_caps.overrides),
         )
 
     return register

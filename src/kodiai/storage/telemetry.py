@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,29 @@ class RetrievalQualityRecord(BaseModel):
     avg_distance: float | None = None
     language_match_ratio: float | None = None
     threshold_method: str | None = None
+
+
+class SpendEntry(BaseModel):
+    """One ``spend_ledger`` row: a run and its cost, or a refusal by the daily spend cap (cost 0).
+
+    ``created_at`` is the handler's clock (UTC), so the day a row counts for is the day the cap checks.
+    """
+
+    created_at: datetime
+    installation_id: int
+    repo: str
+    number: int | None = None
+    delivery_id: str | None = None
+    kind: str
+    outcome: str
+    reason: str | None = None
+    cost_usd: float = 0.0
+
+
+def sqlite_utc(moment: datetime) -> str:
+    """``YYYY-MM-DD HH:MM:SS`` in UTC, the text form of SQLite's ``datetime('now')``."""
+    utc = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    return utc.strftime("%Y-%m-%d %H:%M:%S")
 
 
 def table_columns(conn: sqlite3.Connection, table: str) -> list[str]:
@@ -141,13 +165,36 @@ class TelemetryStore:
             return cur.rowcount > 0
 
     @reports_writes
+    def record_spend(self, entry: SpendEntry) -> None:
+        """Insert one ``spend_ledger`` row (the daily spend cap's record; see :mod:`kodiai.review.spend_cap`)."""
+        values = entry.model_dump()
+        values["created_at"] = sqlite_utc(entry.created_at)
+        names = ", ".join(values)
+        marks = ", ".join("?" for _ in values)
+        with self._db.lock:
+            self._db.execute(f"INSERT INTO spend_ledger ({names}) VALUES ({marks})", tuple(values.values()))
+            self._count_write()
+
+    def spend_between(
+        self, installation_id: int, repo: str, start: datetime, end: datetime
+    ) -> tuple[float, float]:
+        """``(installation's spend, repo's spend)`` in USD recorded in ``[start, end)``: one indexed query."""
+        row = self._db.fetch_one(
+            "SELECT COALESCE(SUM(cost_usd), 0), COALESCE(SUM(CASE WHEN repo = ? THEN cost_usd END), 0) "
+            "FROM spend_ledger WHERE installation_id = ? AND created_at >= ? AND created_at < ?",
+            (repo, installation_id, sqlite_utc(start), sqlite_utc(end)),
+        )
+        return (float(row[0]), float(row[1])) if row else (0.0, 0.0)
+
+    @reports_writes
     def purge_older_than(self, days: int) -> int:
-        """Delete ``executions`` rows created strictly before now − ``days``; ``retrieval_quality`` is kept."""
+        """Delete ``executions`` (and ``spend_ledger``) rows created strictly before now − ``days``;
+        ``retrieval_quality`` is kept. Returns the ``executions`` rows deleted."""
         if days < 0:
             raise ValueError(f"days must be >= 0, got {days}")
-        cur = self._db.execute(
-            "DELETE FROM executions WHERE created_at < datetime('now', ?)", (f"-{int(days)} days",)
-        )
+        cutoff = (f"-{int(days)} days",)
+        cur = self._db.execute("DELETE FROM executions WHERE created_at < datetime('now', ?)", cutoff)
+        self._db.execute("DELETE FROM spend_ledger WHERE created_at < datetime('now', ?)", cutoff)
         return int(cur.rowcount)
 
     def checkpoint(self) -> tuple[int, int, int]:

@@ -1,8 +1,8 @@
 """Phase B of a mention (spec/exec.md §3.4–§3.15): the queued job, as a list of named stages.
 
     workspace → trusted config → config gates → [memory command: forget / remember, then stop]
-    → write-intent gates (permission, fork, then the original's) → turn limit → 👀 → context + finding
-    → prompt → execute → [write request recorded] → bookkeeping → write-mode publishing | non-write endings
+    → write-intent gates (permission, fork, then the original's) → turn limit → daily spend cap → 👀
+    → context + finding → prompt → execute → [write request recorded] → bookkeeping → write-mode publishing | non-write endings
 
 Gated-out requests stop silently (config gates) or with a trusted-code reply (write gates, turn limit),
 before any reaction. Context, finding, reaction, telemetry and the cost warning are fail-open; anything
@@ -76,6 +76,7 @@ from kodiai.handlers.fail_open import fail_open
 from kodiai.handlers.mention.deps import MentionDeps
 from kodiai.handlers.mention.governance import MemoryGovernance
 from kodiai.handlers.mention.publish import WritePublisher, WriteTarget, find_existing_pr
+from kodiai.handlers.spend_cap import SpendTarget, check_spend_cap, record_run_spend
 from kodiai.handlers.workspace import (
     TrustedConfig,
     clone_for_pull_request,
@@ -86,6 +87,7 @@ from kodiai.handlers.workspace import (
 from kodiai.jobs.mention_state import rate_limit_retry_seconds
 from kodiai.log import get_logger, redact
 from kodiai.review.posted_texts import should_post_cost_warning
+from kodiai.review.spend_cap import RunKind
 from kodiai.storage.telemetry import ExecutionRecord
 
 PR_CLONE_DEPTH = 50
@@ -177,10 +179,13 @@ class MentionJob:
                 return self.outcome
             if not await self.pass_turn_limit(config):
                 return self.outcome
+            if not await self.pass_spend_cap(config, plan):
+                return self.outcome
             self.log.info("Processing mention", writeEnabled=plan.enabled)
             await fail_open(self.log, "eyes-reaction", self.add_eyes, None, "Failed to add eyes reaction")
             prompt = await self.build_prompt(config, plan)
             result = await self.execute(workspace, config, plan, prompt)
+            await record_run_spend(self.deps.review, self.spend_target(plan), result.cost_usd, self.log)
             await self.record_write_request(config, plan)
             await self.bookkeeping(config, result)
             if plan.enabled and plan.key is not None and plan.branch is not None:
@@ -376,6 +381,22 @@ class MentionJob:
             return True
         self.skip("turn-limit", "Conversation turn limit reached", turns=count, maxTurnsPerPr=limit)
         await self.reply(conversation_limit_reply(limit))
+        return False
+
+    # ------------------------------------------------------------------ daily spend cap (port addition)
+    def spend_target(self, plan: WritePlan) -> SpendTarget:
+        s = self.surface
+        kind: RunKind = "write" if plan.enabled else "mention"
+        return SpendTarget(self.req.installation_id, s.full_name, s.issue_number, self.req.delivery_id, kind)
+
+    async def pass_spend_cap(self, config: RepoConfig, plan: WritePlan) -> bool:
+        """Refused before the 👀 reaction, with one notice per PR/issue per UTC day
+        (:mod:`kodiai.handlers.spend_cap`)."""
+        cap = config.telemetry.daily_spend_cap_usd
+        target = self.spend_target(plan)
+        if await check_spend_cap(self.deps.review, self.rest, target, cap, self.log):
+            return True
+        self.outcome = "skipped:spend-cap"
         return False
 
     # ------------------------------------------------------------------ §3.8 acknowledgement

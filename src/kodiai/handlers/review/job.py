@@ -30,6 +30,7 @@ from kodiai.handlers.fail_open import fail_open
 from kodiai.handlers.review import publish, record
 from kodiai.handlers.review.gather import Gathered, gather, plan_input
 from kodiai.handlers.review.sources import GatherSources, webhook_sources
+from kodiai.handlers.spend_cap import SpendTarget, check_spend_cap, record_run_spend
 from kodiai.handlers.workspace import TrustedConfig, clone_for_pull_request, load_pull_request_config
 from kodiai.log import get_logger, redact
 from kodiai.review.metadata import extract_findings
@@ -126,6 +127,8 @@ class ReviewJob:
             config = (await self.load_config(workspace)).config
             verdict = await self.pass_gates(config, claim)
             if verdict == "stop":
+                return self.outcome
+            if verdict == "review" and not await self.pass_spend_cap(config):
                 return self.outcome
             gathered = await gather(
                 self.req.facts,
@@ -286,6 +289,21 @@ class ReviewJob:
             self.skip("skip-author", "PR author is in review.skipAuthors", gate="skip-authors")
             return "stop"
         return "review"
+
+    def spend_target(self) -> SpendTarget:
+        facts = self.req.facts
+        return SpendTarget(
+            self.req.installation_id, facts.full_name, facts.number, self.req.delivery_id, "review"
+        )
+
+    async def pass_spend_cap(self, config: RepoConfig) -> bool:
+        """The daily spend cap (:mod:`kodiai.handlers.spend_cap`), after every other gate: a PR that would
+        not be reviewed anyway gets no spend cap notice."""
+        cap = config.telemetry.daily_spend_cap_usd
+        if await check_spend_cap(self.deps, self.pr.rest, self.spend_target(), cap, self.log):
+            return True
+        self.outcome = "skipped:spend-cap"
+        return False
 
     async def acknowledge_no_review(self) -> None:
         """``[no-review]`` (Q8 fixed): acknowledged only for an event that would have reviewed, once per
@@ -449,6 +467,8 @@ class ReviewJob:
                 self.pr, details, published=result.published, handles=self.handles, log=log
             )
         telemetry = config.telemetry
+        if executed:
+            await record_run_spend(deps, self.spend_target(), result.cost_usd, log)
         if telemetry.enabled and executed:
             await record.record_execution(
                 deps.telemetry,
