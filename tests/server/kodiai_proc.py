@@ -10,6 +10,7 @@ never stops its logging).
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import signal
@@ -32,6 +33,13 @@ HERE = Path(__file__).resolve().parent
 
 def listening_port(pid: int) -> int | None:
     """The TCP port ``pid`` listens on (its own sockets only), or ``None`` yet."""
+    sockets = listening_sockets(pid)
+    return sockets[0][1] if sockets else None
+
+
+def listening_sockets(pid: int) -> list[tuple[str, int]]:
+    """(address, port) of each TCP socket ``pid`` listens on (its own sockets only), e.g.
+    ``("127.0.0.1", 3000)`` or ``("0.0.0.0", 3000)``; IPv6 addresses in their compressed form."""
     inodes = set()
     try:
         for fd in Path(f"/proc/{pid}/fd").iterdir():
@@ -43,13 +51,23 @@ def listening_port(pid: int) -> int | None:
                 inodes.add(target[8:-1])
         tables = [Path(f"/proc/{pid}/net/tcp").read_text(), Path(f"/proc/{pid}/net/tcp6").read_text()]
     except OSError:
-        return None
+        return []
+    found = []
     for table in tables:
         for line in table.splitlines()[1:]:
             fields = line.split()
             if len(fields) > 9 and fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
-                return int(fields[1].rsplit(":", 1)[1], 16)
-    return None
+                address, port = fields[1].rsplit(":", 1)
+                found.append((_proc_address(address), int(port, 16)))
+    return found
+
+
+def _proc_address(hex_address: str) -> str:
+    """/proc/net/tcp's address (32-bit words in host byte order) as text."""
+    raw = b"".join(
+        int(hex_address[i : i + 8], 16).to_bytes(4, sys.byteorder) for i in range(0, len(hex_address), 8)
+    )
+    return str(ipaddress.ip_address(raw))
 
 
 class KodiaiServe:

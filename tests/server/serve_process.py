@@ -23,10 +23,13 @@ HERE = Path(__file__).resolve().parent
 
 
 class ServeProcess:
-    """One ``python -m kodiai.server`` with the given extra environment (e.g. shortened HTTP timeouts)."""
+    """One ``python -m kodiai.server`` with the given extra environment (e.g. shortened HTTP timeouts).
 
-    def __init__(self, tmp: Path, fake: FakeGitHub, **env: str) -> None:
+    ``host``: the ``--host`` option, or ``None`` to pass none (the server then picks the interface)."""
+
+    def __init__(self, tmp: Path, fake: FakeGitHub, *, host: str | None = "127.0.0.1", **env: str) -> None:
         self.tmp = tmp
+        self.host = host
         self.log_path = tmp / "server.log"
         self.record_path = tmp / "record.txt"
         self.env = {
@@ -67,8 +70,7 @@ class ServeProcess:
                     sys.executable,
                     "-m",
                     "kodiai.server",
-                    "--host",
-                    "127.0.0.1",
+                    *(["--host", self.host] if self.host is not None else []),
                     "--port",
                     "0",
                     "--env-file",

@@ -7,6 +7,9 @@ and exit code 1, as the original.
 uvicorn runs the h11 parser with the limits of :mod:`kodiai.server.http_limits` (bounded headers, a
 deadline to receive each request, a connection cap). The socket is bound before the app starts, so
 ``--port 0`` works and "Kodiai server started" carries the port actually bound.
+
+The interface: ``--host``, else the ``HOST`` setting (environment or ``--env-file``), else 0.0.0.0, or
+127.0.0.1 in setup mode (the setup pages can write ``.env``; see :mod:`kodiai.server.setup_mode`).
 """
 
 from __future__ import annotations
@@ -41,7 +44,10 @@ def _fatal(message: str) -> typer.Exit:
 
 
 def serve(
-    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "0.0.0.0",
+    host: Annotated[
+        str | None,
+        typer.Option(help="Interface to listen on (default: HOST, else 0.0.0.0; 127.0.0.1 in setup mode)."),
+    ] = None,
     port: Annotated[int | None, typer.Option(help="Port (default: PORT env var, else 3000).")] = None,
     env_file: Annotated[
         Path, typer.Option("--env-file", help="Dotenv file read at start-up (and written by setup).")
@@ -79,14 +85,20 @@ def serve(
         raise _fatal(str(exc)) from None
     log = get_logger("kodiai.serve")
 
+    from kodiai.server.setup_mode import LOOPBACK_NOTE, listen_host
+
     config = ServerConfig.from_settings(settings, env_file=str(env_file))
     if port is not None:
         config.port = port
+    chosen = bool(host or settings.host)  # the operator picked the interface (even 0.0.0.0)
+    host = config.host = listen_host(host, settings.host, config.setup_mode)
     try:
         sock = _bind(host, config.port)  # listens only once uvicorn serves; before any store is opened
     except OSError as exc:
         raise _fatal(f"Cannot listen on {host}:{config.port}: {exc.strerror or exc}") from None
     config.port = sock.getsockname()[1]  # the real one when --port 0
+    if config.setup_mode and not chosen:
+        log.warning(LOOPBACK_NOTE.format(port=config.port), host=host)
     if config.setup_mode:  # no stores are opened in setup mode; still bring the databases up to date
         try:
             apply_migrations(settings.telemetry_db_path, "telemetry")
@@ -96,9 +108,12 @@ def serve(
             raise _fatal(redact(f"Database migration failed: {exc}")) from None
         log.info("Databases migrated (setup mode)")
 
-    from kodiai.server.composition import builtin_registrar
+    extras = [_load_registrar(spec) for spec in handlers or []]
+    register = None
+    if not config.setup_mode:  # setup mode registers no handler: not importing them saves seconds (LanceDB)
+        from kodiai.server.composition import builtin_registrar
 
-    register = builtin_registrar(settings, [_load_registrar(spec) for spec in handlers or []])
+        register = builtin_registrar(settings, extras)
 
     metrics = Metrics(raw_installation_ids=settings.metrics_installation_ids, label_key=_label_key(settings))
     stores = None

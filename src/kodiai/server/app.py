@@ -129,7 +129,7 @@ def create_app(runtime: Runtime, http: HttpOptions | None = None) -> FastAPI:
             replayed = await runtime.dispatcher.replay_unfinished()
             if replayed:
                 log.info("Replayed unfinished deliveries from the job journal", replayed=replayed)
-        log.info("Kodiai server started", port=config.port, setupMode=runtime.setup_mode)
+        log.info("Kodiai server started", host=config.host, port=config.port, setupMode=runtime.setup_mode)
         try:
             yield
         finally:
@@ -250,7 +250,15 @@ def _add_setup_routes(app: FastAPI, runtime: Runtime) -> None:
         except setup_mode.SetupError as exc:
             return PlainTextResponse(str(exc), 400)
         runtime.setup_state.add(state)
-        return HTMLResponse(setup_mode.render_manifest_form(action, setup_mode.build_manifest(public_url)))
+        problem = setup_mode.public_url_problem(public_url)
+        if problem:  # allowed (a tunnel or proxy may forward it), but webhooks will not arrive as entered
+            log.warning(
+                "Setup: GitHub cannot deliver webhooks to this public URL; use a public address or a tunnel",
+                publicUrl=public_url,
+                reason=problem,
+            )
+        manifest = setup_mode.build_manifest(public_url)
+        return HTMLResponse(setup_mode.render_manifest_form(action, manifest, problem))
 
     @app.get("/setup/callback")
     async def callback(code: str = "", state: str = "") -> Response:
@@ -275,7 +283,13 @@ def _add_setup_routes(app: FastAPI, runtime: Runtime) -> None:
         runtime.setup_token = ""  # single use: token_ok never matches an empty token
         runtime.setup_state.clear()
         slug = str(conversion.get("slug") or conversion["id"])
-        log.info("GitHub App registered; credentials written", appSlug=slug, envFile=str(env_file))
+        handle = setup_mode.mention_handle(slug)
+        log.info(
+            f"GitHub App registered; credentials written. Mention the bot as {handle}",
+            appSlug=slug,
+            mentionHandle=handle,
+            envFile=str(env_file),
+        )
         html_url = str(conversion.get("html_url") or f"https://github.com/apps/{slug}")
         return HTMLResponse(setup_mode.render_done(slug, html_url, env_file))
 

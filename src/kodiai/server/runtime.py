@@ -24,6 +24,7 @@ from kodiai.jobs.journal import JobJournal
 from kodiai.jobs.lanes import JobQueue
 from kodiai.log import get_logger
 from kodiai.metrics import Metrics
+from kodiai.server.setup_mode import setup_link_message
 from kodiai.webhook.bot_filter import BotFilter
 from kodiai.webhook.ingress import WebhookIngress
 from kodiai.webhook.router import EventRouter
@@ -40,6 +41,7 @@ class ServerConfig(BaseModel):
     app_id: str | None = None
     private_key: SecretStr | None = None
     webhook_secret: SecretStr | None = None
+    webhook_secret_previous: SecretStr | None = None  # also accepted during a rotation window
     github_api_url: str = DEFAULT_API_URL
     jobs_db_path: str = "./data/kodiai-jobs.db"
     job_timeout_seconds: float = 3600.0
@@ -50,6 +52,7 @@ class ServerConfig(BaseModel):
     max_body_bytes: int = MAX_BODY_BYTES
     missing_settings: list[str] = []
     env_file: str = ".env"
+    host: str = "0.0.0.0"  # the interface bound (for the setup link in the log)
     port: int = 3000
 
     @property
@@ -70,6 +73,7 @@ class ServerConfig(BaseModel):
             app_id=_text(get("github_app_id")),
             private_key=_secret(get("private_key_pem") or get("github_private_key")),
             webhook_secret=_secret(get("github_webhook_secret")),
+            webhook_secret_previous=_secret(get("github_webhook_secret_previous")),
             github_api_url=str(get("github_api_url", DEFAULT_API_URL) or DEFAULT_API_URL),
             jobs_db_path=str(get("jobs_db_path", "./data/kodiai-jobs.db")),
             job_timeout_seconds=float(get("job_timeout_seconds", 3600) or 0),  # type: ignore[arg-type]
@@ -147,17 +151,23 @@ def build_runtime(
         log.warning("GitHub App settings missing; starting in setup mode", missing=config.missing_settings)
         router = EventRouter(BotFilter(""))
         queue = JobQueue(metrics=metrics)
-        token = secrets.token_urlsafe(16)
-        log.warning(
-            "Setup mode: open /?token=<setup token> on this server to register the GitHub App",
-            setupToken=token,
-        )
+        token = secrets.token_hex(16)  # hex: a terminal's link detection keeps the whole URL
+        # The only place the token is logged: the whole link, once, in the message (no separate field).
+        log.warning(setup_link_message(config.host, config.port, token))
         return Runtime(
             config=config, metrics=metrics, router=router, queue=queue, stores=stores, setup_token=token
         )
 
     if config.webhook_secret is None or not config.webhook_secret.get_secret_value():
         raise ValueError("GITHUB_WEBHOOK_SECRET is required")
+    previous = config.webhook_secret_previous.get_secret_value() if config.webhook_secret_previous else None
+    if previous == config.webhook_secret.get_secret_value():
+        raise ValueError("GITHUB_WEBHOOK_SECRET_PREVIOUS must differ from GITHUB_WEBHOOK_SECRET")
+    if previous:
+        log.warning(
+            "Webhook secret rotation: deliveries signed with GITHUB_WEBHOOK_SECRET_PREVIOUS are also "
+            'accepted; remove it once kodiai_webhook_signature_matches_total{secret="previous"} stops growing'
+        )
     if github is None:
         assert config.app_id and config.private_key  # guaranteed when not in setup mode
         github = GitHubApp(
@@ -204,6 +214,7 @@ def build_runtime(
             log.info("Unfinished deliveries found in the job journal", toReplay=replay)
         runtime.ingress = WebhookIngress(
             secret=config.webhook_secret.get_secret_value(),
+            previous_secret=previous,
             router=router,
             journal=journal,
             dispatcher=runtime.dispatcher,

@@ -9,6 +9,12 @@ server in setup mode can register *their* App into its ``.env``):
 ``POST {GITHUB_API_URL}/app-manifests/{code}/conversions`` and writes the credentials to ``.env``.
 Secrets are never shown on a page or written to a log.
 
+The setup server listens on 127.0.0.1 unless ``--host`` or ``HOST`` says otherwise
+(:func:`listen_host`), and logs the whole setup link, token included, once (:func:`setup_link_message`).
+A public URL GitHub cannot deliver webhooks to (loopback, private, link-local, a local name) is allowed
+but warned about on the pages and in the log (:func:`public_url_problem`). The done page names the
+mention handle, ``@<app slug>`` (:func:`render_done`).
+
 One registration per ``.env``: :func:`write_env` refuses a file that already holds credentials
 (:class:`AlreadyRegisteredError`, :func:`registration_refusal` says why, for the pages), writes every
 value quoted so that it reads back exactly, and refuses values that could inject another setting
@@ -22,6 +28,7 @@ import base64
 import contextlib
 import html
 import io
+import ipaddress
 import json
 import os
 import re
@@ -30,6 +37,7 @@ import tempfile
 import unicodedata
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 from dotenv import dotenv_values
@@ -77,6 +85,112 @@ def registration_url(github_api_url: str, org: str | None, state: str) -> str:
     return f"{web}/settings/apps/new?state={state}"
 
 
+#: Where setup mode listens when neither ``--host`` nor ``HOST`` is given: the setup pages can register an
+#: App into ``.env``, so by default only this machine reaches them (a normal start keeps 0.0.0.0).
+SETUP_DEFAULT_HOST = "127.0.0.1"
+DEFAULT_HOST = "0.0.0.0"
+LOOPBACK_NOTE = (
+    "Setup mode: listening on 127.0.0.1 only, so only this machine can open the setup page. From another "
+    "machine, forward the port (ssh -L {port}:127.0.0.1:{port} <this server>), or restart with --host 0.0.0.0 "
+    "(or HOST=0.0.0.0). Once the App is registered, a restart listens on 0.0.0.0 again."
+)
+
+
+def listen_host(option: str | None, setting: str | None, setup: bool) -> str:
+    """The interface to listen on: ``--host``, else the ``HOST`` setting, else 0.0.0.0 (127.0.0.1 in setup
+    mode). "Configured" means either was given, even as 0.0.0.0."""
+    return option or setting or (SETUP_DEFAULT_HOST if setup else DEFAULT_HOST)
+
+
+def setup_link(host: str, port: int, token: str) -> str:
+    """The setup page's URL with the token, for the host the server listens on (a wildcard address: the
+    loopback address of the same family, which works on this machine)."""
+    name = host.strip("[]") or DEFAULT_HOST
+    if name == "0.0.0.0":
+        name = "127.0.0.1"
+    elif name == "::":
+        name = "::1"
+    if ":" in name:
+        name = f"[{name}]"
+    return f"http://{name}:{port}/?token={token}"
+
+
+def setup_link_message(host: str, port: int, token: str) -> str:
+    """The one log line that carries the setup token: the whole link, clickable in a terminal."""
+    where = ""
+    if host.strip("[]") in ("0.0.0.0", "::"):
+        where = " (from another machine, use this server's address instead of the loopback address)"
+    return f"Setup mode: open {setup_link(host, port, token)} to register the GitHub App{where}"
+
+
+_LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".lan", ".home.arpa")
+_CGNAT = ipaddress.ip_network("100.64.0.0/10")
+
+
+def _address_kind(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    if ip.is_unspecified:
+        return "an unspecified address"
+    if ip.is_loopback:
+        return "a loopback address (this machine only)"
+    if ip.is_link_local:
+        return "a link-local address"
+    if ip in _CGNAT:
+        return "a carrier-grade NAT address (100.64.0.0/10)"
+    if ip.is_private:
+        return "a private network address"
+    if not ip.is_global:
+        return "a reserved address"
+    return None
+
+
+def public_url_problem(url: str) -> str | None:
+    """Why GitHub cannot deliver webhooks to ``url`` (loopback, link-local, private or CGNAT address,
+    ``localhost`` or a local name), or ``None`` when it looks reachable from the internet.
+
+    Such a URL is still allowed (a tunnel or a proxy may forward it); the pages and the log warn.
+    """
+    try:
+        host = (urlsplit(url).hostname or "").rstrip(".")
+    except ValueError:
+        return "it is not a valid URL"
+    if not host:
+        return "it has no host name"
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        if host == "localhost" or host.endswith(_LOCAL_SUFFIXES):
+            return f"{host} is a local name"
+        if "." not in host:
+            return f"{host} is a name without a domain"
+        return None
+    kind = _address_kind(ip)
+    return f"{host} is {kind}" if kind else None
+
+
+def _public_url_warning(public_url: str, problem: str) -> str:
+    return (
+        "<div role='alert' style='border:2px solid #c60;padding:.5rem 1rem;margin:1rem 0'>"
+        f"<p><strong>GitHub cannot deliver webhooks to <code>{html.escape(public_url)}</code></strong>: "
+        f"{html.escape(problem)}.</p>"
+        "<p>The registration itself works (GitHub sends this browser back here), but no review or mention "
+        "will arrive until GitHub can reach the server. Use the public address of this server, or of the "
+        "HTTPS reverse proxy in front of it (for example <code>https://kodiai.example.com</code>). For a "
+        "trial on a machine GitHub cannot reach, use a tunnel that gives it a public address (a webhook "
+        "relay such as smee, or a Cloudflare Tunnel run with cloudflared) and enter that address. The "
+        "webhook URL can be changed later in the App's settings on GitHub.</p></div>"
+    )
+
+
+HANDLE_NOTE = (
+    "<p>The bot answers <code>@&lt;app slug&gt;</code> in comments. GitHub derives the slug from the App "
+    "name on its form: an App named <em>Kodiai</em> answers <code>@kodiai</code> (the handle the "
+    "documentation uses). App names are unique on GitHub, so yours may differ; the page after the "
+    "registration shows the exact handle.</p>"
+)
+
+
 def _page(title: str, body: str) -> str:
     return (
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
@@ -89,7 +203,11 @@ def _page(title: str, body: str) -> str:
 
 
 def render_index(missing: list[str], public_url: str, token: str = "") -> str:
+    """The setup page; warns when the pre-filled public URL (the address the page was opened at) is one
+    GitHub cannot deliver webhooks to."""
     items = "".join(f"<li><code>{html.escape(name)}</code></li>" for name in missing)
+    problem = public_url_problem(public_url)
+    warning = _public_url_warning(public_url, problem) if problem else ""
     return _page(
         "Kodiai setup",
         "<p>Kodiai is running in <strong>setup mode</strong>: the GitHub App settings are missing.</p>"
@@ -102,37 +220,63 @@ def render_index(missing: list[str], public_url: str, token: str = "") -> str:
         f"<input id='token' name='token' value='{html.escape(token, quote=True)}'>"
         "<label for='public_url'>Public URL of this server (GitHub sends webhooks here)</label>"
         f"<input id='public_url' name='public_url' value='{html.escape(public_url, quote=True)}'>"
+        f"{warning}"
         "<label for='org'>Organization (leave empty to register under your user account)</label>"
         "<input id='org' name='org' value=''>"
         "<button type='submit'>Register the GitHub App</button></form>"
+        f"{HANDLE_NOTE}"
         "<p>Or set <code>GITHUB_APP_ID</code>, <code>GITHUB_PRIVATE_KEY</code> and "
         "<code>GITHUB_WEBHOOK_SECRET</code> yourself.</p>",
     )
 
 
-def render_manifest_form(action_url: str, manifest: dict[str, Any]) -> str:
-    """A form POSTing the manifest to GitHub (submitted automatically, with a button as fallback)."""
+def render_manifest_form(
+    action_url: str, manifest: dict[str, Any], public_url_warning: str | None = None
+) -> str:
+    """A form POSTing the manifest to GitHub, submitted automatically with a button as fallback; with a
+    ``public_url_warning`` (see :func:`public_url_problem`) the warning is shown and nothing is submitted
+    until the operator confirms."""
     value = html.escape(json.dumps(manifest), quote=True)
-    return _page(
-        "Register the Kodiai GitHub App",
+    form = (
         f"<form id='manifest' method='post' action='{html.escape(action_url, quote=True)}'>"
         f"<input type='hidden' name='manifest' value='{value}'>"
-        "<p>Continue on GitHub to create the app.</p>"
+    )
+    if public_url_warning:
+        return _page(
+            "Register the Kodiai GitHub App",
+            _public_url_warning(str(manifest.get("url", "")), public_url_warning)
+            + form
+            + "<p>To change the URL, go back in your browser. To register with this URL anyway:</p>"
+            "<button type='submit'>Continue on GitHub with this URL</button></form>",
+        )
+    return _page(
+        "Register the Kodiai GitHub App",
+        form + "<p>Continue on GitHub to create the app.</p>"
         "<button type='submit'>Continue on GitHub</button></form>"
         "<script>document.getElementById('manifest').submit()</script>",
     )
 
 
+def mention_handle(slug: str) -> str:
+    """What people write to ask the bot: ``@<app slug>`` (see :mod:`kodiai.execution.mention.intent`)."""
+    return f"@{slug}"
+
+
 def render_done(slug: str, html_url: str, env_file: Path) -> str:
     if not html_url.startswith(("https://", "http://")):  # only a web link goes into the href
         html_url = f"https://github.com/apps/{slug}"
+    handle = html.escape(mention_handle(slug))
     return _page(
         "Kodiai is registered",
         f"<p>GitHub App <strong>{html.escape(slug)}</strong> created. Its credentials were written to "
         f"<code>{html.escape(str(env_file))}</code>.</p>"
         "<p>Next: restart <code>kodiai serve</code>, then "
         f"<a href='{html.escape(html_url, quote=True)}/installations/new'>install the app</a> on your "
-        "repositories.</p>",
+        "repositories.</p>"
+        f"<p>Mention the bot as <code>{handle}</code> in an issue or pull-request comment (the app's slug "
+        "on GitHub). It also answers <code>@claude</code>, unless the repository's <code>.kodiai.yml</code> "
+        "sets <code>mention.acceptClaudeAlias: false</code>. Where the documentation writes "
+        f"<code>@kodiai</code>, use <code>{handle}</code>.</p>",
     )
 
 
