@@ -287,3 +287,10 @@ def test_the_sql_check_can_fail() -> None:
     assert sql_blocks_without_database("sqlite3 ./data/kodiai-jobs.db\n\n```sql\nSELECT 1;\n```\n") == []
     assert sql_blocks_without_database("```sql\n-- db: knowledge\nSELECT 1;\n```\n") == []
     assert sql_blocks_without_database("```sql\n-- db: memory\nSELECT 1;\n```\n") == ["-- db: memory"]
+
+
+def test_readme_lists_every_docs_page() -> None:
+    """A page nobody links to is a page nobody reads."""
+    linked = set(LINK.findall((ROOT / "README.md").read_text(encoding="utf-8")))
+    unlisted = [_rel(p) for p in sorted((ROOT / "docs").glob("*.md")) if _rel(p) not in linked]
+    assert not unlisted, f"README's Documentation list misses {unlisted}"
