@@ -2,17 +2,16 @@
 
 A Lance table is a directory of immutable files (``data/``, ``_indices/``, ``_deletions/``,
 ``_transactions/``) and one manifest per version in ``_versions/``; a version's manifest is written only
-after every file it names, and is never changed afterwards. So a copy is consistent when it takes the
-manifests that existed *before* the other files were listed: every file those manifests name already
-existed and is copied, and files written later are unreferenced leftovers (harmless; Lance's own cleanup
-removes them after a week). ``latest_version_hint.json`` is the one file Lance rewrites in place; it is a
-hint, so it is left out and the copy finds its latest version by listing ``_versions/``.
-
-The one thing that can remove a needed file is Lance's cleanup (``table.optimize()``, which the server
-runs after writes): it deletes versions older than 7 days *that are not the latest*, and the files only
-they used. The version being copied stops being the latest only if a new one is written meanwhile; the
-copy is then retried when that version was old (over a day) or any listed file vanished. Last, the copy
-is opened with LanceDB at the version it should hold and every row is read.
+after every file it names, and is never changed afterwards. One pass of the copy lists the manifests
+first, then copies every other file, then exactly the manifests it listed. When the manifests are the
+same after the pass as before it, no version was committed or removed meanwhile, so the listed latest
+version stayed the latest throughout (Lance's cleanup never removes the latest version or its files) and
+every file it names was copied: the copy is that version. Otherwise (the server committed a write, or
+``optimize()`` cleaned old versions up, during the pass) the pass is repeated; files are immutable, so a
+repeat copies only what is new and drops what the source removed, and converges in milliseconds.
+``latest_version_hint.json`` is the one file Lance rewrites in place; it is a hint, so it is left out and
+the copy finds its latest version by listing ``_versions/``. Last, the copy is opened with LanceDB at the
+version it should hold and every row is read.
 """
 
 from __future__ import annotations
@@ -27,9 +26,7 @@ from pathlib import Path
 from typing import Any
 
 VERSIONS_DIR = "_versions"
-#: A manifest younger than this cannot be removed by the server's cleanup (7 days) during a copy.
-SAFE_MANIFEST_AGE_SECONDS = 24 * 3600.0
-ATTEMPTS = 5
+ATTEMPTS = 20
 _U64_MAX = 2**64 - 1
 
 
@@ -88,8 +85,23 @@ def _manifests(table: Path) -> dict[str, int]:
     return out
 
 
+def _same(src: os.stat_result, dst: Path) -> bool:
+    try:
+        st = dst.stat()
+    except FileNotFoundError:
+        return False
+    return (st.st_size, st.st_mtime_ns) == (src.st_size, src.st_mtime_ns)
+
+
 def _copy_file(src: Path, dst: Path) -> bool:
-    """Copy one file; False when it vanished first."""
+    """Copy one file (with its times, so a later pass can tell it is already there); False when it
+    vanished first."""
+    try:
+        st = src.stat()
+    except FileNotFoundError:
+        return False
+    if _same(st, dst):
+        return True
     dst.parent.mkdir(parents=True, exist_ok=True)
     try:
         shutil.copy2(src, dst)
@@ -98,48 +110,57 @@ def _copy_file(src: Path, dst: Path) -> bool:
     return True
 
 
-def _copy_once(src: Path, dst: Path, now: Callable[[], float]) -> tuple[int, bool]:
-    """One attempt: returns the version copied and whether the copy must be retried."""
+def _files(root: Path) -> set[Path]:
+    """Every file under ``root`` but ``_versions/``, relative to it."""
+    out: set[Path] = set()
+    for folder, dirs, files in os.walk(root):
+        rel = Path(folder).relative_to(root)
+        if rel == Path("."):
+            dirs[:] = [d for d in dirs if d != VERSIONS_DIR]
+        out.update(rel / name for name in files)
+    return out
+
+
+Stage = Callable[[str], None]
+"""Test seam, None in production: called with ``"listed"`` (manifests listed, nothing copied yet) and
+``"copied"`` (files copied, manifests not yet) in each pass, so a test can commit or clean up there."""
+
+
+def _pass(src: Path, dst: Path, stage: Stage | None) -> tuple[int, bool]:
+    """One pass; returns the latest version listed and whether the copy is that version, consistent."""
     before = _manifests(src)
     if not before:
         raise LanceCopyError(f"{src} has no version manifest: not a readable Lance table")
-    latest_name = max(before, key=before.__getitem__)
-    latest = before[latest_name]
-    try:
-        latest_age = now() - (src / VERSIONS_DIR / latest_name).stat().st_mtime
-    except FileNotFoundError:
-        return latest, True
-    vanished = False
-    for folder, dirs, files in os.walk(src):
-        here = Path(folder)
-        rel = here.relative_to(src)
-        if rel.parts[:1] == (VERSIONS_DIR,):
-            dirs[:] = []
-            continue
-        for name in files:
-            vanished |= not _copy_file(here / name, dst / rel / name)
+    if stage:
+        stage("listed")
+    wanted = _files(src)
+    complete = all(_copy_file(src / rel, dst / rel) for rel in sorted(wanted))
+    for rel in _files(dst) - wanted:  # removed from the source since an earlier pass
+        (dst / rel).unlink()
+    if stage:
+        stage("copied")
     (dst / VERSIONS_DIR).mkdir(parents=True, exist_ok=True)
-    for name in sorted(before, key=before.__getitem__):
-        copied = _copy_file(src / VERSIONS_DIR / name, dst / VERSIONS_DIR / name)
-        vanished |= not copied
-        if not copied and name == latest_name:
-            return latest, True
-    newer = max(_manifests(src).values(), default=latest) > latest
-    return latest, newer and (vanished or latest_age > SAFE_MANIFEST_AGE_SECONDS)
+    for name in before:
+        complete &= _copy_file(src / VERSIONS_DIR / name, dst / VERSIONS_DIR / name)
+    for entry in os.scandir(dst / VERSIONS_DIR):
+        if entry.name not in before:
+            os.unlink(entry.path)
+    return max(before.values()), complete and _manifests(src) == before
 
 
 def summarise_table(table_dir: Path) -> TableSummary:
-    """Open a copied table with LanceDB and read every row's id (a missing data file fails here)."""
+    """Open a copied table with LanceDB and read every row, every column, in batches (a missing or
+    damaged data or deletion file fails here; index files are read only when searched)."""
     import lancedb
 
     db = lancedb.connect(str(table_dir.parent))
     name = table_dir.name.removesuffix(".lance")
     table = db.open_table(name)
     columns = set(table.schema.names)
-    ids = table.search().select(["id"] if "id" in columns else [table.schema.names[0]]).to_arrow()
+    read = sum(batch.num_rows for batch in table.search().to_batches(batch_size=4096))
     rows = int(table.count_rows())
-    if ids.num_rows != rows:
-        raise LanceCopyError(f"{table_dir}: read {ids.num_rows} rows of {rows}")
+    if read != rows:
+        raise LanceCopyError(f"{table_dir}: read {read} rows of {rows}")
     live_filter = "stale = false" if "stale" in columns else None
     live_rows = int(table.count_rows(live_filter)) if live_filter else rows
     models: Counter[str] = Counter()
@@ -155,34 +176,32 @@ def summarise_table(table_dir: Path) -> TableSummary:
     return TableSummary(name, int(table.version), rows, live_rows, dimensions, dict(models), indices)
 
 
-def copy_table(
-    src: Path, dst: Path, *, now: Callable[[], float] = time.time, attempts: int = ATTEMPTS
-) -> TableSummary:
-    """Copy one Lance table directory to ``dst`` (which must not exist) at its latest version."""
-    last_error = ""
-    for _ in range(attempts):
-        if dst.exists():
-            shutil.rmtree(dst)
-        version, retry = _copy_once(src, dst, now)
-        if retry:
-            last_error = f"version {version} was superseded and cleaned up during the copy"
+def copy_table(src: Path, dst: Path, *, attempts: int = ATTEMPTS, stage: Stage | None = None) -> TableSummary:
+    """Copy one Lance table directory to ``dst`` at its latest version (passes until one is undisturbed)."""
+    problem = ""
+    for attempt in range(attempts):
+        version, consistent = _pass(src, dst, stage)
+        if not consistent:
+            problem = "the table changed during every pass"
+            time.sleep(min(0.05 * attempt, 1.0))
             continue
-        summary = summarise_table(dst)
+        try:
+            summary = summarise_table(dst)
+        except Exception as exc:
+            raise LanceCopyError(f"the copy of {src} at version {version} cannot be read: {exc}") from exc
         if summary.version != version:
-            last_error = f"the copy opened at version {summary.version}, not {version}"
-            continue
+            raise LanceCopyError(f"the copy of {src} opened at version {summary.version}, not {version}")
         return summary
     raise LanceCopyError(
-        f"could not copy {src} consistently in {attempts} attempts ({last_error}); pause the server's "
-        "writes (stop it) and run the backup again"
+        f"could not copy {src} consistently in {attempts} passes ({problem}); stop the server and run the "
+        "backup again"
     )
 
 
-def copy_store(src: Path, dst: Path, *, now: Callable[[], float] = time.time) -> list[TableSummary]:
+def copy_store(src: Path, dst: Path, *, stage: Stage | None = None) -> list[TableSummary]:
     """Copy every table of the LanceDB directory ``src`` into ``dst``; other top-level files as they are."""
     dst.mkdir(parents=True, exist_ok=False)
-    tables = table_dirs(src)
-    summaries = [copy_table(table, dst / table.name, now=now) for table in tables]
+    summaries = [copy_table(table, dst / table.name, stage=stage) for table in table_dirs(src)]
     for entry in src.iterdir():
         if entry.is_file():
             _copy_file(entry, dst / entry.name)
