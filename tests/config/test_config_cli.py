@@ -29,7 +29,7 @@ def _yaml_load(text: str) -> Any:
 def test_validate_directory_prints_resolved_yaml_and_warning_table(tmp_path: Path) -> None:
     (tmp_path / ".kodiai.yml").write_text("model: my-model\nreview:\n  maxComments: 50\n")
     result = runner.invoke(app, ["config", "validate", str(tmp_path)])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 4, result.output  # a section reset to its defaults
     assert "model: my-model" in result.stdout
     assert "maxComments: 7" in result.stdout
     assert "review" in result.stdout and "Too big: expected number to be <=25" in result.stdout
@@ -40,12 +40,12 @@ def test_validate_file_json_output(tmp_path: Path) -> None:
     cfg = tmp_path / "custom.yml"
     cfg.write_text("maxTurns: 999\nwrite:\n  enabled: true\n")
     result = runner.invoke(app, ["config", "validate", str(cfg), "--json"])
-    assert result.exit_code == 0
+    assert result.exit_code == 4
     payload = json.loads(result.stdout)
-    assert payload["found"] is True
+    assert payload["found"] is True and payload["exit_status"] == 4 and payload["failed_closed"] == []
     assert payload["config"]["maxTurns"] == 25 and payload["config"]["write"]["enabled"] is True
     assert payload["warnings"] == [
-        {"section": "maxTurns", "issues": [": Too big: expected number to be <=100"]}
+        {"section": "maxTurns", "issues": [": Too big: expected number to be <=100"], "failed_closed": []}
     ]
 
 

@@ -15,8 +15,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_snake
 
+from kodiai.config.guarded import GUARDS, Guard, Misspelling, guards_hit, misspellings
+from kodiai.config.guarded import advisories as guard_advisories
 from kodiai.config.issues import issue_strings
 from kodiai.config.js_scalars import YamlTimestamp
 from kodiai.config.models import SECTIONS, RepoConfig
@@ -41,12 +44,18 @@ class RepoConfigError(ValueError):
 
 
 class ConfigWarning(BaseModel):
-    """A section that failed validation and was replaced by its defaults."""
+    """A section that failed validation and was replaced by its defaults, or that holds a guarded setting
+    which failed closed (``failed_closed`` then names each one and its safe value)."""
 
     model_config = ConfigDict(frozen=True)
 
     section: str
     issues: list[str]
+    failed_closed: list[str] = Field(default_factory=list)
+
+    @property
+    def is_fail_closed(self) -> bool:
+        return bool(self.failed_closed)
 
 
 class RepoConfigResult(BaseModel):
@@ -56,11 +65,17 @@ class RepoConfigResult(BaseModel):
 
     config: RepoConfig
     warnings: list[ConfigWarning]
+    document_advisories: list[str] = Field(default_factory=list)
 
     @property
     def advisories(self) -> list[str]:
         """Valid settings worth a warning (not section fallbacks; the original had none of these)."""
-        return self.config.knowledge.retrieval.advisories()
+        return [*self.document_advisories, *self.config.knowledge.retrieval.advisories()]
+
+    @property
+    def failed_closed(self) -> list[str]:
+        """Every guarded setting that could not be read and took its safe value."""
+        return [line for warning in self.warnings for line in warning.failed_closed]
 
 
 class _WarningLogger(Protocol):
@@ -69,15 +84,31 @@ class _WarningLogger(Protocol):
 
 #: The log message the runbooks grep for (spec/platform.md §1.3).
 WARNING_LOG_MESSAGE = "Config section invalid, using defaults"
+#: The log message of a section whose guarded settings took their safe values (a port addition).
+FAIL_CLOSED_LOG_MESSAGE = "Config section invalid, guarded settings failed closed"
 #: The log message of a valid but questionable setting.
 ADVISORY_LOG_MESSAGE = "Config advisory"
 
 
-def log_config_warnings(result: RepoConfigResult, logger: _WarningLogger) -> None:
-    """Log each warning at warn level, as the original's callers do ("Config section invalid, ..."), then
-    each advisory ("Config advisory")."""
+def log_section_warnings(result: RepoConfigResult, logger: _WarningLogger) -> None:
+    """Log each warning at warn level: "Config section invalid, using defaults", or for a section whose
+    guarded settings failed closed "Config section invalid, guarded settings failed closed" with
+    ``failedClosed`` (each setting and what its safe value means)."""
     for warning in result.warnings:
-        logger.warning(WARNING_LOG_MESSAGE, section=warning.section, issues=list(warning.issues))
+        if warning.failed_closed:
+            logger.warning(
+                FAIL_CLOSED_LOG_MESSAGE,
+                section=warning.section,
+                issues=list(warning.issues),
+                failedClosed=list(warning.failed_closed),
+            )
+        else:
+            logger.warning(WARNING_LOG_MESSAGE, section=warning.section, issues=list(warning.issues))
+
+
+def log_config_warnings(result: RepoConfigResult, logger: _WarningLogger) -> None:
+    """Log each warning (:func:`log_section_warnings`), then each advisory ("Config advisory")."""
+    log_section_warnings(result, logger)
     for advice in result.advisories:
         logger.warning(ADVISORY_LOG_MESSAGE, advice=advice)
 
@@ -94,10 +125,15 @@ def _section_value(document: Any, section: str) -> tuple[bool, Any]:
 
 
 def validate_document(document: Any) -> RepoConfigResult:
-    """Validate an already parsed YAML document (passes 1 and 2)."""
-    if isinstance(document, dict):
+    """Validate an already parsed YAML document (passes 1 and 2), then fail guarded settings closed.
+
+    A valid document without misspelled guarded keys is the original's result unchanged."""
+    typos = misspellings(document)
+    notes = guard_advisories(document)
+    if isinstance(document, dict) and not typos:
         try:
-            return RepoConfigResult(config=RepoConfig.model_validate(document), warnings=[])
+            config = RepoConfig.model_validate(document)
+            return RepoConfigResult(config=config, warnings=[], document_advisories=notes)
         except ValidationError:
             pass
     warnings: list[ConfigWarning] = []
@@ -106,16 +142,91 @@ def validate_document(document: Any) -> RepoConfigResult:
     values: dict[str, Any] = {}
     for section in SECTIONS:
         present, value = _section_value(document, section)
-        if not present:
-            continue
-        try:
-            parsed = RepoConfig.model_validate({section: value})
-        except ValidationError as exc:
-            warnings.append(ConfigWarning(section=section, issues=issue_strings(exc)))
+        section_typos = [t for t in typos if t.section == section]
+        if not present and not section_typos:
             continue
         name = _field_name(section)
-        values[name] = getattr(parsed, name)
-    return RepoConfigResult(config=RepoConfig.model_validate(values), warnings=warnings)
+        resolved, warning = _resolve_section(section, name, present, value, section_typos)
+        if resolved is not _FALLBACK:
+            values[name] = resolved
+        if warning is not None:
+            warnings.append(warning)
+    return RepoConfigResult(
+        config=RepoConfig.model_validate(values), warnings=warnings, document_advisories=notes
+    )
+
+
+#: The section takes its defaults: left out of the validated values, as the original does.
+_FALLBACK = object()
+
+
+def _resolve_section(
+    section: str, name: str, present: bool, value: Any, typos: list[Misspelling]
+) -> tuple[Any, ConfigWarning | None]:
+    """One section's value and warning: the original's per-section fallback, except that a guarded
+    setting which cannot be read takes its safe value (and a restriction keeps its valid written one)."""
+    issues: list[str] = []
+    locations: list[tuple[Any, ...]] = []
+    parsed: Any = getattr(RepoConfig(), name)
+    failed = False
+    if present:
+        try:
+            parsed = getattr(RepoConfig.model_validate({section: value}), name)
+        except ValidationError as exc:
+            failed = True
+            issues = issue_strings(exc)
+            locations = [tuple(err["loc"]) for err in exc.errors()]
+    hit = guards_hit(locations + [t.meant for t in typos])
+    if not failed and not hit:
+        return parsed, None
+    keeps = [g for g in GUARDS if g.section == section and g.keep_written and g not in hit]
+    if failed and not hit and not keeps:
+        return _FALLBACK, ConfigWarning(section=section, issues=issues)
+    if failed:
+        for guard in keeps:
+            parsed = _keep_written(parsed, guard, value)
+    for guard in hit:
+        parsed = _set_path(parsed, guard.target[1:], guard.safe)
+    issues += [t.issue() for t in typos]
+    return parsed, ConfigWarning(section=section, issues=issues, failed_closed=[g.describe() for g in hit])
+
+
+def _keep_written(parsed: Any, guard: Guard, value: Any) -> Any:
+    """``parsed`` with the guard's setting as written, when it is written and valid on its own."""
+    node = value
+    for part in guard.target[1:]:
+        key = next((k for k in (part, to_snake(part)) if isinstance(node, dict) and k in node), None)
+        if key is None:
+            return parsed
+        node = node[key]
+    nested: Any = node
+    for part in reversed(guard.target[1:]):
+        nested = {part: nested}
+    try:
+        alone = getattr(RepoConfig.model_validate({guard.section: nested}), _field_name(guard.section))
+    except ValidationError:
+        return parsed
+    for part in guard.target[1:]:
+        alone = getattr(alone, _attr(type(alone), part))
+    return _set_path(parsed, guard.target[1:], alone)
+
+
+def _attr(model: type[BaseModel], alias: str) -> str:
+    for name, info in model.model_fields.items():
+        if info.alias == alias or name == alias:
+            return name
+    raise KeyError(alias)  # pragma: no cover - the guards name real keys
+
+
+def _set_path(model: Any, path: tuple[str, ...], value: Any) -> Any:
+    """A copy of ``model`` with the setting at ``path`` (aliases) replaced; an unset parent is built."""
+    if not path:
+        return value
+    attr = _attr(type(model), path[0])
+    child = getattr(model, attr)
+    if len(path) > 1 and child is None:  # pragma: no cover - no guard sits under an optional object
+        raise ValueError(f"cannot set {'.'.join(path)} under an unset key")
+    return model.model_copy(update={attr: _set_path(child, path[1:], value)})
 
 
 def _field_name(alias: str) -> str:

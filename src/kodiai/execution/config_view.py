@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from kodiai.config import DEFAULT_MODEL, RepoConfig, load_repo_config
+from kodiai.config.loader import log_section_warnings
 
 
 class ExecutorConfig(BaseModel):
@@ -36,6 +37,5 @@ class ExecutorConfig(BaseModel):
 def load_executor_config(workspace_dir: Path, log: Any) -> ExecutorConfig:
     """Load ``.kodiai.yml`` (defaults when absent); ``RepoConfigError`` propagates on bad YAML."""
     result = load_repo_config(workspace_dir)
-    for warning in result.warnings:
-        log.warning("Config section invalid, using defaults", section=warning.section, issues=warning.issues)
+    log_section_warnings(result, log)
     return ExecutorConfig.from_repo_config(result.config)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kodiai.config import CONFIG_FILENAME, RepoConfig, RepoConfigError, load_repo_config, parse_repo_config
-from kodiai.config.loader import MAX_CONFIG_BYTES, RepoConfigResult
+from kodiai.config.loader import MAX_CONFIG_BYTES, RepoConfigResult, log_section_warnings
 from kodiai.config.trust import ConfigSource, choose_pull_request_tree
 from kodiai.github.branch_names import validate_branch_name
 from kodiai.github.permissions import access_level
@@ -52,8 +52,9 @@ async def clone_for_pull_request(
 
 
 def _log_warnings(result: RepoConfigResult, log: Any) -> None:
-    for warning in result.warnings:
-        log.warning("Config section invalid, using defaults", section=warning.section, issues=warning.issues)
+    """One warning line per invalid section; a guarded setting that failed closed (e.g. an unreadable
+    ``mention.allowedUsers``: nobody may mention) logs "..., guarded settings failed closed"."""
+    log_section_warnings(result, log)
 
 
 async def load_workspace_config(ws: Workspace, log: Any) -> RepoConfig:

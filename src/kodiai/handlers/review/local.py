@@ -162,7 +162,11 @@ def load_config_at(repo: Path, head_sha: str) -> tuple[RepoConfig, list[str]]:
         result = parse_repo_config(git(repo, "show", f"{head_sha}:.kodiai.yml"))
     except RepoConfigError as exc:
         raise LocalReviewError(str(exc)) from exc
-    return result.config, [f"{w.section}: {'; '.join(w.issues)}" for w in result.warnings]
+    return result.config, [
+        f"{w.section}: {'; '.join(w.issues)}"
+        + (f" (failed closed: {'; '.join(w.failed_closed)})" if w.failed_closed else "")
+        for w in result.warnings
+    ]
 
 
 def _resolve(repo: Path, ref: str, which: str) -> str:
