@@ -94,6 +94,8 @@ class EventRouter:
                 sender=sender_login(event.routing),
                 filtered=True,
                 filterReason="bot-filter",
+                # which rule dropped it: the app's own event, or a bot not on BOT_ALLOW_LIST
+                reason=self.bot_filter.decide(event.routing["sender"]).reason,
             )
             return DispatchOutcome(status="filtered")
 

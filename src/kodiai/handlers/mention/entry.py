@@ -34,11 +34,12 @@ class MentionHandler:
         slug = self.deps.review.app_slug
         log = self._log.bind(deliveryId=event.id, installationId=event.installation_id, action=event.action)
         skip = pre_queue_skip(event.name, event.action, payload, slug)
+        # At info, as every other skip: "why did the bot not answer?" must be answerable at the default level.
         if skip == "self-or-bot-author":
-            log.debug("Skipping mention from self (comment-author defense)", skipReason=skip)
+            log.info("Skipping mention from self (comment-author defense)", skipReason=skip)
             return
         if skip is not None:
-            log.debug("Mention not started", gateResult="skipped", skipReason=skip)
+            log.info("Mention not started", gateResult="skipped", skipReason=skip)
             return
         try:
             surface = normalize_mention(event.name, payload)
