@@ -36,8 +36,10 @@ bubblewrap:
 	  || echo "bubblewrap: could not install the 'bubblewrap' package (see above); agent runs are refused" \
 	    "until bwrap is installed" >&2
 
+# `exec`: the server replaces the recipe's shell, so make sees the server's own exit status: 0 after a stop
+# on Ctrl-C or SIGTERM (the server drains, then exits 0), and make prints no "*** Error"/"Interrupt" line.
 serve: $(STAMP) bubblewrap
-	HF_HUB_OFFLINE=1 $(BIN)/kodiai serve
+	exec env HF_HUB_OFFLINE=1 $(BIN)/kodiai serve
 
 test: $(STAMP) bubblewrap
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -n 2 --dist loadfile -q

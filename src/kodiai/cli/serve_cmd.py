@@ -68,6 +68,7 @@ def serve(
     from kodiai.log import configure_logging, get_logger, redact
     from kodiai.metrics import Metrics
     from kodiai.server.app import create_app
+    from kodiai.server.graceful import GracefulServer
     from kodiai.server.http_limits import HttpOptions, uvicorn_options
     from kodiai.server.runtime import ServerConfig, build_runtime
     from kodiai.server.stores import open_stores
@@ -154,7 +155,7 @@ def serve(
     # tests/server/test_hostile_clients.py). Frozen, they are never scanned again.
     gc.collect()
     gc.freeze()
-    server = uvicorn.Server(uv_config)
+    server = GracefulServer(uv_config)  # a signal stop exits 0, not by the signal (kodiai.server.graceful)
     server.run(sockets=[sock])
     if not server.started:
         raise typer.Exit(code=3)
