@@ -97,15 +97,19 @@ def app_config(tmp_path: Path, fake: FakeGitHub, **overrides: Any) -> ServerConf
 
 def test_sender_is_a_bot(tmp_path: Path, fake: FakeGitHub) -> None:
     body = opened("dependabot[bot]", "Bot")
-    with served(app_config(tmp_path / "a", fake), make_github(fake)) as app:
-        assert app.post(body, signed_headers(body, event="pull_request")).status_code == 200
+    headers = signed_headers(body, event="pull_request", delivery="bot-1")
+    with served(app_config(tmp_path, fake), make_github(fake)) as app:
+        assert app.post(body, headers).status_code == 200
         assert app.logged("Event filtered before dispatch")
         look_for("the-sender-is-a-bot").check(logs=app.logs)
         assert app.recorder.records == []
-    allowed = app_config(tmp_path / "b", fake, bot_allow_list=["dependabot"])
-    with served(allowed, make_github(fake)) as app:  # the documented fix
-        assert app.post(body, signed_headers(body, event="pull_request")).status_code == 200
-        assert app.recorder.wait_count(1)
+    allowed = app_config(tmp_path, fake, bot_allow_list=["dependabot"])
+    with served(allowed, make_github(fake)) as app:  # the documented fix: BOT_ALLOW_LIST, restart
+        assert app.post(body, headers).status_code == 200  # redelivered: still a duplicate
+        assert app.logged("Duplicate delivery skipped")
+        later = body.replace(b'"opened"', b'"opened","number":2')  # the bot's next pull request
+        assert app.post(later, signed_headers(later, event="pull_request")).status_code == 200
+        assert app.recorder.wait_count(1) and len(app.recorder.records) == 1
 
 
 def test_unhandled_action(tmp_path: Path, fake: FakeGitHub) -> None:
