@@ -103,3 +103,87 @@ def test_help_documents_both_formats() -> None:
     result = CliRunner().invoke(app, ["memory", "import", "--help"])
     assert result.exit_code == 0
     assert "findingId" in result.output and "labelled-corpus" in result.output
+
+
+RECORD = {
+    "repo": "o/r",
+    "findingId": 1,
+    "reviewId": 1,
+    "findingText": "SQL built from user input",
+    "severity": "major",
+    "category": "security",
+    "filePath": "app/db.py",
+    "outcome": "accepted",
+}
+
+
+def test_enumerated_fields_name_the_closest_allowed_value() -> None:
+    bad = {**RECORD, "severity": "high", "category": "secrity", "outcome": "acepted"}
+    with pytest.raises(ImportLineError) as caught:
+        parse_import_line(json.dumps(bad), embedding_model="m", embedding_dim=384)
+    assert str(caught.value) == (
+        "'severity': \"high\" is not one of critical, major, medium, minor, unknown; did you mean 'major'?; "
+        "'category': \"secrity\" is not one of security, correctness, performance, style, documentation; "
+        "did you mean 'security'?; "
+        "'outcome': \"acepted\" is not one of accepted, suppressed, thumbs_up, thumbs_down; "
+        "did you mean 'accepted'?"
+    )
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "hint"),
+    [
+        ("severity", "Critical", "critical"),
+        ("category", "bug", "correctness"),
+        ("outcome", "thumbs-down", "thumbs_down"),
+    ],
+)
+def test_case_and_synonyms_are_refused_with_a_hint(field: str, value: str, hint: str) -> None:
+    with pytest.raises(ImportLineError, match=f"did you mean '{hint}'"):
+        parse_import_line(json.dumps({**RECORD, field: value}), embedding_model="m", embedding_dim=384)
+
+
+def test_a_corpus_line_with_an_unknown_category_is_refused() -> None:
+    with pytest.raises(ImportLineError, match=r"'category': \"perfomance\" .* did you mean 'performance'"):
+        parse_import_line(
+            json.dumps({**CORPUS[0], "category": "perfomance"}), embedding_model="m", embedding_dim=384
+        )
+
+
+def test_an_exported_unknown_severity_imports_again() -> None:
+    record, _ = parse_import_line(
+        json.dumps({**RECORD, "severity": "unknown"}), embedding_model="m", embedding_dim=384
+    )
+    assert record.severity == "unknown"
+
+
+def test_cli_lists_every_enum_error_by_line_and_imports_nothing(tmp_path: Path) -> None:
+    lines = [RECORD, {**RECORD, "findingId": 2, "severity": "high"}]
+    lines += [{**RECORD, "findingId": n, "outcome": "acepted"} for n in range(3, 28)]
+    data = tmp_path / "m.jsonl"
+    data.write_text("\n".join(json.dumps(r) for r in lines) + "\n", encoding="utf-8")
+    uri = tmp_path / "store.lance"
+    result = CliRunner().invoke(
+        app, ["memory", "import", str(data), "--uri", str(uri), "--provider", "local"]
+    )
+    assert result.exit_code == 1
+    assert "line 2: 'severity': \"high\" is not one of" in result.output
+    assert "line 27: 'outcome': \"acepted\"" in result.output  # all 26 errors, not the first 20
+    assert "26 invalid line(s)" in result.output and "nothing was imported" in result.output
+    assert not uri.exists()
+
+
+def test_help_shows_the_bracketed_default_text() -> None:
+    result = CliRunner().invoke(app, ["memory", "import", "--help"], env={"COLUMNS": "200"})
+    assert '"[severity] [category]"' in result.output and 'default: " "' not in result.output
+
+
+def test_a_re_import_prints_no_debug_lines(tmp_path: Path) -> None:
+    """Each duplicate used to print "[debug] Duplicate memory write skipped" at the default log level."""
+    data = tmp_path / "m.jsonl"
+    data.write_text(json.dumps(RECORD) + "\n", encoding="utf-8")
+    args = ["memory", "import", str(data), "--uri", str(tmp_path / "store.lance"), "--provider", "local"]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    again = CliRunner().invoke(app, args)
+    assert "Imported 0 memories (1 duplicates skipped" in again.output
+    assert "Duplicate memory write skipped" not in again.output and "debug" not in again.output

@@ -43,6 +43,31 @@ app = typer.Typer(
     help="Learned memory: import, search, list, stats, purge-stale, retire.", no_args_is_help=True
 )
 
+
+
+@app.callback()
+def _memory(ctx: typer.Context) -> None:
+    _command_logging(ctx)
+
+
+def _command_logging(ctx: typer.Context) -> None:
+    """Library log lines at ``LOG_LEVEL`` (default info) for this command, so the store's per-row debug
+    lines ("Duplicate memory write skipped" on a re-import) stay silent. Only when nothing configured
+    structlog yet (an unconfigured structlog prints every level); the defaults come back when the command
+    ends, so an in-process caller is left as it was."""
+    import structlog
+
+    from kodiai.log import configure_logging
+
+    if structlog.is_configured():
+        return
+    try:
+        configure_logging(None, json=False)
+    except ValueError as exc:
+        raise _fail(str(exc)) from exc
+    ctx.call_on_close(structlog.reset_defaults)
+
+
 DEFAULT_URI = "./data/kodiai-memory.lance"
 IMPORT_BATCH = 256
 
@@ -110,13 +135,16 @@ def import_memories(
     provider_name: ProviderOpt = "auto",
     voyage_api_key: VoyageKeyOpt = None,
 ) -> None:
-    """Embed and store memories. Every line is checked first: one bad line aborts with nothing written,
-    and each error names the line and the field.
+    r"""Embed and store memories. Every line is checked first: one bad line aborts with nothing written
+    (exit 1), and every error is listed with its line number and field.
 
     A record line is a learned memory as the server writes it (camelCase or snake_case keys); `text` is
-    what is embedded (default: "[severity] [category]", the finding text and "File: path" on three
-    lines). A corpus line (the eval sets' corpus.jsonl) becomes an `accepted` memory with a stable
-    finding id derived from its `id`, so importing the same corpus twice skips what is there.
+    what is embedded (default: "\[severity] \[category]", the finding text and "File: path" on three
+    lines). severity is one of critical, major, medium, minor, unknown; category one of security,
+    correctness, performance, style, documentation; outcome one of accepted, suppressed, thumbs_up,
+    thumbs_down; another value is an error that names the closest allowed one. A corpus line (the eval
+    sets' corpus.jsonl) becomes an `accepted` memory with a stable finding id derived from its `id`, so
+    importing the same corpus twice skips what is there.
     """
     from kodiai.learning.memory_import import ImportLineError, parse_import_line
 
@@ -135,7 +163,7 @@ def import_memories(
         except ImportLineError as exc:
             errors.append(f"line {number}: {exc}")
     if errors:
-        for error in errors[:20]:
+        for error in errors:
             typer.echo(error, err=True)
         raise _fail(f"{len(errors)} invalid line(s) in {file}; nothing was imported")
     store = _store(uri, provider)
