@@ -181,6 +181,9 @@ def test_restore_refuses_a_data_dir_that_holds_data_unless_forced(tmp_path: Path
     assert (
         count(aside, "SELECT COUNT(*) FROM t") == 1 == count(data / "telemetry.db", "SELECT COUNT(*) FROM t")
     )
+    # --only restores some stores (a damaged journal alone); a store the backup lacks is an error.
+    code, _, err = cli("backup", "restore", str(tmp_path / "b"), "--only", "jobs", *store_options(data))
+    assert code == 1 and "the backup holds no jobs (it holds telemetry)" in err
     # A damaged backup is refused before anything is touched.
     (tmp_path / "b" / "telemetry.db").write_bytes(b"x" * 100)
     code, _, err = cli("backup", "restore", str(tmp_path / "b"), "--force", *store_options(data))

@@ -119,6 +119,12 @@ def restore(
     force: Annotated[
         bool, typer.Option("--force", help="Replace stores that hold data (moved aside, not deleted).")
     ] = False,
+    only: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--only", help="Restore only this store: telemetry, knowledge, jobs or memory (repeatable)."
+        ),
+    ] = None,
     env_file: EnvFileOpt = Path(".env"),
     telemetry: TelemetryOpt = None,
     knowledge: KnowledgeOpt = None,
@@ -137,7 +143,7 @@ def restore(
 
     paths = _paths(env_file, telemetry, knowledge, jobs, memory)
     try:
-        report = restore_backup(src, paths, force=force, known_migrations=known)
+        report = restore_backup(src, paths, force=force, only=set(only or ()), known_migrations=known)
     except (BackupError, OSError) as exc:
         raise _fail(f"Restore failed: {exc}") from None
     for line in report.restored:

@@ -345,6 +345,24 @@ def _holds_data(path: Path) -> bool:
     return any(Path(f"{path}{suffix}").exists() for suffix in COMPANIONS)
 
 
+def select_stores(manifest: BackupManifest, only: set[str] | None) -> BackupManifest:
+    """The manifest limited to the stores named in ``only`` (``telemetry``, ``knowledge``, ``jobs``,
+    ``memory``); all of them when ``only`` is empty. A name the backup does not hold is an error."""
+    if not only:
+        return manifest
+    held = {*manifest.databases, *(["memory"] if manifest.memory else [])}
+    missing = sorted(only - held)
+    if missing:
+        raise BackupError(f"the backup holds no {', '.join(missing)} (it holds {', '.join(sorted(held))})")
+    return manifest.model_copy(
+        update={
+            "databases": {n: e for n, e in manifest.databases.items() if n in only},
+            "memory": manifest.memory if "memory" in only else None,
+            "skipped": {},
+        }
+    )
+
+
 def occupied_targets(manifest: BackupManifest, paths: StorePaths) -> list[str]:
     """The targets of this restore that already hold something."""
     out = [str(paths.database(n)) for n in manifest.databases if _holds_data(paths.database(n))]
@@ -366,15 +384,18 @@ def restore_backup(
     paths: StorePaths,
     *,
     force: bool = False,
+    only: set[str] | None = None,
     known_migrations: Callable[[str], list[str]] | None = None,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> RestoreReport:
-    """Put the backup at ``src`` back in place of the stores at ``paths`` (the server must be stopped)."""
+    """Put the backup at ``src`` back in place of the stores at ``paths`` (the server must be stopped);
+    ``only`` limits it to some stores (a damaged journal: ``{"jobs"}``)."""
     from kodiai.jobs.journal_guard import sidecar_path, write_sidecar
 
     manifest, problems = verify_backup(src)
     if problems:
         raise BackupError("the backup does not match its manifest: " + "; ".join(problems))
+    manifest = select_stores(manifest, only)
     if manifest.memory is not None and is_remote_uri(paths.memory):
         raise BackupError(
             f"the backup holds a local learned memory but LEARNING_MEMORY_URI is {paths.memory}: restore "
