@@ -1,0 +1,341 @@
+"""The review the fake model plays: what a careful reviewer does with Kodiai's prompt, turn by turn.
+
+The fake Anthropic API replaces the model, not the work around it: the real Claude Code CLI runs every tool
+call below (the git MCP tools run git in the workspace, Read reads the checkout inside the sandbox, the
+comment tools publish), and each turn's request carries whatever those tools returned. The sequence:
+
+1. the two calls the prompt's "Reading the code" section names, in one message: the diff of the whole
+   range and ``git log --stat``;
+2. when that diff was cut at the git tool's 256 KiB cap, the diffs of the files the prompt's large-PR
+   triage lists (else of the most-changed files), eight paths per call, until the conversation reaches
+   ``context_budget_tokens`` (Claude Code compacts near the 200k window; this reviewer stops before);
+3. the surrounding code of the most-changed source files with Read (one file per ten changed files, at
+   least one, at most three; a long file is read 300 lines around its first change), in one message;
+4. one inline comment per finding, one per turn, on an added line of a changed file: one finding per
+   ``lines_per_finding`` changed lines, at least one, at most ``max_findings``;
+5. the summary comment in the prompt's template, then a closing text.
+
+What the fake cannot produce is the model's thinking (the CLI asks for extended thinking, and keeps its
+blocks in the conversation). Every assistant message therefore starts with ``think_chars`` characters of
+reasoning text (``analysis_chars`` before the first finding): output tokens that later requests carry
+as input, as thinking blocks are.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cost_sizing_lib.corpus import git
+from support.fake_anthropic import MainRequest, Reply, Text, ToolUse, ToolUses
+
+GIT_TOOL_CAP_BYTES = 256 * 1024  # MAX_OUTPUT_BYTES of the git MCP tools
+CLI_BASE_TOKENS = 23_000  # system prompt, tools and reminders the CLI sends (measured: ~80k characters)
+INLINE = "mcp__github_inline_comment__create_inline_comment"
+COMMENT = "mcp__github_comment__create_comment"
+CODE_SUFFIXES = (".py", ".js", ".mjs", ".cjs", ".ts", ".tsx", ".d.ts", ".go", ".rs", ".java", ".rb")
+PR_RE = re.compile(r"pull request #(\d+) in ")
+WORKDIR_RE = re.compile(r"Primary working directory: (\S+)")
+
+
+@dataclass(frozen=True)
+class Assumptions:
+    """The reviewer's behaviour that no measurement here can fix: stated in the benchmark's output."""
+
+    think_chars: int = 1000
+    analysis_chars: int = 6000
+    lines_per_finding: int = 250
+    max_findings: int = 8
+    context_budget_tokens: int = 120_000
+    diff_batch: int = 8
+
+
+@dataclass(frozen=True)
+class ChangedFile:
+    path: str
+    added: int
+    removed: int
+    diff_bytes: int
+    first_added_line: int | None
+    head_lines: int | None  # None: deleted in the head
+
+
+@dataclass(frozen=True)
+class PullFacts:
+    """What the reviewer's plan depends on, read from the repository with git."""
+
+    base_sha: str
+    head_sha: str
+    files: tuple[ChangedFile, ...]  # rename detection off: a renamed file is a deletion and an addition
+    diff_bytes: int
+    shortstat: tuple[int, int, int]  # files, insertions, deletions as git (and the prompt) count them
+
+    @property
+    def lines_changed(self) -> int:
+        return self.shortstat[1] + self.shortstat[2]
+
+
+def read_facts(repo: Path, base: str, head: str) -> PullFacts:
+    """Files, line counts, per-file diff sizes and first added lines of ``base...head`` (the head's
+    files are read from the work tree, which must have ``head`` checked out)."""
+    base_sha = git(repo, "rev-parse", base).strip()
+    head_sha = git(repo, "rev-parse", head).strip()
+    if git(repo, "rev-parse", "HEAD").strip() != head_sha:
+        raise ValueError(f"{repo} must have {head} checked out")
+    diff = git(repo, "diff", "--no-renames", "--no-color", f"{base_sha}...{head_sha}")
+    per_path: dict[str, tuple[int, int | None]] = {}
+    for chunk in re.split(r"(?m)^(?=diff --git )", diff):
+        header = re.match(r"diff --git a/(.+?) b/(.+)\n", chunk)
+        if header:
+            per_path[header.group(2)] = (len(chunk.encode()), first_added_line(chunk))
+    in_head = set(git(repo, "ls-tree", "-r", "--name-only", head_sha).splitlines())
+    files = []
+    for line in git(repo, "diff", "--no-renames", "--numstat", f"{base_sha}...{head_sha}").splitlines():
+        added, removed, path = line.split("\t", 2)
+        size, first = per_path.get(path, (0, None))
+        head_lines = _line_count(repo / path) if path in in_head and added != "-" else None
+        files.append(
+            ChangedFile(
+                path,
+                int(added) if added.isdigit() else 0,
+                int(removed) if removed.isdigit() else 0,
+                size,
+                first if head_lines else None,
+                head_lines,
+            )
+        )
+    stat = git(repo, "diff", "--shortstat", f"{base_sha}...{head_sha}")
+    return PullFacts(base_sha, head_sha, tuple(files), len(diff.encode()), parse_shortstat(stat))
+
+
+def parse_shortstat(stat: str) -> tuple[int, int, int]:
+    """``3 files changed, 10 insertions(+), 2 deletions(-)`` → ``(3, 10, 2)`` (a missing part is 0)."""
+
+    def count(word: str) -> int:
+        found = re.search(rf"(\d+) {word}", stat)
+        return int(found.group(1)) if found else 0
+
+    return count("file"), count("insertion"), count("deletion")
+
+
+def first_added_line(chunk: str) -> int | None:
+    """The head-side line number of the first ``+`` line of one file's diff."""
+    line_no: int | None = None
+    for line in chunk.splitlines():
+        hunk = re.match(r"@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@", line)
+        if hunk:
+            line_no = int(hunk.group(1))
+        elif line_no is None:
+            continue
+        elif line.startswith("+"):
+            return line_no
+        elif line.startswith(" "):
+            line_no += 1
+    return None
+
+
+def _line_count(path: Path) -> int | None:
+    try:
+        return path.read_bytes().count(b"\n")
+    except OSError:
+        return None
+
+
+# ----------------------------------------------------------------------------- the plan
+
+
+@dataclass(frozen=True)
+class Call:
+    """A tool call; ``read_path`` is relative to the workspace (made absolute when the reply is sent)."""
+
+    name: str
+    input: dict[str, object]
+    read_path: str | None = None
+
+
+@dataclass(frozen=True)
+class Step:
+    calls: tuple[Call, ...]
+    think: int  # characters of reasoning text before the calls (or the closing text)
+    text: str | None = None  # the closing text (no calls)
+
+
+def triage_lists(prompt: str) -> list[str]:
+    """The files the prompt's large-PR triage names (full review first, then abbreviated)."""
+    names: list[str] = []
+    for heading in ("### Full Review", "### Abbreviated Review"):
+        at = prompt.find(heading)
+        if at < 0:
+            continue
+        for line in prompt[at:].splitlines()[1:]:
+            if line.startswith("- "):
+                names.append(line[2:].strip())
+            elif line.startswith("#"):
+                break
+    return names
+
+
+def _by_change(files: tuple[ChangedFile, ...]) -> list[ChangedFile]:
+    return sorted(files, key=lambda f: (-(f.added + f.removed), f.path))
+
+
+def plan_review(facts: PullFacts, prompt: str, a: Assumptions) -> list[Step]:
+    """The whole conversation, decided up front from the repository and the prompt."""
+    rng = f"{facts.base_sha}...{facts.head_sha}"
+    log_rng = f"{facts.base_sha}..{facts.head_sha}"
+    steps = [
+        Step(
+            (
+                Call("mcp__git__diff", {"revisions": [rng]}),
+                Call("mcp__git__log", {"revision": log_rng, "stat": True}),
+            ),
+            a.think_chars,
+        )
+    ]
+    by_path = {f.path: f for f in facts.files}
+    triaged = [by_path[p] for p in triage_lists(prompt) if p in by_path]
+    reviewed = triaged or _by_change(facts.files)
+    context = CLI_BASE_TOKENS + (len(prompt) + min(facts.diff_bytes, GIT_TOOL_CAP_BYTES)) / 3.5
+    if facts.diff_bytes > GIT_TOOL_CAP_BYTES:
+        pending = [f for f in reviewed if f.diff_bytes]
+        while pending and context < a.context_budget_tokens:
+            batch, pending = pending[: a.diff_batch], pending[a.diff_batch :]
+            paths = [f.path for f in batch]
+            steps.append(Step((Call("mcp__git__diff", {"revisions": [rng], "paths": paths}),), a.think_chars))
+            context += min(sum(f.diff_bytes for f in batch), GIT_TOOL_CAP_BYTES) / 3.5
+    readable = sorted(
+        (f for f in reviewed if f.head_lines and f.path.endswith(CODE_SUFFIXES)),
+        key=lambda f: "test" in f.path,
+    )
+    count = min(3, max(1, facts.shortstat[0] // 10))
+    reads = []
+    for f in readable[:count]:
+        args: dict[str, object] = {}
+        assert f.head_lines is not None
+        if f.head_lines > 600:
+            args = {"offset": max(1, (f.first_added_line or 1) - 150), "limit": 300}
+        reads.append(Call("Read", args, read_path=f.path))
+    if reads:
+        steps.append(Step(tuple(reads), a.think_chars))
+    targets = sorted(
+        (f for f in reviewed if f.first_added_line is not None),
+        key=lambda f: (not f.path.endswith(CODE_SUFFIXES), "test" in f.path),
+    )
+    findings = max(1, min(a.max_findings, facts.lines_changed // a.lines_per_finding))
+    posted: list[tuple[str, int, str]] = []
+    for i in range(findings):
+        if not targets:
+            break
+        f = targets[i % len(targets)]
+        assert f.first_added_line is not None
+        title = f"Unchecked input reaches {Path(f.path).name} (finding {i + 1})"
+        body = (
+            f"[MAJOR] {title}\n\nThe value read here is used without checking it, so a caller passing an "
+            "empty or malformed value gets an exception instead of the documented error. Validate it "
+            "before use, as the other entry points in this module do."
+        )
+        posted.append((f.path, f.first_added_line, title))
+        call = Call(INLINE, {"path": f.path, "line": f.first_added_line, "body": body})
+        steps.append(Step((call,), a.analysis_chars if i == 0 else a.think_chars))
+    steps.append(Step((Call(COMMENT, {"issueNumber": 0, "body": summary(posted)}),), a.think_chars))
+    steps.append(Step((), 0, text="Review posted: the inline comments and the summary are on the PR."))
+    return steps
+
+
+def summary(posted: list[tuple[str, int, str]]) -> str:
+    lines = [
+        "<details>",
+        "<summary>Kodiai Review Summary</summary>",
+        "",
+        "## What Changed",
+        "Updates the package to its next release: new behaviour, fixes and the matching tests.",
+        "Reviewed: core logic, error handling, tests",
+        "",
+        "## Observations",
+        "",
+        "### Impact",
+    ]
+    for path, line, title in posted:
+        lines += [f"[MAJOR] {path} ({line}): {title}", "A malformed value raises instead of being rejected."]
+    lines += [
+        "",
+        "## Verdict",
+        f":red_circle: **Address before merging** -- {len(posted)} blocking issue(s) found",
+        "</details>",
+    ]
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- replies
+
+_REASONING = (
+    "The change touches {path}. I compare the new code path with the callers in the diff and check what "
+    "happens with empty, missing and malformed values, whether errors are raised or swallowed, whether "
+    "resources opened here are closed on every path, and whether the tests cover the new branch. "
+)
+
+
+def reasoning(chars: int, path: str) -> str:
+    if chars <= 0:
+        return ""
+    sentence = _REASONING.format(path=path)
+    return (sentence * (chars // len(sentence) + 1))[:chars]
+
+
+def realize(step: Step, workdir: str, number: int) -> Reply:
+    """The step as the fake API's reply: calls with absolute Read paths and the PR's number."""
+    first = step.calls[0] if step.calls else None
+    path = (first.read_path or str(first.input.get("path", "the diff"))) if first else "the review"
+    think = reasoning(step.think, path)
+    if not step.calls:
+        return Text(((think + "\n\n") if think else "") + (step.text or "Done."))
+    uses = []
+    for call in step.calls:
+        args = dict(call.input)
+        if call.read_path is not None:
+            args = {"file_path": f"{workdir.rstrip('/')}/{call.read_path}", **args}
+        if call.name == COMMENT:
+            args["issueNumber"] = number
+        uses.append(ToolUse(call.name, args))
+    return ToolUses(*uses, text=think or None)
+
+
+def reply_text(reply: Reply) -> str:
+    """What the model wrote in a reply (its output tokens): text, tool names and their inputs."""
+    if isinstance(reply, Text):
+        return reply.text
+    if isinstance(reply, ToolUse):
+        return reply.name + json.dumps(reply.input)
+    if isinstance(reply, ToolUses):
+        return (reply.text or "") + "".join(c.name + json.dumps(c.input) for c in reply.calls)
+    return ""
+
+
+@dataclass
+class ScriptedReviewer:
+    """The fake model's script: each PR's plan (by the number in its prompt), one step per turn.
+
+    ``delay`` seconds pass before each answer (the model's latency), in the fake's worker thread."""
+
+    plan_for: dict[int, list[Step]]
+    delay: float = 0.0
+    output: dict[int, list[str]] = field(default_factory=lambda: defaultdict(list))
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self, request: MainRequest) -> Reply:
+        text = request.user_text
+        match = PR_RE.search(text)
+        number = int(match.group(1)) if match else 0
+        workdir = WORKDIR_RE.search(text)
+        plan = self.plan_for.get(number) or self.plan_for[min(self.plan_for)]
+        reply = realize(plan[min(request.turn, len(plan) - 1)], workdir.group(1) if workdir else ".", number)
+        with self.lock:
+            self.output[number].append(reply_text(reply))
+        if self.delay:
+            time.sleep(self.delay)
+        return reply
