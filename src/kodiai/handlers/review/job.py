@@ -1,6 +1,7 @@
 """Phase B of the review: the queued job (spec/review.md §1 steps 8–54), as a list of named stages.
 
-    claim run → workspace + config → gates → gather → plan → execute → post-process → publish + record
+    claim run → workspace + config → gates → daily spend cap → gather → plan → execute → post-process
+    → publish + record
 
 Gather, publish and record do I/O; plan and post-process are pure (``kodiai.review.plan``,
 ``kodiai.review.postprocess``). A fail-open step goes through :func:`fail_open`; anything else that
@@ -146,6 +147,7 @@ class ReviewJob:
             plan = self.plan(config, gathered)
             if verdict == "review":
                 result = await self.execute(workspace, plan)
+                await record_run_spend(self.deps, self.spend_target(), result.cost_usd, self.log)
             else:
                 result = interrupted_run_result()
             processed, feedback = await self.post_process(workspace, config, gathered, plan, result)
@@ -467,8 +469,6 @@ class ReviewJob:
                 self.pr, details, published=result.published, handles=self.handles, log=log
             )
         telemetry = config.telemetry
-        if executed:
-            await record_run_spend(deps, self.spend_target(), result.cost_usd, log)
         if telemetry.enabled and executed:
             await record.record_execution(
                 deps.telemetry,
