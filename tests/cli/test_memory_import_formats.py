@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+import structlog
 from typer.testing import CliRunner
 
 from kodiai.cli.main import app
@@ -179,11 +180,22 @@ def test_help_shows_the_bracketed_default_text() -> None:
 
 
 def test_a_re_import_prints_no_debug_lines(tmp_path: Path) -> None:
-    """Each duplicate used to print "[debug] Duplicate memory write skipped" at the default log level."""
+    """Each duplicate used to print "[debug] Duplicate memory write skipped" at the default log level.
+    The re-import starts from structlog's defaults, as a fresh `kodiai` process does (another test in this
+    process may have configured logging); the configuration is put back afterwards."""
     data = tmp_path / "m.jsonl"
     data.write_text(json.dumps(RECORD) + "\n", encoding="utf-8")
     args = ["memory", "import", str(data), "--uri", str(tmp_path / "store.lance"), "--provider", "local"]
     assert CliRunner().invoke(app, args).exit_code == 0
-    again = CliRunner().invoke(app, args)
+    saved, was_configured = structlog.get_config(), structlog.is_configured()
+    structlog.reset_defaults()
+    try:
+        again = CliRunner().invoke(app, args, env={"LOG_LEVEL": None})
+        left_configured = structlog.is_configured()
+    finally:
+        if was_configured:
+            structlog.configure(**saved)
+    assert again.exit_code == 0, again.output
     assert "Imported 0 memories (1 duplicates skipped" in again.output
     assert "Duplicate memory write skipped" not in again.output and "debug" not in again.output
+    assert not left_configured  # the command put structlog's defaults back
