@@ -75,7 +75,9 @@ def test_ctrl_c_stops_make_serve_without_an_error_line(tmp_path: Path) -> None:
     text = out.read_text()
     assert "make: ***" not in text and "Error" not in text and "Traceback" not in text, text[-2000:]
     assert "Kodiai server stopped" in text
-    assert code == -signal.SIGINT  # make re-raises the interrupt on itself: no message, status 130 in a shell
+    # make re-raises the interrupt on itself (status 130 in a shell, no message) when it handles the signal
+    # while the server still runs; when the server has already exited 0 by then, make exits 0. Both are clean.
+    assert code in (0, -signal.SIGINT), code
 
 
 def test_sigterm_to_the_server_ends_make_serve_with_status_0(tmp_path: Path) -> None:
