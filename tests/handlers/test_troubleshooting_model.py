@@ -15,12 +15,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+import structlog
+import structlog.testing
 from pydantic import SecretStr
 from review_harness import ReviewHarness
 
 from kodiai.execution.executor import ClaudeAgentExecutor
 from kodiai.execution.options import ModelCredentials
 from kodiai.execution.types import ExecutionContext, ExecutionResult
+from kodiai.server.composition import log_model_credentials_status
 from support.fake_anthropic import FAKE_API_KEY, Fail, FakeAnthropic, MainRequest, Reply, Text
 from support.fake_github import FakeGitHub
 from support.fake_github_pr import PrState
@@ -116,4 +119,12 @@ def test_endpoint_refuses_connections(outcome: Outcome) -> None:
 
 
 def test_no_credentials(outcome: Outcome) -> None:
-    check(look_for("no-model-credentials-not-logged-in"), outcome, NO_CREDENTIALS)
+    """The review's comment, and the start-up warning for the same credentials (no key, a base URL)."""
+    none = ModelCredentials(endpoint={"ANTHROPIC_BASE_URL": SecretStr("http://127.0.0.1:9")})
+    with structlog.testing.capture_logs() as startup:
+        log_model_credentials_status(none)
+        log_model_credentials_status(ModelCredentials(anthropic_api_key=SecretStr(FAKE_API_KEY)))
+    assert len(startup) == 1, startup  # a configured key warns nothing
+    look_for("no-model-credentials-not-logged-in").check(
+        logs=[*outcome.logs[NO_CREDENTIALS], *startup], comments=outcome.comments[NO_CREDENTIALS]
+    )

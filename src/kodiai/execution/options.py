@@ -72,6 +72,18 @@ class ModelCredentials(BaseModel):
     def __repr__(self) -> str:  # never print even the masked container with values
         return "ModelCredentials(***)"
 
+    @property
+    def configured(self) -> bool:
+        """True when the CLI has some way to authenticate: a key, an OAuth token, a gateway token, or a
+        cloud provider (Bedrock and Vertex read their own cloud credentials). The CLI runs with an empty
+        home, so nothing else can log it in."""
+        present = {name for name, value in self.endpoint.items() if value.get_secret_value()}
+        return bool(
+            (self.claude_code_oauth_token and self.claude_code_oauth_token.get_secret_value())
+            or (self.anthropic_api_key and self.anthropic_api_key.get_secret_value())
+            or present & {"ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX"}
+        )
+
 
 def web_rules(domains: Sequence[str]) -> list[str]:
     """``WebFetch(domain:…)`` for each well-formed domain, then ``WebSearch``; nothing without one."""

@@ -34,6 +34,19 @@ def model_credentials(settings: Settings) -> ModelCredentials:
     )
 
 
+#: Logged at start-up when the CLI would have no way to authenticate (docs/troubleshooting.md).
+NO_MODEL_CREDENTIALS = (
+    "No model credentials: every review and mention will fail with 'Not logged in'; set "
+    "ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN (or a gateway, Bedrock or Vertex: docs/model-endpoint.md)"
+)
+
+
+def log_model_credentials_status(credentials: ModelCredentials) -> None:
+    """Warn once at start-up instead of letting the first review discover it."""
+    if not credentials.configured:
+        get_logger("kodiai.server").warning(NO_MODEL_CREDENTIALS)
+
+
 def agent_sandbox(settings: Settings, run_root: Path | None = None) -> AgentSandbox:
     """The Claude Code CLI's sandbox: on unless the operator set ``AGENT_SANDBOX=off``. Per-run
     directories (``kodiai-agent-*``: HOME, transcripts) go under ``run_root``, the workspace root, so the
@@ -120,6 +133,7 @@ def builtin_registrar(
             runtime.stores.memory.observe_builds(runtime.metrics.memory_index.observe)
         count_store_write_failures(runtime)
         log_startup_status(agent_sandbox(settings))
+        log_model_credentials_status(model_credentials(settings))
         guard_outbound_secrets(runtime, settings)
         # write keys, rate limit, turns: shared by workers
         state = MentionState.open(runtime.config.jobs_db_path)
