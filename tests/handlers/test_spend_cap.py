@@ -160,7 +160,7 @@ async def test_at_the_cap_a_review_is_refused_once_a_day_and_runs_again_the_next
     assert refusals(h, "review") == 2.0
 
     clock.now = NOON + timedelta(hours=12, minutes=1)  # 00:01 UTC the next day
-    await h.deliver(second, "review_requested", requested_reviewer=BOT)
+    await h.deliver(second, "ready_for_review")  # not a re-request: the refused runs gave back their claim
     assert len(h.executor.contexts) == 2 and len(notices(h, 102)) == 1
 
 

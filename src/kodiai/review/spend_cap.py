@@ -151,8 +151,8 @@ def refusal_comment(decision: CapDecision, day: UtcDay, now: datetime) -> str:
         ]
     lines += [
         "",
-        "Requests made meanwhile are not queued: after the reset, push a commit, re-request a review "
-        "from Kodiai or mention it again.",
+        "Requests made meanwhile are not queued: after the reset, any new trigger (a push, "
+        "marking ready for review, re-requesting a review from Kodiai, or a mention) runs again.",
         "",
         spend_cap_marker(day),
     ]

@@ -330,6 +330,10 @@ class KnowledgeStore:
         return runs.run_delivery(self._db, run_key)
 
     @reports_writes
+    def release_run(self, run_key: str, delivery_id: str) -> None:
+        runs.release_run(self._db, run_key, delivery_id)
+
+    @reports_writes
     def complete_run(self, run_key: str) -> None:
         runs.complete_run(self._db, run_key)
 

@@ -63,6 +63,17 @@ def run_delivery(db: LockedConnection, key: str) -> tuple[str | None, str] | Non
     return (row[0], str(row[1])) if row else None
 
 
+def release_run(db: LockedConnection, key: str, delivery_id: str) -> None:
+    """Drop this delivery's ``pending`` claim of a run that was refused before it started (the daily spend
+    cap), so a later trigger for the same head is not skipped as a duplicate. Runs it superseded stay
+    superseded; :func:`last_reviewed_head_sha` reads ``completed_at``, which is unchanged."""
+    with db.transaction() as conn:
+        conn.execute(
+            "DELETE FROM run_state WHERE run_key = ? AND delivery_id = ? AND status = 'pending'",
+            (key, delivery_id),
+        )
+
+
 def complete_run(db: LockedConnection, key: str) -> None:
     db.execute(
         "UPDATE run_state SET status = 'completed', completed_at = datetime('now') WHERE run_key = ?", (key,)

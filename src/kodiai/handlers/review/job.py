@@ -129,7 +129,7 @@ class ReviewJob:
             verdict = await self.pass_gates(config, claim)
             if verdict == "stop":
                 return self.outcome
-            if verdict == "review" and not await self.pass_spend_cap(config):
+            if verdict == "review" and not await self.pass_spend_cap(config, claim):
                 return self.outcome
             gathered = await gather(
                 self.req.facts,
@@ -298,13 +298,23 @@ class ReviewJob:
             self.req.installation_id, facts.full_name, facts.number, self.req.delivery_id, "review"
         )
 
-    async def pass_spend_cap(self, config: RepoConfig) -> bool:
+    async def pass_spend_cap(self, config: RepoConfig, claim: RunClaim) -> bool:
         """The daily spend cap (:mod:`kodiai.handlers.spend_cap`), after every other gate: a PR that would
-        not be reviewed anyway gets no spend cap notice."""
+        not be reviewed anyway gets no spend cap notice. A refused run gives its claim back, so any
+        trigger for the same head after the reset reviews it."""
         cap = config.telemetry.daily_spend_cap_usd
         if await check_spend_cap(self.deps, self.pr.rest, self.spend_target(), cap, self.log):
             return True
         self.outcome = "skipped:spend-cap"
+        store, key = self.deps.knowledge, claim.run_key
+        if store is not None and key is not None:
+            delivery = self.req.delivery_id
+            await fail_open(
+                self.log,
+                "run-state-release",
+                lambda: asyncio.to_thread(store.release_run, key, delivery),
+                None,
+            )
         return False
 
     async def acknowledge_no_review(self) -> None:
