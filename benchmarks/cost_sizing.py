@@ -37,18 +37,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "e2e")]
@@ -56,17 +58,16 @@ sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "e2e")]
 from cost_sizing_lib import pricing  # noqa: E402
 from cost_sizing_lib.corpus import CORPUS, CorpusError, PullCase, build, cache_root, git, local_case  # noqa: E402
 from cost_sizing_lib.proctree import TreeSampler, cpu_seconds, descendants, settled  # noqa: E402
-from cost_sizing_lib.script import Assumptions, PullFacts, ScriptedReviewer, plan_review, read_facts  # noqa: E402
+from cost_sizing_lib.script import Assumptions, PullFacts, ReviewPlanner, ScriptedReviewer, read_facts  # noqa: E402
 from cost_sizing_lib.tokenizer import legacy_counts  # noqa: E402
 from pydantic import SecretStr  # noqa: E402
 
 from kodiai.config.models import DEFAULT_MODEL  # noqa: E402
-from kodiai.execution.options import ModelCredentials  # noqa: E402
-from kodiai.execution.sandbox import AgentSandbox  # noqa: E402
-from kodiai.handlers.review.local import LocalReview, LocalReviewError, build_local_review, run_local_review  # noqa: E402
-from kodiai.learning.embeddings import build_embedding_provider  # noqa: E402
 from kodiai.log import configure_logging  # noqa: E402
 from support.fake_anthropic import FAKE_API_KEY, FakeAnthropic  # noqa: E402
+
+if TYPE_CHECKING:  # the review pipeline is imported where it runs: kodiai serve boots meanwhile
+    from kodiai.handlers.review.local import LocalReview
 
 MIB = 1024
 T0 = time.perf_counter()
@@ -96,11 +97,16 @@ class CostRow:
     largest_request: float
     dollars: dict[str, float]
     dollars_uncached: float
+    dollars_warm: float
     dollars_prompt_only: float
     side_requests: int
     side_dollars: float
     seconds: float
     inline_comments: int
+    whole_diff_refused: bool
+    diff_calls_cut: int
+    narrowed_diff_calls: int
+    files_left_out: int
     texts: list[str] = field(default_factory=list, repr=False)  # every distinct block, for the cross-check
 
     @property
@@ -113,6 +119,9 @@ async def dry_run(case: PullCase, scratch: Path) -> LocalReview:
     its Python entry (``build_local_review``, the review pipeline's gather and plan stages), in process:
     the command's own start-up would add seconds and nothing else. No learned memory: retrieval adds at
     most ``knowledge.retrieval.maxContextChars`` (2,000 characters, about 570 tokens) to a prompt."""
+    from kodiai.handlers.review.local import LocalReviewError, build_local_review
+    from kodiai.learning.embeddings import build_embedding_provider
+
     try:
         return await build_local_review(
             case.repo,
@@ -128,11 +137,15 @@ async def dry_run(case: PullCase, scratch: Path) -> LocalReview:
 async def cost_of(
     case: PullCase, a: Assumptions, model: FakeAnthropic, scratch: Path
 ) -> tuple[CostRow, PullFacts, LocalReview]:
+    from kodiai.execution.options import ModelCredentials
+    from kodiai.execution.sandbox import AgentSandbox
+    from kodiai.handlers.review.local import run_local_review
+
     local = await dry_run(case, scratch)
     progress(f"dry run of {case.label}: {len(local.prompt):,} characters of prompt")
     facts = read_facts(case.repo, case.base, case.head)
-    plan = plan_review(facts, local.prompt, a)
-    reviewer = ScriptedReviewer({0: plan})
+    planner = ReviewPlanner(facts, local.prompt, a)
+    reviewer = ScriptedReviewer({0: planner})
     model.reset()
     model.script = reviewer
     credentials = ModelCredentials(
@@ -151,6 +164,11 @@ async def cost_of(
     main = [r.body for r in model.main_requests]
     side = [r.body for r in model.side_requests if r.path == "/v1/messages" and isinstance(r.body, dict)]
     usages = pricing.account(main)
+    # another review less than five minutes before (any repository of the same API key) left the tools and
+    # the system prompt in the cache: they are the same for every review
+    warm = pricing.CacheState()
+    pricing.account_request({**main[0], "messages": []}, warm)
+    warm_totals = pricing.totals(pricing.account(main, warm), 0.0)
     side_usages = pricing.account(side)
     output = sum(pricing.tokens_of(t) for t in reviewer.output[0])
     t = pricing.totals(usages, output)
@@ -176,11 +194,16 @@ async def cost_of(
             key: pricing.dollars(t, p) for key, p in pricing.PRICES.items() if key != pricing.SIDE_PRICE
         },
         dollars_uncached=pricing.dollars(t, default, cached=False),
+        dollars_warm=pricing.dollars(replace(warm_totals, output=t.output), default),
         dollars_prompt_only=pricing.tokens_of(local.prompt) * default.input / 1e6,
         side_requests=len(side),
         side_dollars=pricing.side_dollars(side_usages),
         seconds=seconds,
         inline_comments=len(recorder.review_comments),
+        whole_diff_refused=planner.whole_refused,
+        diff_calls_cut=planner.refused,
+        narrowed_diff_calls=planner.narrowed,
+        files_left_out=planner.skipped,
         texts=texts,
     )
     return row, facts, local
@@ -244,112 +267,144 @@ def _wait_reaped(pid: int, timeout: float = 30.0) -> None:
         time.sleep(0.1)
 
 
-def sizing(case: PullCase, facts: PullFacts, prompt: str, a: Assumptions, levels: list[int],
-           delay: float, tmp: Path, *, warm_up: bool = True) -> Sizing:  # fmt: skip
-    from stack import KodiaiProcess, pull_payload
+class ServeBench:
+    """``kodiai serve`` between the fake GitHub and the fake model: entered first, so the server boots
+    (imports, the embedding model) while the cost stage runs; :meth:`measure` then drives it."""
 
-    from support.fake_github import FakeGitHub
-    from support.fake_github_git import install_git_routes
-    from support.fake_github_pr import install_pr_routes
+    def __init__(self, levels: list[int], delay: float, tmp: Path, *, warm_up: bool) -> None:
+        self.levels, self.delay, self.tmp, self.warm_up = levels, delay, tmp, warm_up
+        self.installations = max(levels)
+        self.owners = [f"org{i}" for i in range(1, self.installations + 1)]
+        self.settle = 2.0 if warm_up else 0.5  # seconds of quiet sampled for a baseline
+        self.number = 0
+        self._stack = contextlib.ExitStack()
+        self._boot_error: BaseException | None = None
 
-    installations = max(levels)
-    plan = plan_review(facts, prompt, a)
-    tmp.mkdir(parents=True, exist_ok=True)
-    number = 0
-    with FakeGitHub() as fake, FakeAnthropic() as model:
-        state = install_pr_routes(fake)
-        install_git_routes(fake, tmp / "git")
-        owners = [f"org{i}" for i in range(1, installations + 1)]
-        for i, owner in enumerate(owners, start=1):
-            fake.add_installation(100 + i, account=owner)
-            fake.add_repo(owner, "widgets", installation_id=100 + i)
-            state.set_permission(owner, "widgets", "alice", "write")
-        reviewer = ScriptedReviewer({}, delay=delay)
-        model.script = reviewer
-        server = KodiaiProcess(tmp, fake, model, REVIEW_CONCURRENCY=str(installations), LOG_LEVEL="info")
-        server.env.pop("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", None)  # as in production
+    def __enter__(self) -> ServeBench:
+        from stack import KodiaiProcess
 
-        def open_prs(count: int) -> list[int]:
-            nonlocal number
-            opened = []
-            for owner_index in range(count):
-                number += 1
-                owner, branch = owners[owner_index], f"pr-{number}"
-                _push(case, tmp / "git" / owner / "widgets.git", facts, branch)
-                reviewer.plan_for[number] = plan
-                sha = {"head_sha": facts.head_sha, "base_sha": facts.base_sha}
-                state.add_pull(owner, "widgets", number, head_ref=branch, title=case.label, **sha)
-                payload = pull_payload(
-                    SimpleNamespace(owner=owner, name="widgets"),  # what it reads of a BareRepo
-                    number,
-                    branch=branch,
-                    title=case.label,
-                    additions=facts.shortstat[1],
-                    deletions=facts.shortstat[2],
-                    **sha,
-                )
-                payload["installation"]["id"] = 100 + owner_index + 1
-                response = server.deliver(payload)
-                if response.status_code != 200:
-                    raise SystemExit(f"the webhook was refused: {response.status_code} {response.text}")
-                opened.append(number)
-            return opened
+        from support.fake_github import FakeGitHub
+        from support.fake_github_git import install_git_routes
+        from support.fake_github_pr import install_pr_routes
 
-        def finish(numbers: list[int]) -> None:
-            for n in numbers:
-                server.wait_for_log("Review job finished", prNumber=n, timeout=900)
-                owner = owners[(numbers.index(n)) % installations]
-                if not state.review_comments(owner, "widgets", n):
-                    raise SystemExit(f"PR #{n} got no inline comment:\n{server.log_text()[-3000:]}")
-
-        server.start()
-        progress("kodiai serve answers /health")
+        self.tmp.mkdir(parents=True, exist_ok=True)
         try:
-            assert server.proc is not None
-            pid = server.proc.pid
-            start = settled(pid)
-            cpu0 = cpu_seconds(pid)
-            if warm_up:  # the embedder, LanceDB and the stores load on first use
-                finish(open_prs(1))
+            self.fake = self._stack.enter_context(FakeGitHub())
+            self.model = self._stack.enter_context(FakeAnthropic())
+            self.state = install_pr_routes(self.fake)
+            install_git_routes(self.fake, self.tmp / "git")
+            for i, owner in enumerate(self.owners, start=1):
+                self.fake.add_installation(100 + i, account=owner)
+                self.fake.add_repo(owner, "widgets", installation_id=100 + i)
+                self.state.set_permission(owner, "widgets", "alice", "write")
+            self.reviewer = ScriptedReviewer({}, delay=self.delay)
+            self.model.script = self.reviewer
+            concurrency = str(self.installations)
+            self.server = KodiaiProcess(self.tmp, self.fake, self.model, REVIEW_CONCURRENCY=concurrency)
+            self.server.env.pop("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", None)  # as in production
+            self._boot = threading.Thread(target=self._start, name="serve-boot", daemon=True)
+            self._boot.start()
+            self._stack.callback(self._stop)
+        except BaseException:
+            self._stack.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()
+
+    def _start(self) -> None:
+        try:
+            self.server.start()
+        except BaseException as exc:  # reported by measure()
+            self._boot_error = exc
+
+    def _stop(self) -> None:
+        self._boot.join(timeout=180)
+        self.server.stop()
+        progress("kodiai serve stopped")
+
+    def _open(self, count: int, case: PullCase, facts: PullFacts, prompt: str, a: Assumptions) -> list[int]:
+        """``count`` PRs at once, each on its own installation (one installation's reviews run in turn)."""
+        from stack import pull_payload
+
+        opened = []
+        for index in range(count):
+            self.number += 1
+            owner, branch = self.owners[index], f"pr-{self.number}"
+            _push(case, self.tmp / "git" / owner / "widgets.git", facts, branch)
+            self.reviewer.plan_for[self.number] = ReviewPlanner(facts, prompt, a)
+            sha = {"head_sha": facts.head_sha, "base_sha": facts.base_sha}
+            self.state.add_pull(owner, "widgets", self.number, head_ref=branch, title=case.label, **sha)
+            payload = pull_payload(
+                SimpleNamespace(owner=owner, name="widgets"),  # what it reads of a BareRepo
+                self.number,
+                branch=branch,
+                title=case.label,
+                additions=facts.shortstat[1],
+                deletions=facts.shortstat[2],
+                **sha,
+            )
+            payload["installation"]["id"] = 100 + index + 1
+            response = self.server.deliver(payload)
+            if response.status_code != 200:
+                raise SystemExit(f"the webhook was refused: {response.status_code} {response.text}")
+            opened.append(self.number)
+        return opened
+
+    def _finish(self, numbers: list[int]) -> None:
+        for index, n in enumerate(numbers):
+            self.server.wait_for_log("Review job finished", prNumber=n, timeout=900)
+            if not self.state.review_comments(self.owners[index], "widgets", n):
+                raise SystemExit(f"PR #{n} got no inline comment:\n{self.server.log_text()[-3000:]}")
+
+    def measure(self, case: PullCase, facts: PullFacts, prompt: str, a: Assumptions) -> Sizing:
+        self._boot.join(timeout=300)
+        if self._boot_error is not None or self.server.proc is None:
+            raise SystemExit(f"kodiai serve did not start: {self._boot_error}")
+        progress("kodiai serve answers /health")
+        pid = self.server.proc.pid
+        start = settled(pid, self.settle)
+        cpu0 = cpu_seconds(pid)
+        if self.warm_up:  # the embedder, LanceDB and the stores load on first use
+            self._finish(self._open(1, case, facts, prompt, a))
+            _wait_reaped(pid)
+            progress("warm-up review done")
+        warmup_cpu = cpu_seconds(pid) - cpu0
+        idle = settled(pid, self.settle) if self.warm_up else start
+        measured = []
+        for level in self.levels:
+            _wait_reaped(pid)
+            cpu0, started = cpu_seconds(pid), time.perf_counter()
+            with TreeSampler(pid) as sampler:
+                self._finish(self._open(level, case, facts, prompt, a))
                 _wait_reaped(pid)
-                progress("warm-up review done")
-            warmup_cpu = cpu_seconds(pid) - cpu0
-            idle = settled(pid) if warm_up else start
-            measured = []
-            for level in levels:
-                _wait_reaped(pid)
-                cpu0, started = cpu_seconds(pid), time.perf_counter()
-                with TreeSampler(pid) as sampler:
-                    finish(open_prs(level))
-                    _wait_reaped(pid)
-                wall = time.perf_counter() - started
-                cpu = cpu_seconds(pid) - cpu0
-                progress(f"{level} concurrent review(s) done in {wall:.1f} s")
-                measured.append(
-                    Level(
-                        concurrency=level,
-                        wall_seconds=wall,
-                        peak_rss_mib=sampler.peak_rss / MIB,
-                        peak_pss_mib=sampler.peak_pss / MIB,
-                        peak_processes=sampler.peak_processes,
-                        cpu_seconds_per_review=cpu / level,
-                        marginal_pss_mib=(sampler.peak_pss - idle.pss_kib) / MIB / level,
-                        marginal_rss_mib=(sampler.peak_rss - idle.rss_kib) / MIB / level,
-                    )
+            wall = time.perf_counter() - started
+            cpu = cpu_seconds(pid) - cpu0
+            progress(f"{level} concurrent review(s) done in {wall:.1f} s")
+            measured.append(
+                Level(
+                    concurrency=level,
+                    wall_seconds=wall,
+                    peak_rss_mib=sampler.peak_rss / MIB,
+                    peak_pss_mib=sampler.peak_pss / MIB,
+                    peak_processes=sampler.peak_processes,
+                    cpu_seconds_per_review=cpu / level,
+                    marginal_pss_mib=(sampler.peak_pss - idle.pss_kib) / MIB / level,
+                    marginal_rss_mib=(sampler.peak_rss - idle.rss_kib) / MIB / level,
                 )
-        finally:
-            server.stop()
-    return Sizing(
-        pr=case.label,
-        model_delay=delay,
-        start_rss_mib=start.rss_kib / MIB,
-        start_pss_mib=start.pss_kib / MIB,
-        idle_rss_mib=idle.rss_kib / MIB,
-        idle_pss_mib=idle.pss_kib / MIB,
-        warmup_cpu_seconds=warmup_cpu,
-        warmed_up=warm_up,
-        levels=measured,
-    )
+            )
+        return Sizing(
+            pr=case.label,
+            model_delay=self.delay,
+            start_rss_mib=start.rss_kib / MIB,
+            start_pss_mib=start.pss_kib / MIB,
+            idle_rss_mib=idle.rss_kib / MIB,
+            idle_pss_mib=idle.pss_kib / MIB,
+            warmup_cpu_seconds=warmup_cpu,
+            warmed_up=self.warm_up,
+            levels=measured,
+        )
 
 
 # ----------------------------------------------------------------------------- report
@@ -359,23 +414,31 @@ def _k(tokens: float) -> str:
     return f"{tokens / 1000:.1f}k"
 
 
+def _diff_cell(r: CostRow) -> str:
+    if not r.whole_diff_refused:
+        return "read"
+    left_out = f", {r.files_left_out} left out" if r.files_left_out else ""
+    return f"too large: {r.narrowed_diff_calls} narrowed calls{left_out}"
+
+
 def cost_table(rows: list[CostRow]) -> str:
     others = [k for k in pricing.PRICES if k not in (pricing.DEFAULT_PRICE, pricing.SIDE_PRICE)]
     head = (
-        "| PR | language | files | lines +/- | prompt alone | requests | input: plain / cache write / "
+        "| PR | language | files | lines +/- | whole diff | prompt alone | requests | input: plain / cache write / "
         "cache read | output | largest request | "
         + " | ".join(
             [pricing.PRICES[pricing.DEFAULT_PRICE].label, *(pricing.PRICES[k].label for k in others)]
         )
-        + " | default, no caching | prompt alone at input price |"
+        + " | default, tools and system prompt cached by an earlier review | default, no caching | prompt alone at input price |"
     )
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
         cells = [
-            r.label, r.language, str(r.files), f"+{r.added} / -{r.removed}", _k(r.prompt_tokens), str(r.turns),
+            r.label, r.language, str(r.files), f"+{r.added} / -{r.removed}", _diff_cell(r), _k(r.prompt_tokens),
+            str(r.turns),
             f"{_k(r.fresh)} / {_k(r.cache_write)} / {_k(r.cache_read)}", _k(r.output), _k(r.largest_request),
             *(f"${r.dollars[k]:.3f}" for k in [pricing.DEFAULT_PRICE, *others]),
-            f"${r.dollars_uncached:.3f}", f"${r.dollars_prompt_only:.4f}",
+            f"${r.dollars_warm:.3f}", f"${r.dollars_uncached:.3f}", f"${r.dollars_prompt_only:.4f}",
         ]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -417,7 +480,9 @@ def report(rows: list[CostRow], s: Sizing | None, a: Assumptions, check: str | N
         )
         + ")",
         f"tokens: {pricing.CHARS_PER_TOKEN} characters per token, + {pricing.TOOL_USE_SYSTEM_TOKENS} per request "
-        "for the API's tool-use system prompt; caching replayed from the CLI's cache_control marks (cold cache)",
+        "for the API's tool-use system prompt; caching replayed from the CLI's cache_control marks (cold cache, "
+        "5-minute writes; the 'cached by an earlier review' column starts with the tools and system prompt "
+        "already cached)",
         f"scripted reviewer: {a.think_chars} characters of reasoning per turn ({a.analysis_chars} before the first "
         f"finding), 1 finding per {a.lines_per_finding} changed lines (1-{a.max_findings}), stops reading diffs at "
         f"{a.context_budget_tokens // 1000}k tokens of context",
@@ -426,6 +491,12 @@ def report(rows: list[CostRow], s: Sizing | None, a: Assumptions, check: str | N
         out.append(check)
     if rows:
         out += ["", cost_table(rows)]
+        if any(r.whole_diff_refused for r in rows):
+            out.append(
+                "\n'too large': the CLI did not hand the model the whole-range diff the prompt asks for first (over "
+                "its 25,000-token limit or about 50 KB per tool result); the reviewer read the triaged files' diffs "
+                "in narrower calls instead, leaving out single files whose diff alone is over the limit"
+            )
         side = max(r.side_dollars for r in rows)
         out.append(
             f"\nplus the CLI's own side requests ({rows[0].side_requests} per review, session title on its "
@@ -459,26 +530,38 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 raise SystemExit(f"cost_sizing: {exc}") from None
         rows: list[CostRow] = []
         contexts: dict[str, tuple[PullFacts, LocalReview]] = {}
-        if not args.no_cost:
-            with FakeAnthropic() as model:
-                for case in cases:
-                    row, facts, local = await cost_of(case, a, model, tmp)
-                    rows.append(row)
-                    contexts[case.name] = (facts, local)
-                    progress(f"reviewed {case.label}: {row.turns} requests in {row.seconds:.1f} s")
-        check = None if args.smoke or args.no_tokenizer_check or not rows else tokenizer_check(rows)
         result_sizing = None
-        if not args.no_sizing:
-            target = cases[0] if args.smoke else next((c for c in cases if c.name == args.sizing_pr), None)
-            if target is None:
-                target = build(next(r for r in CORPUS if r.name == args.sizing_pr))
-            if target.name in contexts:
-                facts, local = contexts[target.name]
-            else:
-                facts, local = read_facts(target.repo, target.base, target.head), await dry_run(target, tmp)
-            levels = [int(x) for x in args.concurrency.split(",")]
-            result_sizing = sizing(target, facts, local.prompt, a, levels, args.model_delay, tmp / "sizing",
-                                   warm_up=not args.smoke)  # fmt: skip
+        check = None
+        with contextlib.ExitStack() as stack:
+            serve = None
+            if not args.no_sizing:  # started first: it boots while the cost stage runs
+                levels = [int(x) for x in args.concurrency.split(",")]
+                bench = ServeBench(levels, args.model_delay, tmp / "sizing", warm_up=not args.smoke)
+                serve = stack.enter_context(bench)
+            if not args.no_cost:
+                with FakeAnthropic() as model:
+                    for case in cases:
+                        row, facts, local = await cost_of(case, a, model, tmp)
+                        rows.append(row)
+                        contexts[case.name] = (facts, local)
+                        progress(f"reviewed {case.label}: {row.turns} requests in {row.seconds:.1f} s")
+                if not args.smoke and not args.no_tokenizer_check:
+                    check = tokenizer_check(rows)
+            if serve is not None:
+                target = (
+                    cases[0] if args.smoke else next((c for c in cases if c.name == args.sizing_pr), None)
+                )
+                if target is None:
+                    target = build(next(r for r in CORPUS if r.name == args.sizing_pr))
+                if target.name in contexts:
+                    facts, local = contexts[target.name]
+                else:
+                    facts, local = (
+                        read_facts(target.repo, target.base, target.head),
+                        await dry_run(target, tmp),
+                    )
+                result_sizing = serve.measure(target, facts, local.prompt, a)
+        progress("done")
         text = report(rows, result_sizing, a, check)
         return {
             "text": text,

@@ -6,9 +6,9 @@ comment tools publish), and each turn's request carries whatever those tools ret
 
 1. the two calls the prompt's "Reading the code" section names, in one message: the diff of the whole
    range and ``git log --stat``;
-2. when that diff was cut at the git tool's 256 KiB cap, the diffs of the files the prompt's large-PR
-   triage lists (else of the most-changed files), eight paths per call, until the conversation reaches
-   ``context_budget_tokens`` (Claude Code compacts near the 200k window; this reviewer stops before);
+2. when the CLI refused that diff (over its 25,000-token limit on one tool result), the diffs of the files
+   the prompt's large-PR triage lists (else of the most-changed files), a few per call, until the
+   conversation reaches ``context_budget_tokens`` or the run's turn limit comes near;
 3. the surrounding code of the most-changed source files with Read (one file per ten changed files, at
    least one, at most three; a long file is read 300 lines around its first change), in one message;
 4. one inline comment per finding, one per turn, on an added line of a changed file: one finding per
@@ -32,10 +32,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cost_sizing_lib.corpus import git
+from kodiai.config import RepoConfig
 from support.fake_anthropic import MainRequest, Reply, Text, ToolUse, ToolUses
 
-GIT_TOOL_CAP_BYTES = 256 * 1024  # MAX_OUTPUT_BYTES of the git MCP tools
-CLI_BASE_TOKENS = 23_000  # system prompt, tools and reminders the CLI sends (measured: ~80k characters)
+#: What the CLI puts in place of a tool result over its limits: over 25,000 tokens (``MAX_MCP_OUTPUT_TOKENS``)
+#: an error, over about 50 KB a 2 KB preview; either way the whole output goes to a file in the run's
+#: home that Read cannot page through (the git tools answer one JSON line), and there is no shell.
+REFUSED = ("exceeds maximum allowed tokens", "<persisted-output>")
+BATCH_CHARS = 40_000  # a narrowed diff call's result stays under both
+MAX_TURNS = int(RepoConfig().max_turns)  # .kodiai.yml maxTurns, default 25
+JSON_GROWTH = 1.1  # the git tools return their output as a JSON string (newlines and quotes escaped)
 INLINE = "mcp__github_inline_comment__create_inline_comment"
 COMMENT = "mcp__github_comment__create_comment"
 CODE_SUFFIXES = (".py", ".js", ".mjs", ".cjs", ".ts", ".tsx", ".d.ts", ".go", ".rs", ".java", ".rb")
@@ -184,30 +190,79 @@ def _by_change(files: tuple[ChangedFile, ...]) -> list[ChangedFile]:
     return sorted(files, key=lambda f: (-(f.added + f.removed), f.path))
 
 
-def plan_review(facts: PullFacts, prompt: str, a: Assumptions) -> list[Step]:
-    """The whole conversation, decided up front from the repository and the prompt."""
-    rng = f"{facts.base_sha}...{facts.head_sha}"
-    log_rng = f"{facts.base_sha}..{facts.head_sha}"
-    steps = [
-        Step(
-            (
-                Call("mcp__git__diff", {"revisions": [rng]}),
-                Call("mcp__git__log", {"revision": log_rng, "stat": True}),
-            ),
-            a.think_chars,
-        )
-    ]
-    by_path = {f.path: f for f in facts.files}
-    triaged = [by_path[p] for p in triage_lists(prompt) if p in by_path]
-    reviewed = triaged or _by_change(facts.files)
-    context = CLI_BASE_TOKENS + (len(prompt) + min(facts.diff_bytes, GIT_TOOL_CAP_BYTES)) / 3.5
-    if facts.diff_bytes > GIT_TOOL_CAP_BYTES:
-        pending = [f for f in reviewed if f.diff_bytes]
-        while pending and context < a.context_budget_tokens:
-            batch, pending = pending[: a.diff_batch], pending[a.diff_batch :]
-            paths = [f.path for f in batch]
-            steps.append(Step((Call("mcp__git__diff", {"revisions": [rng], "paths": paths}),), a.think_chars))
-            context += min(sum(f.diff_bytes for f in batch), GIT_TOOL_CAP_BYTES) / 3.5
+class ReviewPlanner:
+    """One PR's conversation, decided turn by turn from what the previous turn's tools returned.
+
+    The Claude Code CLI does not hand a large tool result to the model (see :data:`REFUSED`). A reviewer
+    then narrows: the diffs of the triaged (else the most-changed) files, packed into calls of at most
+    ``BATCH_CHARS``; a call cut all the same is split in two; a single file whose diff is over the limit
+    is left out (``skipped``)."""
+
+    def __init__(self, facts: PullFacts, prompt: str, a: Assumptions) -> None:
+        self.facts, self.a = facts, a
+        self.range = f"{facts.base_sha}...{facts.head_sha}"
+        by_path = {f.path: f for f in facts.files}
+        triaged = [by_path[p] for p in triage_lists(prompt) if p in by_path]
+        self.reviewed = triaged or _by_change(facts.files)
+        log = Call("mcp__git__log", {"revision": f"{facts.base_sha}..{facts.head_sha}", "stat": True})
+        self.steps = [Step((Call("mcp__git__diff", {"revisions": [self.range]}), log), a.think_chars)]
+        self.tail = tail_steps(facts, self.reviewed, a)
+        self.pending: list[list[ChangedFile]] | None = None
+        self.last_batch: list[ChangedFile] = []
+        self.whole_refused = False
+        self.refused = 0
+        self.narrowed = 0
+        self.skipped = 0
+
+    def step(self, turn: int, request: MainRequest) -> Step:
+        while len(self.steps) <= turn:
+            self.steps.append(self._next(request))
+        return self.steps[turn]
+
+    def _next(self, request: MainRequest) -> Step:
+        refused = any(marker in r.text for r in request.tool_results for marker in REFUSED)
+        self.refused += refused
+        if refused and self.pending is None:
+            self.whole_refused = True
+            self.pending = self._batches()
+        elif refused and self.last_batch:
+            if len(self.last_batch) > 1:
+                half = len(self.last_batch) // 2
+                self.pending = [self.last_batch[:half], self.last_batch[half:], *(self.pending or [])]
+            else:
+                self.skipped += 1
+        context = len(json.dumps(request.body)) / 3.5
+        room = len(self.steps) + len(self.tail) < MAX_TURNS  # the run's turn limit (maxTurns) is not reached
+        if self.pending and context < self.a.context_budget_tokens and room:
+            self.last_batch = self.pending.pop(0)
+            self.narrowed += 1
+            paths = [f.path for f in self.last_batch]
+            return Step(
+                (Call("mcp__git__diff", {"revisions": [self.range], "paths": paths}),), self.a.think_chars
+            )
+        self.pending, self.last_batch = [], []
+        done = len(self.steps) - 1 - self.narrowed
+        return self.tail[min(done, len(self.tail) - 1)]
+
+    def _batches(self) -> list[list[ChangedFile]]:
+        batches: list[list[ChangedFile]] = []
+        size = 0
+        for f in self.reviewed:
+            cost = int(f.diff_bytes * JSON_GROWTH)
+            if not f.diff_bytes or cost > BATCH_CHARS:
+                self.skipped += bool(f.diff_bytes)
+                continue
+            if not batches or size + cost > BATCH_CHARS or len(batches[-1]) >= self.a.diff_batch:
+                batches.append([])
+                size = 0
+            batches[-1].append(f)
+            size += cost
+        return batches
+
+
+def tail_steps(facts: PullFacts, reviewed: list[ChangedFile], a: Assumptions) -> list[Step]:
+    """After the diffs: read the context, post the findings and the summary, close."""
+    steps = []
     readable = sorted(
         (f for f in reviewed if f.head_lines and f.path.endswith(CODE_SUFFIXES)),
         key=lambda f: "test" in f.path,
@@ -322,7 +377,7 @@ class ScriptedReviewer:
 
     ``delay`` seconds pass before each answer (the model's latency), in the fake's worker thread."""
 
-    plan_for: dict[int, list[Step]]
+    plan_for: dict[int, ReviewPlanner]
     delay: float = 0.0
     output: dict[int, list[str]] = field(default_factory=lambda: defaultdict(list))
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -332,8 +387,10 @@ class ScriptedReviewer:
         match = PR_RE.search(text)
         number = int(match.group(1)) if match else 0
         workdir = WORKDIR_RE.search(text)
-        plan = self.plan_for.get(number) or self.plan_for[min(self.plan_for)]
-        reply = realize(plan[min(request.turn, len(plan) - 1)], workdir.group(1) if workdir else ".", number)
+        with self.lock:
+            planner = self.plan_for.get(number) or self.plan_for[min(self.plan_for)]
+            step = planner.step(request.turn, request)
+        reply = realize(step, workdir.group(1) if workdir else ".", number)
         with self.lock:
             self.output[number].append(reply_text(reply))
         if self.delay:
