@@ -25,7 +25,7 @@ baseline; then 1, 2 and 4 PRs of different installations are opened at once (rev
 run one at a time). The server and every descendant (bubblewrap, the CLI, git) are sampled from ``/proc``
 every 100 ms: peak RSS and PSS of the whole tree, and the tree's CPU seconds per review.
 
-    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/cost_sizing.py                 # all PRs + sizing (~10 min)
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/cost_sizing.py                 # all PRs + sizing (~4 min)
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/cost_sizing.py --prs ms,flask  # some PRs
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/cost_sizing.py --smoke --json  # tiny local PR, 1 review
 

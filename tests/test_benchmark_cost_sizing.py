@@ -18,6 +18,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from cost_sizing_lib import pricing  # noqa: E402
+from cost_sizing_lib.script import Assumptions, ChangedFile, PullFacts, ReviewPlanner  # noqa: E402
+
+from support.fake_anthropic import MainRequest  # noqa: E402
 
 TOOL = {"name": "Read", "description": "D" * 7_000, "input_schema": {"type": "object"}}
 Message = dict[str, Any]
@@ -69,6 +72,44 @@ def test_a_changed_prefix_is_written_again_not_read() -> None:
     # the tools and the system prompt (the system breakpoint) are shared; the prompt is not
     assert second.cache_read == pytest.approx(first.cache_write - 3_500 / 3.5)
     assert second.cache_write == pytest.approx(3_500 / 3.5)
+
+
+def _request(turns: list[tuple[list[str], str]]) -> MainRequest:
+    """The request after ``turns`` (each: the tools called, what they returned)."""
+    messages: list[Message] = [{"role": "user", "content": [{"type": "text", "text": "review"}]}]
+    for i, (names, result) in enumerate(turns):
+        uses = [{"type": "tool_use", "id": f"t{i}{j}", "name": n, "input": {}} for j, n in enumerate(names)]
+        results = [{"type": "tool_result", "tool_use_id": u["id"], "content": result} for u in uses]
+        messages += [{"role": "assistant", "content": uses}, {"role": "user", "content": results}]
+    return MainRequest(len(turns), {"messages": messages}, {})
+
+
+def test_a_diff_the_cli_kept_from_the_model_is_read_again_in_narrower_calls() -> None:
+    big = ChangedFile("src/big.py", 3000, 0, 200_000, 1, 3000)  # its diff alone is over the limit
+    files = (
+        ChangedFile("src/a.py", 400, 10, 30_000, 5, 900),
+        ChangedFile("src/b.py", 300, 0, 20_000, 1, 300),
+        big,
+        ChangedFile("tests/test_a.py", 200, 0, 12_000, 3, 200),
+    )
+    facts = PullFacts("b" * 40, "h" * 40, files, 262_000, (4, 3900, 10))
+    prompt = "### Full Review (3 files)\n- src/a.py\n- src/big.py\n- tests/test_a.py\n\n## Next"
+    planner = ReviewPlanner(facts, prompt, Assumptions())
+    opening = planner.step(0, _request([]))
+    assert [c.name for c in opening.calls] == ["mcp__git__diff", "mcp__git__log"]
+
+    cut = "Error: result (280,000 characters across 1 line) exceeds maximum allowed tokens. Output has been saved"
+    first = planner.step(1, _request([(["mcp__git__diff", "mcp__git__log"], cut)]))
+    (call,) = first.calls
+    # the triaged files that fit, in triage order, packed under the size limit; the oversized one left out
+    assert call.input["paths"] == ["src/a.py"]
+    second = planner.step(
+        2, _request([(["mcp__git__diff", "mcp__git__log"], cut), (["mcp__git__diff"], "{}")])
+    )
+    assert second.calls[0].input["paths"] == ["tests/test_a.py"]
+    third = planner.step(3, _request([(["x"], cut), (["mcp__git__diff"], "{}"), (["mcp__git__diff"], "{}")]))
+    assert third.calls[0].name == "Read" and planner.skipped == 1 and planner.whole_refused
+    assert planner.step(1, _request([])) is first, "a retried turn replays its step"
 
 
 def test_the_smallest_configuration_runs_end_to_end(tmp_path: Path) -> None:
