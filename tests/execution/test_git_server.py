@@ -8,7 +8,7 @@ CLI against the fake Anthropic API and shows the model receives the results.
 
 from __future__ import annotations
 
-import json
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -19,7 +19,7 @@ from mcp import Client
 
 from kodiai.execution.pacing import PacingPolicy, WritePacer
 from kodiai.execution.tools import PublishFlag, ToolEnv, build_mcp_servers
-from kodiai.execution.tools.git_server import MAX_OUTPUT_BYTES
+from kodiai.execution.tools.git_page import PAGE_BYTES, Pager
 from support.gitrepo import commit_files, git
 from support.hostile_git import LOCAL_ROLES, HostileRepo, make_remote, plain_git, plant
 
@@ -49,7 +49,8 @@ async def call(client: Client, name: str, args: dict[str, Any]) -> tuple[bool, s
 
 
 def output(text: str) -> str:
-    return str(json.loads(text)["output"])
+    """The git output of an answer (plain text; a cut answer's note is its last line)."""
+    return text
 
 
 @pytest.fixture
@@ -181,9 +182,95 @@ async def test_large_output_is_capped_with_a_note(repo: Path) -> None:
     git("add", "big.txt", cwd=repo)
     async with git_client(repo) as client:
         error, text = await call(client, "diff", {"staged": True})
-    payload = json.loads(text)
-    assert not error and payload["truncated"] is True and "truncated" in payload["note"]
-    assert len(payload["output"].encode()) <= MAX_OUTPUT_BYTES
+    body, note = text.rsplit("\n", 1)
+    assert not error and note.startswith("[output cut at 40,000 bytes per call: lines 1–")
+    assert len(body.encode()) <= PAGE_BYTES and len(text.encode()) < 45_000
+
+
+def pages_of(text: str) -> tuple[str, int | None]:
+    """``(git output, next offset)`` of one answer (None: the answer was the last part)."""
+    lines = text.split("\n")
+    note = lines[-1]
+    found = re.search(r'"offset": (\d+)', note) if note.startswith("[output cut") else None
+    if note.startswith("[output cut") or note.startswith("[end of output"):
+        text = "\n".join(lines[:-1]) + "\n"
+    return text, int(found.group(1)) if found else None
+
+
+@pytest.fixture
+def large_pr(repo: Path) -> tuple[Path, str]:
+    """A commit whose diff (~120 KB, 9 files) the CLI would never hand the model whole; git's own diff."""
+    files = {
+        f"src/mod_{i}.py": "".join(f"value_{i}_{n} = {n}  # a changed line\n" for n in range(400))
+        for i in range(8)
+    }
+    files["src/tiny.py"] = "y = 1\n"
+    commit_files(repo, files, "feat: large")
+    whole = git("diff", "--no-color", "HEAD~1", "HEAD", cwd=repo) + "\n"
+    return repo, whole
+
+
+async def test_a_large_diff_is_read_whole_page_by_page_as_the_note_says(large_pr: tuple[Path, str]) -> None:
+    """Each answer is plain text under the CLI's limits; following each note's offset, the pages put
+    together are git's diff byte for byte, and the last part says it is the end."""
+    repo, whole = large_pr
+    assert len(whole.encode()) > 2.5 * PAGE_BYTES
+    pages: list[str] = []
+    offset: int | None = 0
+    async with git_client(repo) as client:
+        while offset is not None:
+            args: dict[str, Any] = {"revisions": ["HEAD~1", "HEAD"]}
+            if offset:
+                args["offset"] = offset
+            error, text = await call(client, "diff", args)
+            assert not error and len(text.encode()) < 45_000, text[-300:]
+            body, offset = pages_of(text)
+            pages.append(body)
+            assert len(pages) < 10
+    assert "".join(pages) == whole
+    assert len(pages) >= 3 and text.endswith(" shown]")
+
+
+async def test_a_cut_diffs_note_names_the_next_call_and_the_files(large_pr: tuple[Path, str]) -> None:
+    """The note says exactly how to go on (the offset, or one file with ``paths``) and lists the files;
+    ``stat`` lists them with full paths; one file's diff comes back whole."""
+    repo, whole = large_pr
+    async with git_client(repo) as client:
+        _, first = await call(client, "diff", {"revisions": ["HEAD~1", "HEAD"]})
+        _, stat = await call(client, "diff", {"revisions": ["HEAD~1", "HEAD"], "stat": True})
+        _, one = await call(client, "diff", {"revisions": ["HEAD~1", "HEAD"], "paths": ["src/mod_3.py"]})
+        _, past = await call(client, "diff", {"revisions": ["HEAD~1", "HEAD"], "offset": 99_999})
+    note = first.rsplit("\n", 1)[1]
+    body, offset = pages_of(first)
+    assert offset == body.count("\n")
+    assert f'call mcp__git__diff again with the same arguments and "offset": {offset}' in note
+    assert 'or read one file at a time with "paths": ["<file>"]' in note
+    names = ", ".join([*(f"src/mod_{i}.py" for i in range(8)), "src/tiny.py"])
+    assert note.endswith(f"Files in this diff (9): {names}.]")
+    assert "this part ends in the diff of src/mod_" in note
+    assert "src/mod_0.py | 400 ++++" in stat and "9 files changed, 3201 insertions(+)" in stat
+    assert one == whole[whole.index("diff --git a/src/mod_3.py") : whole.index("diff --git a/src/mod_4.py")]
+    assert past.startswith("Error: offset 99999 is past the end of the output (")
+
+
+async def test_a_line_longer_than_a_page_is_cut_and_paging_goes_on(repo: Path) -> None:
+    """A minified file: its one line is cut at the page size (on a character boundary), the note says so,
+    and the next offset goes past it."""
+    commit_files(repo, {"a.min.js": "é" * 30_000 + "\n", "z.txt": "next\n"}, "feat: minified")
+    async with git_client(repo) as client:
+        offset = 0
+        texts = []
+        while True:
+            error, text = await call(client, "show", {"revision": "HEAD", "offset": offset})
+            assert not error
+            texts.append(text)
+            _body, found = pages_of(text)
+            if found is None:
+                break
+            offset = found
+    cut = next(t for t in texts if "is longer than 40,000 bytes and was cut" in t)
+    assert "\ufffd" not in cut and len(cut.split("\n")[0].encode()) <= PAGE_BYTES
+    assert "+next" in texts[-1] and texts[-1].endswith(" shown]")
 
 
 async def test_a_git_pointer_to_another_repository_is_refused(repo: Path, tmp_path: Path) -> None:
@@ -196,7 +283,9 @@ async def test_a_git_pointer_to_another_repository_is_refused(repo: Path, tmp_pa
     assert error and text.startswith("Error: git refused:") and "no .git directory" in text
 
 
-async def test_paths_through_a_committed_symlink_or_dotdot_are_refused_alike(repo: Path, tmp_path: Path) -> None:
+async def test_paths_through_a_committed_symlink_or_dotdot_are_refused_alike(
+    repo: Path, tmp_path: Path
+) -> None:
     """The tools run on the host: through a directory symlink the PR committed, ``show HEAD:link/secret``
     made git answer "exists on disk, but not in 'HEAD'" for a server file, and "does not exist" otherwise
     (a file-existence oracle). A path that leaves the workspace is refused, with one answer for both."""
@@ -269,3 +358,25 @@ def test_the_model_gets_the_tool_results_through_the_real_cli(
     assert len(diff_result) == 1 and diff_result[0].is_error
     assert "may not start with '-'" in diff_result[0].text
     assert not pwned.exists()
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 4096])
+def test_pages_are_the_same_however_git_output_arrives(chunk: int) -> None:
+    """The pager skips ``offset`` lines and cuts at a line end whatever the read sizes; a line longer than a
+    page is cut on a character boundary and counted as read."""
+    output = b"".join(b"line %d\n" % n for n in range(40)) + "é".encode() * 20 + b"\nlast"
+    pages = []
+    offset: int | None = 0
+    while offset is not None:
+        pager = Pager(offset=offset, limit=31)
+        for start in range(0, len(output), chunk):
+            if pager.feed(output[start : start + chunk]):
+                break
+        page = pager.page()
+        pages.append(page)
+        offset = page.next_offset if page.more else None
+    assert b"".join(p.data for p in pages if not p.cut_line) == output.replace(b"\xc3\xa9" * 20 + b"\n", b"")
+    [cut] = [p for p in pages if p.cut_line]
+    assert cut.data == "é".encode() * 15 and cut.first == 40 and cut.lines == 1
+    assert pages[-1].data == b"last" and pages[-1].first == 41 and not pages[-1].more
+    assert all(len(p.data) <= 31 and p.data.endswith(b"\n") for p in pages[:-2])

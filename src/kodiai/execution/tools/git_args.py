@@ -20,6 +20,10 @@ MAX_PATHS = 100
 MAX_LOG_COUNT = 200
 DEFAULT_LOG_COUNT = 20
 MAX_CONTEXT_LINES = 20
+MAX_OFFSET = 10_000_000
+#: ``--stat`` wide enough that a path is printed whole (git's default 80 columns shortens it to
+#: ``.../x.py``, which the model could not pass back as a path), with a short graph.
+STAT_ARGS = ("--stat=200", "--stat-graph-width=20")
 
 #: A commit, ref, range (``a..b``, ``a...b``), ancestry (``HEAD~2``, ``HEAD^``), ``rev:path`` or
 #: ``@{u}``: visible characters only (paths such as ``pages/[id].tsx`` or ``routes/$id.tsx`` included;
@@ -68,6 +72,18 @@ Paths = Annotated[
         default_factory=list, max_length=MAX_PATHS, description="Limit to these paths (repository-relative)"
     ),
 ]
+Offset = Annotated[
+    int,
+    Field(
+        default=0,
+        ge=0,
+        le=MAX_OFFSET,
+        description=(
+            "Output lines to skip (0: from the start). An answer too long for one call ends with a note "
+            "giving the offset of the next part"
+        ),
+    ),
+]
 ContextLines = Annotated[
     int | None,
     Field(default=None, ge=0, le=MAX_CONTEXT_LINES, alias="contextLines", description="Lines of context"),
@@ -92,6 +108,7 @@ class DiffArgs(_Args):
     stat: bool = Field(default=False, description="Only a diffstat")
     name_only: bool = Field(default=False, alias="nameOnly", description="Only the changed file names")
     context_lines: ContextLines
+    offset: Offset
 
 
 class LogArgs(_Args):
@@ -106,6 +123,7 @@ class LogArgs(_Args):
     patch: bool = Field(default=False, description="Include each commit's diff")
     stat: bool = Field(default=False, description="Include each commit's diffstat")
     name_only: bool = Field(default=False, alias="nameOnly", description="Include changed file names")
+    offset: Offset
 
 
 class ShowArgs(_Args):
@@ -116,10 +134,12 @@ class ShowArgs(_Args):
     stat: bool = Field(default=False, description="Only the diffstat of the commit")
     name_only: bool = Field(default=False, alias="nameOnly", description="Only the changed file names")
     context_lines: ContextLines
+    offset: Offset
 
 
 class StatusArgs(_Args):
     paths: Paths
+    offset: Offset
 
 
 def named_paths(args: DiffArgs | LogArgs | ShowArgs | StatusArgs) -> list[str]:
@@ -139,7 +159,7 @@ def named_paths(args: DiffArgs | LogArgs | ShowArgs | StatusArgs) -> list[str]:
 
 
 def _diff_shape(stat: bool, name_only: bool, context_lines: int | None) -> list[str]:
-    shape = ["--stat"] if stat else []
+    shape = list(STAT_ARGS) if stat else []
     if name_only:
         shape.append("--name-only")
     if context_lines is not None:
@@ -155,6 +175,12 @@ def diff_argv(args: DiffArgs) -> list[str]:
     cached = ["--cached"] if args.staged else []
     shape = _diff_shape(args.stat, args.name_only, args.context_lines)
     return ["diff", *DIFF_ARGS, *cached, *shape, *args.revisions, *_tail(args.paths)]
+
+
+def diff_names_argv(args: DiffArgs) -> list[str]:
+    """The names of the files ``args`` diffs (what a cut diff's note lists)."""
+    listing = args.model_copy(update={"stat": False, "name_only": True, "context_lines": None})
+    return diff_argv(listing)
 
 
 def log_argv(args: LogArgs) -> list[str]:

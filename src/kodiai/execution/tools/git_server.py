@@ -7,7 +7,12 @@ arguments of :mod:`kodiai.execution.tools.git_args` only, in the server process 
 sandbox), so each run is hardened as the server's own git is (:mod:`kodiai.github.git_env`): the
 repository's hooks, ``core.fsmonitor``, filter, textconv and external-diff drivers never run, the
 environment holds no secret and no token, and ``GIT_OPTIONAL_LOCKS=0`` keeps ``status`` from writing the
-index. Output is capped (:data:`MAX_OUTPUT_BYTES`, with a note saying so) and every run has a timeout.
+index. Every run has a timeout.
+
+Answers are plain text, one page of at most :data:`~kodiai.execution.tools.git_page.PAGE_BYTES` of git's
+output per call (:mod:`kodiai.execution.tools.git_page`): the Claude Code CLI keeps a larger tool result
+from the model, and a JSON line could not be paged. A cut answer ends with the call that gets the next
+part (``offset``) and, for a diff, the files in it; git itself stops once the page is full.
 """
 
 from __future__ import annotations
@@ -28,7 +33,6 @@ from kodiai.execution.tools.common import (
     ToolResult,
     guarded,
     input_schema,
-    ok,
     parse_args,
 )
 from kodiai.execution.tools.git_args import (
@@ -38,11 +42,13 @@ from kodiai.execution.tools.git_args import (
     ShowArgs,
     StatusArgs,
     diff_argv,
+    diff_names_argv,
     log_argv,
     named_paths,
     show_argv,
     status_argv,
 )
+from kodiai.execution.tools.git_page import PAGE_BYTES, Page, Pager, page_note
 from kodiai.github.git_env import (
     check_git_dir,
     config_overlay,
@@ -54,7 +60,8 @@ from kodiai.github.git_stream import close_pipes
 from kodiai.log import redact
 
 SERVER_NAME = "git"
-MAX_OUTPUT_BYTES = 256 * 1024
+#: What a cut diff's note reads of its file names (``--name-only``): enough to count them.
+NAMES_BYTES = 256 * 1024
 STDERR_TAIL_BYTES = 2000
 TIMEOUT_SECONDS = 30.0
 _CHUNK = 64 * 1024
@@ -66,14 +73,11 @@ class GitToolError(RuntimeError):
     """git failed, timed out or was refused; the message goes back to the model as ``Error: …``."""
 
 
-async def _read_capped(stream: asyncio.StreamReader, limit: int) -> tuple[bytes, bool]:
-    """Up to ``limit`` bytes of ``stream``; True when there was more (the reader stops there)."""
-    data = bytearray()
+async def _read_page(stream: asyncio.StreamReader, pager: Pager) -> None:
+    """Feed ``stream`` to ``pager`` until its page is full (the reader stops there) or the stream ends."""
     while chunk := await stream.read(_CHUNK):
-        data += chunk
-        if len(data) > limit:
-            return bytes(data[:limit]), True
-    return bytes(data), False
+        if pager.feed(chunk):
+            return
 
 
 async def _tail(stream: asyncio.StreamReader, limit: int) -> bytes:
@@ -84,10 +88,20 @@ async def _tail(stream: asyncio.StreamReader, limit: int) -> bytes:
     return tail
 
 
+def _has_exited(pid: int) -> bool:
+    """True once the child exited, without reaping it: killing an exited child makes ``Popen`` reap it
+    behind asyncio's watcher, which then logs "Unknown child process" and reports exit code 255 (common
+    now that a page is smaller than the pipe's buffer, so git is often done when the page is full)."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
 async def _stop(proc: asyncio.subprocess.Process, stdout: asyncio.StreamReader) -> None:
     """Kill the child if it still runs, then reap it. ``wait()`` resolves only once every pipe is closed,
     and a stdout the reader stopped draining stays paused (never sees its end): drain it first."""
-    if proc.returncode is None:
+    if proc.returncode is None and not _has_exited(proc.pid):
         with contextlib.suppress(ProcessLookupError):
             proc.kill()
     with contextlib.suppress(TimeoutError):
@@ -98,9 +112,15 @@ async def _stop(proc: asyncio.subprocess.Process, stdout: asyncio.StreamReader) 
 
 
 async def run_workspace_git(
-    workspace: Path, argv: list[str], *, timeout: float = TIMEOUT_SECONDS, limit: int = MAX_OUTPUT_BYTES
-) -> tuple[str, bool]:
-    """``git <GLOBAL_ARGS> <argv>`` in ``workspace``: ``(stdout, truncated)``; raise :class:`GitToolError`."""
+    workspace: Path,
+    argv: list[str],
+    *,
+    timeout: float = TIMEOUT_SECONDS,
+    offset: int = 0,
+    limit: int = PAGE_BYTES,
+) -> Page:
+    """``git <GLOBAL_ARGS> <argv>`` in ``workspace``: the page of its output after ``offset`` lines, at
+    most ``limit`` bytes; raise :class:`GitToolError`."""
     try:
         check_git_dir(workspace)
         neutral = neutralizing_config(await list_config_keys_async(workspace))
@@ -119,10 +139,11 @@ async def run_workspace_git(
     )
     assert proc.stdout is not None and proc.stderr is not None
     stderr_task = asyncio.ensure_future(_tail(proc.stderr, STDERR_TAIL_BYTES))
+    pager = Pager(offset=offset, limit=limit)
     try:
         async with asyncio.timeout(timeout):
-            out, truncated = await _read_capped(proc.stdout, limit)
-            if not truncated:
+            await _read_page(proc.stdout, pager)
+            if not pager.full:
                 # wait, never kill, a child that is exiting anyway: Popen.send_signal polls (reaps) it
                 # first, and asyncio's watcher then reports exit code 255
                 await proc.wait()
@@ -132,19 +153,26 @@ async def run_workspace_git(
         await _stop(proc, proc.stdout)
         err = await stderr_task
         close_pipes(proc)
-    if proc.returncode != 0 and not truncated:
+    if proc.returncode != 0 and not pager.full:
         detail = redact(err.decode("utf-8", "replace").strip()[-STDERR_TAIL_BYTES:])
         raise GitToolError(f"git {argv[0]} failed (exit {proc.returncode}): {detail}")
-    return out.decode("utf-8", "replace"), truncated
+    if pager.past_end:
+        raise GitToolError(f"offset {offset} is past the end of the output ({pager.skipped} lines)")
+    return pager.page()
 
 
-def _result(output: str, truncated: bool) -> ToolResult:
-    note = (
-        f"output truncated at {MAX_OUTPUT_BYTES} bytes; narrow the paths, range or count"
-        if truncated
-        else None
-    )
-    return ok({"output": output, "truncated": True if truncated else None, "note": note})
+def answer(page: Page, note: str | None) -> ToolResult:
+    """Plain text: git's output, then the note on a line of its own."""
+    text = page.text() or "(git printed nothing for these arguments)"
+    if note:
+        text += ("" if text.endswith("\n") else "\n") + note
+    return {"content": [{"type": "text", "text": text}]}
+
+
+async def diff_files(workspace: Path, args: DiffArgs) -> tuple[list[str], bool]:
+    """The names of the files a diff covers (``True``: more than were read)."""
+    page = await run_workspace_git(workspace, diff_names_argv(args), limit=NAMES_BYTES)
+    return page.text().splitlines(), page.more
 
 
 def _workspace(env: ToolEnv) -> Path:
@@ -165,16 +193,26 @@ def check_inside(workspace: Path, paths: list[str]) -> None:
 
 
 def _handler(
-    env: ToolEnv, model: type[A], to_argv: Callable[[A], list[str]]
+    env: ToolEnv, name: str, model: type[A], to_argv: Callable[[A], list[str]]
 ) -> Callable[[dict[str, Any]], Any]:
     async def handle(args: dict[str, Any]) -> ToolResult:
         params = parse_args(model, args)
         workspace = _workspace(env)
         check_inside(workspace, named_paths(params))
-        output, truncated = await run_workspace_git(workspace, to_argv(params))
-        return _result(output, truncated)
+        page = await run_workspace_git(workspace, to_argv(params), offset=params.offset)
+        files = None
+        if page.more and isinstance(params, DiffArgs) and not (params.stat or params.name_only):
+            files = await diff_files(workspace, params)
+        return answer(page, page_note(name, page, files))
 
     return guarded(handle)
+
+
+#: Said in every tool's description: the model sees it before its first call.
+PAGING = (
+    f"Plain-text output, at most {PAGE_BYTES:,} bytes per call; a longer answer ends with a note "
+    'giving the "offset" of the next part.'
+)
 
 
 def git_tools(env: ToolEnv) -> list[SdkMcpTool[Any]]:
@@ -182,24 +220,26 @@ def git_tools(env: ToolEnv) -> list[SdkMcpTool[Any]]:
     return [
         tool(
             "diff",
-            "git diff in the workspace (typed options only; paths are literal and go after --)",
+            "git diff in the workspace (typed options only; paths are literal and go after --). "
+            "On a large change list the files first (stat or nameOnly), then diff one file at a time "
+            f"(paths). {PAGING}",
             input_schema(DiffArgs),
-        )(_handler(env, DiffArgs, diff_argv)),
+        )(_handler(env, "diff", DiffArgs, diff_argv)),
         tool(
             "log",
-            "git log in the workspace: commits of a revision or range, optionally with diffs",
+            f"git log in the workspace: commits of a revision or range, optionally with diffs. {PAGING}",
             input_schema(LogArgs),
-        )(_handler(env, LogArgs, log_argv)),
+        )(_handler(env, "log", LogArgs, log_argv)),
         tool(
             "show",
-            "git show: a commit's message and diff, or a file at a revision ('rev:path')",
+            f"git show: a commit's message and diff, or a file at a revision ('rev:path'). {PAGING}",
             input_schema(ShowArgs),
-        )(_handler(env, ShowArgs, show_argv)),
+        )(_handler(env, "show", ShowArgs, show_argv)),
         tool(
             "status",
             "git status --porcelain of the workspace (branch line included)",
             input_schema(StatusArgs),
-        )(_handler(env, StatusArgs, status_argv)),
+        )(_handler(env, "status", StatusArgs, status_argv)),
     ]
 
 
