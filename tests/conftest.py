@@ -8,6 +8,10 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, settings
 
+# Real servers for the DATABASE_URL and object-storage tests, started on first use (tests/support/).
+from support.postgres import _postgres_migrated, empty_postgres_url, postgres_server, postgres_url  # noqa: F401
+from support.s3 import s3_bucket, s3_server  # noqa: F401
+
 # Embeddings load from the installed package only; never reach for a model hub in tests.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

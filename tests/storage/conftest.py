@@ -1,4 +1,5 @@
-"""Storage fixtures: real SQLite files in a tmp dir, copies of the original's fixture databases."""
+"""Storage fixtures: real SQLite files in a tmp dir, copies of the original's fixture databases, and
+``db_backend`` (every parametrised storage test runs on SQLite and on a real PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from storage.fixture_paths import copy_fixture_db
+from support.db_backends import BACKENDS, DbBackend
 
 
 @pytest.fixture
@@ -19,3 +21,11 @@ def fixture_telemetry_db(tmp_path: Path) -> Path:
 def fixture_knowledge_db(tmp_path: Path) -> Path:
     """A writable copy of the original's Phase 56 knowledge DB."""
     return copy_fixture_db("knowledge", tmp_path)
+
+
+@pytest.fixture(params=BACKENDS)
+def db_backend(request: pytest.FixtureRequest, tmp_path: Path) -> DbBackend:
+    """The test runs twice: on SQLite files and on PostgreSQL (the session's server, emptied per test)."""
+    if request.param == "postgres":
+        return DbBackend("postgres", tmp_path, request.getfixturevalue("postgres_url"))
+    return DbBackend("sqlite", tmp_path)

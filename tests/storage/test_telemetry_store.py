@@ -1,13 +1,17 @@
-"""Telemetry store (spec/platform.md §6.1, checklist §8.2) on real SQLite files."""
+"""Telemetry store (spec/platform.md §6.1, checklist §8.2) on real SQLite files and on a real PostgreSQL.
+
+Tests taking ``db_backend`` run on both; the others check what only SQLite has (WAL, checkpoints, files)."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 
 import pytest
 
 from kodiai.storage.telemetry import CHECKPOINT_EVERY, ExecutionRecord, RetrievalQualityRecord, TelemetryStore
+from support.db_backends import DbBackend
 
 
 def _full_execution() -> ExecutionRecord:
@@ -38,6 +42,13 @@ def store(tmp_path: Path):
     s.close()
 
 
+@pytest.fixture
+def any_store(db_backend: DbBackend):
+    s = TelemetryStore(db_backend.target("telemetry"))
+    yield s
+    s.close()
+
+
 def _read(path: Path, sql: str, params: tuple[object, ...] = ()) -> list[sqlite3.Row]:
     conn = sqlite3.connect(path)
     conn.row_factory = sqlite3.Row
@@ -47,23 +58,25 @@ def _read(path: Path, sql: str, params: tuple[object, ...] = ()) -> list[sqlite3
         conn.close()
 
 
-def test_8_2_01_record_stores_every_field(store: TelemetryStore) -> None:
+def test_8_2_01_record_stores_every_field(any_store: TelemetryStore, db_backend: DbBackend) -> None:
     """§8.2 #1: record stores every field in its column, read back by a second connection."""
-    store.record(_full_execution())
-    rows = _read(Path(store.path), "SELECT * FROM executions")
+    any_store.record(_full_execution())
+    rows = db_backend.rows("telemetry", "SELECT * FROM executions")
     assert len(rows) == 1
     row = dict(rows[0])
     expected = _full_execution().model_dump()
     assert {k: row[k] for k in expected} == expected
-    assert row["created_at"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", row["created_at"])  # SQLite's datetime('now')
 
 
-def test_8_2_02_record_minimal_fields_applies_defaults(store: TelemetryStore) -> None:
+def test_8_2_02_record_minimal_fields_applies_defaults(
+    any_store: TelemetryStore, db_backend: DbBackend
+) -> None:
     """§8.2 #2: minimal record → provider anthropic, zero counts/cost, NULL optionals."""
-    store.record(
+    any_store.record(
         ExecutionRecord(repo="a/b", event_type="issue_comment.created", model="unknown", conclusion="error")
     )
-    row = dict(_read(Path(store.path), "SELECT * FROM executions")[0])
+    row = db_backend.rows("telemetry", "SELECT * FROM executions")[0]
     assert row["provider"] == "anthropic"
     for col in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens", "duration_ms"):
         assert row[col] == 0
@@ -72,40 +85,47 @@ def test_8_2_02_record_minimal_fields_applies_defaults(store: TelemetryStore) ->
         assert row[col] is None
 
 
-def _backdate(path: Path, table: str, modifier: str) -> None:
-    conn = sqlite3.connect(path)
-    with conn:
-        conn.execute(f"UPDATE {table} SET created_at = datetime('now', ?)", (modifier,))
-    conn.close()
+def _backdate(backend: DbBackend, table: str, modifier: str) -> None:
+    """The same SQL on both databases: PostgreSQL has SQLite's datetime() from a migration."""
+    backend.write("telemetry", f"UPDATE {table} SET created_at = datetime('now', ?)", (modifier,))
 
 
-def test_8_2_03_purge_zero_days_deletes_backdated_row(store: TelemetryStore) -> None:
+def test_8_2_03_purge_zero_days_deletes_backdated_row(
+    any_store: TelemetryStore, db_backend: DbBackend
+) -> None:
     """§8.2 #3: purgeOlderThan(0) deletes a row back-dated by 1 day and returns 1."""
-    store.record(_full_execution())
-    _backdate(Path(store.path), "executions", "-1 day")
-    assert store.purge_older_than(0) == 1
-    assert _read(Path(store.path), "SELECT COUNT(*) FROM executions")[0][0] == 0
+    any_store.record(_full_execution())
+    _backdate(db_backend, "executions", "-1 day")
+    assert any_store.purge_older_than(0) == 1
+    assert db_backend.scalar("telemetry", "SELECT COUNT(*) FROM executions") == 0
 
 
-def test_8_2_04_purge_ninety_days_keeps_fresh_row(store: TelemetryStore) -> None:
+def test_8_2_04_purge_ninety_days_keeps_fresh_row(any_store: TelemetryStore, db_backend: DbBackend) -> None:
     """§8.2 #4: purgeOlderThan(90) keeps a fresh row and returns 0."""
-    store.record(_full_execution())
-    assert store.purge_older_than(90) == 0
-    assert _read(Path(store.path), "SELECT COUNT(*) FROM executions")[0][0] == 1
+    any_store.record(_full_execution())
+    assert any_store.purge_older_than(90) == 0
+    assert db_backend.scalar("telemetry", "SELECT COUNT(*) FROM executions") == 1
 
 
-def test_purge_never_touches_retrieval_quality_and_is_strict(store: TelemetryStore) -> None:
+def test_purge_never_touches_retrieval_quality_and_is_strict(
+    any_store: TelemetryStore, db_backend: DbBackend
+) -> None:
     """§6.1: purge deletes only executions strictly older than the cut; retrieval_quality is never purged."""
-    store.record(_full_execution())
-    store.record_retrieval_quality(
+    any_store.record(_full_execution())
+    any_store.record(_full_execution())
+    any_store.record_retrieval_quality(
         RetrievalQualityRecord(repo="a/b", event_type="pull_request.opened", result_count=0)
     )
-    _backdate(Path(store.path), "executions", "-100 days")
-    _backdate(Path(store.path), "retrieval_quality", "-100 days")
-    assert store.purge_older_than(90) == 1
-    assert _read(Path(store.path), "SELECT COUNT(*) FROM retrieval_quality")[0][0] == 1
+    _backdate(db_backend, "executions", "-100 days")
+    db_backend.write(
+        "telemetry", "UPDATE executions SET created_at = datetime('now', '-89 days') WHERE id = 2"
+    )
+    _backdate(db_backend, "retrieval_quality", "-100 days")
+    assert any_store.purge_older_than(90) == 1
+    assert db_backend.scalar("telemetry", "SELECT COUNT(*) FROM retrieval_quality") == 1
+    assert db_backend.scalar("telemetry", "SELECT id FROM executions") == 2
     with pytest.raises(ValueError):
-        store.purge_older_than(-1)
+        any_store.purge_older_than(-1)
 
 
 def test_8_2_05_checkpoint_does_not_throw(store: TelemetryStore) -> None:
@@ -122,9 +142,9 @@ def test_8_2_06_journal_mode_is_wal(store: TelemetryStore) -> None:
     assert _read(Path(store.path), "PRAGMA journal_mode")[0][0] == "wal"
 
 
-def test_8_2_07_any_operation_after_close_throws(tmp_path: Path) -> None:
+def test_8_2_07_any_operation_after_close_throws(db_backend: DbBackend) -> None:
     """§8.2 #7: any operation after close() throws; close itself never throws (twice is fine)."""
-    s = TelemetryStore(tmp_path / "t.db")
+    s = TelemetryStore(db_backend.target("telemetry"))
     s.close()
     s.close()
     with pytest.raises(sqlite3.ProgrammingError):
@@ -150,7 +170,9 @@ def test_8_2_08_thousand_writes_trigger_auto_checkpoint(store: TelemetryStore) -
     assert _read(Path(store.path), "SELECT COUNT(*) FROM executions")[0][0] == CHECKPOINT_EVERY + 1
 
 
-def test_8_2_09_retrieval_quality_stores_all_fields_and_dedups(store: TelemetryStore) -> None:
+def test_8_2_09_retrieval_quality_stores_all_fields_and_dedups(
+    any_store: TelemetryStore, db_backend: DbBackend
+) -> None:
     """§8.2 #9: recordRetrievalQuality stores all fields; a duplicate delivery id adds no second row."""
     rec = RetrievalQualityRecord(
         delivery_id="dlv-7",
@@ -164,20 +186,22 @@ def test_8_2_09_retrieval_quality_stores_all_fields_and_dedups(store: TelemetryS
         language_match_ratio=0.6667,
         threshold_method="adaptive",
     )
-    assert store.record_retrieval_quality(rec) is True
-    assert store.record_retrieval_quality(rec.model_copy(update={"result_count": 99})) is False
-    rows = _read(Path(store.path), "SELECT * FROM retrieval_quality")
+    assert any_store.record_retrieval_quality(rec) is True
+    assert any_store.record_retrieval_quality(rec.model_copy(update={"result_count": 99})) is False
+    rows = db_backend.rows("telemetry", "SELECT * FROM retrieval_quality")
     assert len(rows) == 1
     assert {k: rows[0][k] for k in rec.model_dump()} == rec.model_dump()
 
 
-def test_retrieval_quality_null_delivery_ids_never_conflict(store: TelemetryStore) -> None:
+def test_retrieval_quality_null_delivery_ids_never_conflict(
+    any_store: TelemetryStore, db_backend: DbBackend
+) -> None:
     """§6.1: the unique index is partial (delivery_id IS NOT NULL): rows without a delivery id all land."""
     rec = RetrievalQualityRecord(repo="a/b", event_type="pull_request.opened", result_count=0)
-    assert store.record_retrieval_quality(rec) and store.record_retrieval_quality(rec)
-    row = _read(Path(store.path), "SELECT * FROM retrieval_quality")[0]
+    assert any_store.record_retrieval_quality(rec) and any_store.record_retrieval_quality(rec)
+    row = db_backend.rows("telemetry", "SELECT * FROM retrieval_quality")[0]
     assert row["top_k"] is None and row["avg_distance"] is None and row["threshold_method"] is None
-    assert _read(Path(store.path), "SELECT COUNT(*) FROM retrieval_quality")[0][0] == 2
+    assert db_backend.scalar("telemetry", "SELECT COUNT(*) FROM retrieval_quality") == 2
 
 
 def test_8_2_10_retrieval_writes_count_toward_auto_checkpoint(store: TelemetryStore) -> None:
@@ -238,8 +262,10 @@ def test_memory_database_is_migrated(tmp_path: Path) -> None:
     assert not any(tmp_path.iterdir())
 
 
-def test_writes_from_worker_threads_are_serialised(store: TelemetryStore) -> None:
-    """The server writes from worker threads: one shared connection, every write lands."""
+def test_writes_from_worker_threads_are_serialised(any_store: TelemetryStore, db_backend: DbBackend) -> None:
+    """The server writes from worker threads (SQLite: one shared connection; PostgreSQL: a pool); every
+    write lands."""
+    store = any_store
     from concurrent.futures import ThreadPoolExecutor
 
     def work(i: int) -> None:
@@ -250,13 +276,17 @@ def test_writes_from_worker_threads_are_serialised(store: TelemetryStore) -> Non
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         list(pool.map(work, range(200)))
-    assert _read(Path(store.path), "SELECT COUNT(*) FROM executions")[0][0] == 200
-    assert _read(Path(store.path), "SELECT COUNT(*) FROM retrieval_quality")[0][0] == 200
+    assert db_backend.scalar("telemetry", "SELECT COUNT(*) FROM executions") == 200
+    assert db_backend.scalar("telemetry", "SELECT COUNT(*) FROM retrieval_quality") == 200
 
 
-def test_retrieval_row_of_another_model_or_mapping_is_accepted(store: TelemetryStore) -> None:
+def test_retrieval_row_of_another_model_or_mapping_is_accepted(
+    any_store: TelemetryStore, db_backend: DbBackend
+) -> None:
     """The learning pipeline hands its own pydantic row (with the 0100 confidence columns); a dict works too."""
     from pydantic import BaseModel, ValidationError
+
+    store = any_store
 
     class ForeignRow(BaseModel):
         delivery_id: str | None
@@ -291,10 +321,43 @@ def test_retrieval_row_of_another_model_or_mapping_is_accepted(store: TelemetryS
     with pytest.raises(ValidationError):
         store.record_retrieval_quality({"delivery_id": "f-3", "repo": "a/b"})
     store.record({"repo": "a/b", "event_type": "e", "model": "m", "conclusion": "success"})
-    cols = store.columns("retrieval_quality")
-    got = _read(Path(store.path), "SELECT * FROM retrieval_quality ORDER BY id")
+    assert "confidence_high" in store.columns("retrieval_quality")
+    got = db_backend.rows("telemetry", "SELECT * FROM retrieval_quality ORDER BY id")
     assert [r["delivery_id"] for r in got] == ["f-1", "f-2"]
     assert got[0]["threshold_method"] == "adaptive"
-    if "confidence_high" in cols:
-        assert got[0]["confidence_high"] == 2
-    assert _read(Path(store.path), "SELECT COUNT(*) FROM executions")[0][0] == 1
+    assert got[0]["confidence_high"] == 2
+    assert db_backend.scalar("telemetry", "SELECT COUNT(*) FROM executions") == 1
+
+
+def test_execution_indexes_exist_on_postgres(postgres_url: str) -> None:
+    """§8.2 #12 on PostgreSQL: the same index names (operators' plans and docs name them)."""
+    TelemetryStore(postgres_url).close()
+    backend = DbBackend("postgres", Path("."), postgres_url)
+    names = {r["indexname"] for r in backend.rows("telemetry", "SELECT indexname FROM pg_indexes")}
+    assert {
+        "idx_executions_created_at",
+        "idx_executions_repo",
+        "idx_retrieval_quality_delivery",
+        "idx_retrieval_quality_repo_created",
+        "idx_spend_ledger_installation_created",
+    } <= names
+
+
+def test_extra_fields_written_when_a_postgres_table_has_the_column(empty_postgres_url: str) -> None:
+    """A column added later (by an operator or a newer migration) is picked up when the store opens."""
+    s = TelemetryStore(empty_postgres_url)
+    s.close()
+    backend = DbBackend("postgres", Path("."), empty_postgres_url)
+    backend.write("telemetry", "ALTER TABLE retrieval_quality ADD COLUMN confident_count BIGINT")
+    s = TelemetryStore(empty_postgres_url)
+    try:
+        s.record_retrieval_quality(
+            RetrievalQualityRecord(
+                delivery_id="b", repo="r", event_type="e", result_count=1, confident_count=2
+            )
+        )
+    finally:
+        s.close()
+    assert backend.rows("telemetry", "SELECT confident_count FROM retrieval_quality") == [
+        {"confident_count": 2}
+    ]

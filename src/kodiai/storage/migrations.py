@@ -9,6 +9,12 @@ Layout: top-level ``migrations/<name>/`` holds one folder per database (``teleme
 yoyo normally opens its own connection from a URI; here it is handed the store's own connection
 (:class:`_ConnectionBackend`), so ``:memory:`` databases and paths that are awkward in a URI work, and
 the pragmas of :func:`kodiai.storage.connection.connect` apply.
+
+PostgreSQL (``DATABASE_URL``): the three databases are one PostgreSQL database (their table names do not
+clash). ``migrations/postgresql/<name>/`` holds the PostgreSQL form of each migration under **the same id**,
+and ``migrations/postgresql/common/`` what every name needs first (SQLite's functions:
+``0000_sqlite_compat_functions``). yoyo opens its own connection there and its lock table serialises
+replicas that start together; one ``_yoyo_migration`` table records the ids of all three names.
 """
 
 from __future__ import annotations
@@ -37,6 +43,9 @@ MIGRATIONS_DIR = _default_migrations_dir()
 """Top-level ``migrations/`` of the source tree (see :func:`_default_migrations_dir`)."""
 
 FOREIGN_KEY_DATABASES = frozenset({"knowledge"})
+DATABASE_NAMES = ("telemetry", "knowledge", "jobs")
+POSTGRES_FOLDER = "postgresql"
+POSTGRES_COMMON = "common"
 
 
 class MigrationError(RuntimeError):
@@ -149,3 +158,75 @@ def migration_status(
         return migration_status_of(conn, name, migrations_dir)
     finally:
         conn.close()
+
+
+# --- PostgreSQL -------------------------------------------------------------------------------------------
+
+
+def postgres_migrations_folder(name: str, migrations_dir: Path | None = None) -> Path:
+    """``migrations/postgresql/<name>/`` (``name`` may be ``common``)."""
+    return migrations_folder(f"{POSTGRES_FOLDER}/{name}", migrations_dir)
+
+
+def load_postgres_migrations(name: str, migrations_dir: Path | None = None) -> MigrationList:
+    """The common migrations, then database ``name``'s PostgreSQL forms, each group in id order."""
+    common = load_migrations(f"{POSTGRES_FOLDER}/{POSTGRES_COMMON}", migrations_dir)
+    own = load_migrations(f"{POSTGRES_FOLDER}/{name}", migrations_dir)
+    return MigrationList([*common, *own])
+
+
+def _yoyo_uri(url: str) -> str:
+    """yoyo's scheme for psycopg 3."""
+    return "postgresql+psycopg://" + url.split("://", 1)[1]
+
+
+def apply_postgres_migrations(url: str, name: str, migrations_dir: Path | None = None) -> list[str]:
+    """Apply what is pending for database ``name`` on the PostgreSQL database at ``url``; the ids applied.
+
+    Errors name the database by host and name only: ``url`` may carry a password."""
+    from yoyo import get_backend
+
+    from kodiai.storage.postgres import safe_url
+
+    migrations = load_postgres_migrations(name, migrations_dir)
+    try:
+        backend = get_backend(_yoyo_uri(url))
+    except Exception as exc:
+        raise MigrationError(f"cannot connect to {safe_url(url)}: {type(exc).__name__}") from None
+    try:
+        with backend.lock():
+            pending = backend.to_apply(migrations)
+            ids = [m.id for m in pending]
+            if pending:
+                try:
+                    backend.apply_migrations(pending)
+                except Exception as exc:
+                    raise MigrationError(f"migration of {name} on {safe_url(url)} failed: {exc}") from exc
+    finally:
+        backend.connection.close()
+    return ids
+
+
+def apply_all_postgres_migrations(url: str, migrations_dir: Path | None = None) -> list[str]:
+    """Every database's migrations on one PostgreSQL database (``kodiai db upgrade`` with DATABASE_URL)."""
+    return [i for name in DATABASE_NAMES for i in apply_postgres_migrations(url, name, migrations_dir)]
+
+
+def postgres_migration_status(
+    url: str, name: str, migrations_dir: Path | None = None
+) -> list[MigrationState]:
+    """``[(id, applied, applied_at)]`` of database ``name``'s PostgreSQL migrations (common ones included)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        exists = conn.execute("SELECT to_regclass(%s)", (default_migration_table,)).fetchone()
+        rows = (
+            conn.execute(f'SELECT migration_id, applied_at_utc FROM "{default_migration_table}"').fetchall()
+            if exists and exists[0] is not None
+            else []
+        )
+    applied = {str(mid): str(at) for mid, at in rows}
+    return [
+        MigrationState(m.id, m.id in applied, applied.get(m.id))
+        for m in load_postgres_migrations(name, migrations_dir)
+    ]

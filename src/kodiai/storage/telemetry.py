@@ -1,15 +1,15 @@
 """Telemetry store: one row per executed Claude run (``executions``) and per retrieval
 (``retrieval_quality``), in the original's tables so operators' SQL keeps working.
 
-The store owns one connection (see :mod:`kodiai.storage.connection` for the threading model), applies
-the ``telemetry`` migrations when it opens, and runs a PASSIVE WAL checkpoint every
+The store opens a SQLite file, or the PostgreSQL database when given a ``postgresql://`` URL
+(``DATABASE_URL``; see :mod:`kodiai.storage.database`), with the same tables and the same SQL. It applies
+the ``telemetry`` migrations when it opens, and on SQLite runs a PASSIVE WAL checkpoint every
 :data:`CHECKPOINT_EVERY` writes (both kinds count) and on demand. Writes raise on failure; callers on a
 review path wrap them fail-open as the original's handlers do.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,8 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from kodiai.storage.coerce import as_record
-from kodiai.storage.connection import LockedConnection, connect
-from kodiai.storage.migrations import apply_migrations_to
+from kodiai.storage.database import Database, Executor, open_migrated
 from kodiai.storage.write_health import WriteHealth, database_directory, reports_writes
 
 CHECKPOINT_EVERY = 1000
@@ -92,32 +91,37 @@ def sqlite_utc(moment: datetime) -> str:
     return utc.strftime("%Y-%m-%d %H:%M:%S")
 
 
-def table_columns(conn: sqlite3.Connection, table: str) -> list[str]:
+def table_columns(db: Executor, table: str) -> list[str]:
     """Column names of ``table`` in declaration order."""
-    return [str(row[1]) for row in conn.execute(f'PRAGMA table_info("{table}")')]
+    return [name for name, _ in db.columns(table)]
 
 
-def _insert_sql(table: str, values: dict[str, Any], columns: list[str], verb: str) -> tuple[str, list[Any]]:
+def _insert_sql(
+    table: str, values: dict[str, Any], columns: list[str], conflict: str = ""
+) -> tuple[str, list[Any]]:
     present = [c for c in values if c in columns and c not in ("id", "created_at")]
     names = ", ".join(f'"{c}"' for c in present)
     marks = ", ".join("?" for _ in present)
-    return f'{verb} INTO "{table}" ({names}) VALUES ({marks})', [values[c] for c in present]
+    return f'INSERT INTO "{table}" ({names}) VALUES ({marks}){conflict}', [values[c] for c in present]
 
 
 class TelemetryStore:
     """The telemetry database. Construct once in the composition root and pass it in."""
 
     def __init__(self, path: str | Path) -> None:
-        conn = connect(path)
+        """``path``: a SQLite file (created if missing) or ``:memory:``, or a ``postgresql://`` URL."""
+        db = open_migrated(path, "telemetry")
         try:
-            apply_migrations_to(conn, "telemetry")
-            self._columns = {t: table_columns(conn, t) for t in ("executions", "retrieval_quality")}
+            self._columns = {t: table_columns(db, t) for t in ("executions", "retrieval_quality")}
         except BaseException:
-            conn.close()
+            db.close()
             raise
-        self.path = str(path)
-        self._db = LockedConnection(conn)
-        self.write_health = WriteHealth("telemetry", database_directory(path))
+        self._db: Database = db
+        self.path = str(path) if db.dialect == "sqlite" else db.describe()
+        """The SQLite file, or ``postgresql://host:port/db`` (no credentials)."""
+        self.dialect = db.dialect
+        probe_dir = database_directory(path) if db.dialect == "sqlite" else None
+        self.write_health = WriteHealth("telemetry", probe_dir)
         """Whether writes land (``/readiness``); every write method below reports to it."""
         self._writes_since_checkpoint = 0
         self.auto_checkpoints = 0
@@ -142,7 +146,7 @@ class TelemetryStore:
     def record(self, entry: ExecutionRecord | BaseModel | Mapping[str, Any]) -> None:
         """Insert one ``executions`` row (a redelivery that runs again adds another row)."""
         values = as_record(ExecutionRecord, entry).model_dump()
-        sql, params = _insert_sql("executions", values, self._columns["executions"], "INSERT")
+        sql, params = _insert_sql("executions", values, self._columns["executions"])
         with self._db.lock:
             self._db.execute(sql, tuple(params))
             self._count_write()
@@ -157,7 +161,7 @@ class TelemetryStore:
         """
         values = as_record(RetrievalQualityRecord, entry).model_dump()
         sql, params = _insert_sql(
-            "retrieval_quality", values, self._columns["retrieval_quality"], "INSERT OR IGNORE"
+            "retrieval_quality", values, self._columns["retrieval_quality"], " ON CONFLICT DO NOTHING"
         )
         with self._db.lock:
             cur = self._db.execute(sql, tuple(params))
@@ -198,10 +202,14 @@ class TelemetryStore:
         return int(cur.rowcount)
 
     def checkpoint(self) -> tuple[int, int, int]:
-        """PASSIVE WAL checkpoint now; SQLite's (busy, log frames, checkpointed frames)."""
+        """PASSIVE WAL checkpoint now; SQLite's (busy, log frames, checkpointed frames); (0, 0, 0) on
+        PostgreSQL."""
         return self._db.checkpoint()
 
     def journal_mode(self) -> str:
+        """SQLite's journal mode (``wal``); empty on PostgreSQL."""
+        if self._db.dialect != "sqlite":
+            return ""
         row = self._db.fetch_one("PRAGMA journal_mode")
         return str(row[0]) if row else ""
 

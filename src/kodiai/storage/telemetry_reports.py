@@ -1,6 +1,7 @@
 """Telemetry report queries (spec/platform.md §7 usage report, plus the retrieval-quality report).
 
-Pure SQL over a (read-only) connection; the CLI renders. Works on a file the original created whether or
+Pure SQL over a (read-only) connection, SQLite or PostgreSQL (:class:`kodiai.storage.database.Executor`, or a
+raw :class:`sqlite3.Connection`); the CLI renders. Works on a file the original created whether or
 not it has been upgraded: a column the file lacks (``threshold_method`` before the upgrade) reads as NULL,
 and numeric columns that later additive migrations add to ``retrieval_quality`` are summed automatically.
 The feedback columns (migration ``0101_retrieval_feedback``) also get their own fields, which keep rows
@@ -16,6 +17,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel
+
+from kodiai.storage.database import Executor, as_executor
 
 RETRIEVAL_BASE_COLUMNS = (
     "id",
@@ -102,19 +105,24 @@ def _round_half_up(value: float | None) -> int:
     return int(value + 0.5) if value is not None else 0
 
 
-def usage_report(conn: sqlite3.Connection, since: str | None = None, repo: str | None = None) -> UsageReport:
+def usage_report(
+    conn: sqlite3.Connection | Executor, since: str | None = None, repo: str | None = None
+) -> UsageReport:
     """Executions, tokens (cache tokens excluded), cost and latency: overall, per repo, review vs mention."""
+    db = as_executor(conn)
     where, params = _where(since, repo)
-    count, inp, out, cost = conn.execute(
+    totals = db.fetch_one(
         "SELECT COUNT(*), COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0), "
         f"COALESCE(SUM(cost_usd), 0) FROM executions{where}",
         params,
-    ).fetchone()
+    )
+    assert totals is not None  # an aggregate without GROUP BY always has one row
+    count, inp, out, cost = totals
     repos = [
         RepoUsage(
             repo=r, executions=n, total_tokens=t or 0, total_cost=c or 0.0, avg_duration_ms=_round_half_up(d)
         )
-        for r, n, t, c, d in conn.execute(
+        for r, n, t, c, d in db.fetch_all(
             "SELECT repo, COUNT(*), SUM(input_tokens + output_tokens), SUM(cost_usd) AS total_cost, "
             f"AVG(duration_ms) FROM executions{where} GROUP BY repo ORDER BY total_cost DESC",
             params,
@@ -122,7 +130,7 @@ def usage_report(conn: sqlite3.Connection, since: str | None = None, repo: str |
     ]
     categories = [
         CategoryUsage(category=cat, executions=n, avg_duration_ms=_round_half_up(d), total_cost=c or 0.0)
-        for cat, n, d, c in conn.execute(
+        for cat, n, d, c in db.fetch_all(
             "SELECT CASE WHEN event_type LIKE 'pull_request.%' THEN 'review' ELSE 'mention' END AS category, "
             f"COUNT(*), AVG(duration_ms) AS avg_d, SUM(cost_usd) FROM executions{where} "
             "GROUP BY category ORDER BY avg_d DESC",
@@ -188,14 +196,14 @@ class RetrievalReport(BaseModel):
     by_period: list[RetrievalGroup]
 
 
-def _numeric_extra_columns(conn: sqlite3.Connection) -> tuple[list[str], set[str]]:
-    info = conn.execute("PRAGMA table_info(retrieval_quality)").fetchall()
-    names = {str(r[1]) for r in info}
+def _numeric_extra_columns(db: Executor) -> tuple[list[str], set[str]]:
+    info = db.columns("retrieval_quality")
+    names = {name for name, _ in info}
     extra = [
-        str(r[1])
-        for r in info
-        if str(r[1]) not in RETRIEVAL_BASE_COLUMNS
-        and any(t in str(r[2]).upper() for t in ("INT", "REAL", "FLOA", "DOUB", "NUM"))
+        name
+        for name, kind in info
+        if name not in RETRIEVAL_BASE_COLUMNS
+        and any(t in kind.upper() for t in ("INT", "REAL", "FLOA", "DOUB", "NUM"))
     ]
     return extra, names
 
@@ -223,7 +231,7 @@ def _feedback(row: Sequence[Any], start: int | None) -> _Feedback:
 
 
 def _groups(
-    conn: sqlite3.Connection,
+    db: Executor,
     key_sql: str,
     where: str,
     params: tuple[object, ...],
@@ -232,13 +240,13 @@ def _groups(
 ) -> list[RetrievalGroup]:
     extra_sql = "".join(f', COALESCE(SUM("{c}"), 0), AVG("{c}")' for c in extra)
     feedback_sql = _FEEDBACK_SQL if has_feedback else ""
-    rows = conn.execute(
+    rows = db.fetch_all(
         f"SELECT {key_sql} AS k, COUNT(*), COALESCE(SUM(result_count), 0), AVG(result_count), "
         "SUM(CASE WHEN result_count = 0 THEN 1 ELSE 0 END), AVG(avg_distance), AVG(language_match_ratio), "
         f"AVG(top_k), AVG(distance_threshold){extra_sql}{feedback_sql} FROM retrieval_quality{where} "
         "GROUP BY k ORDER BY k",
         params,
-    ).fetchall()
+    )
     end = 9 + 2 * len(extra)
     groups: list[RetrievalGroup] = []
     for r in rows:
@@ -267,7 +275,7 @@ def _groups(
 
 
 def retrieval_report(
-    conn: sqlite3.Connection,
+    conn: sqlite3.Connection | Executor,
     since: str | None = None,
     repo: str | None = None,
     bucket: Literal["day", "week"] = "day",
@@ -275,13 +283,14 @@ def retrieval_report(
     """Rows, result counts, average distance, language-match ratio and the feedback the results carried,
     split by threshold method, per repo and per day or per week (``YYYY-Www``: SQLite's ``%W``, weeks
     starting on Monday, week 00 before the first)."""
-    extra, names = _numeric_extra_columns(conn)
+    db = as_executor(conn)
+    extra, names = _numeric_extra_columns(db)
     where, params = _where(since, repo)
     has_method = "threshold_method" in names
     method_sql = "threshold_method" if has_method else "NULL"
     period_sql = "date(created_at)" if bucket == "day" else "strftime('%Y-W%W', created_at)"
     fb = all(c in names for c in FEEDBACK_COLUMNS)
-    overall = _groups(conn, "'all'", where, params, extra, fb)
+    overall = _groups(db, "'all'", where, params, extra, fb)
     empty = RetrievalGroup(
         key="all",
         rows=0,
@@ -303,7 +312,7 @@ def retrieval_report(
         has_threshold_method=has_method,
         has_feedback=fb,
         overall=overall[0] if overall else empty,
-        by_threshold_method=_groups(conn, method_sql, where, params, extra, fb),
-        by_repo=_groups(conn, "repo", where, params, extra, fb),
-        by_period=_groups(conn, period_sql, where, params, extra, fb),
+        by_threshold_method=_groups(db, method_sql, where, params, extra, fb),
+        by_repo=_groups(db, "repo", where, params, extra, fb),
+        by_period=_groups(db, period_sql, where, params, extra, fb),
     )
