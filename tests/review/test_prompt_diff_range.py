@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -11,11 +12,13 @@ from typing import Any
 import pytest
 
 from kodiai.execution.tools.git_args import DiffArgs, LogArgs
+from kodiai.execution.tools.git_page import PAGE_BYTES
 from kodiai.review.prompt import ReviewPromptContext, build_review_prompt
 from kodiai.review.prompt.instructions import build_reading_code_section, two_dot_range
 from support.git_tool_calls import run_git_tool_call
 
-#: The section for base ``main``: the original's ranges, named as ``git`` tool calls (no shell here).
+#: The section for base ``main``: the original's ranges, named as ``git`` tool calls (no shell here), and
+#: how to read a diff larger than one call's page.
 DEFAULT_SECTION = "\n".join(
     [
         "## Reading the code",
@@ -23,6 +26,10 @@ DEFAULT_SECTION = "\n".join(
         "Start by reading the changes with the git tools (there is no shell):",
         '- `mcp__git__diff {"revisions": ["origin/main...HEAD"]}`',
         '- `mcp__git__log {"revision": "origin/main..HEAD", "stat": true}`',
+        "A git tool answers at most 40,000 bytes per call; a longer answer ends with a note saying how to get "
+        "the rest. On a large change, list the files first with "
+        '`mcp__git__diff {"revisions": ["origin/main...HEAD"], "stat": true}`, then read the diff one file at '
+        'a time by adding `"paths": ["<file>"]`, or continue a cut answer with the `"offset"` its note gives.',
         "Read surrounding code with Read, Grep and Glob whenever a change depends on context outside the diff.",
     ]
 )
@@ -45,6 +52,12 @@ def make(**overrides: Any) -> str:
 
 def _commands(section: str) -> list[str]:
     return [line[3:-1] for line in section.split("\n") if line.startswith("- `mcp__git__")]
+
+
+def _stat_call(section: str) -> str:
+    """The call the section names to list a large change's files."""
+    [call] = re.findall(r"`(mcp__git__diff [^`]+\"stat\": true})`", section)
+    return call
 
 
 def test_without_diff_range_the_section_is_unchanged() -> None:
@@ -115,6 +128,10 @@ async def test_named_calls_run_in_a_local_review_workspace(tmp_path: Path) -> No
     failed, log = await run_git_tool_call(tmp_path, log_call)
     assert not failed and "change a" in log
     assert "    base" not in log, "only the PR's own commits are listed"
+    failed, stat = await run_git_tool_call(
+        tmp_path, _stat_call(build_reading_code_section("main", f"{base}...{head}"))
+    )
+    assert not failed and stat.startswith(" a.txt | 2 +-")
 
 
 @pytest.mark.parametrize("diff_range", [None, "origin/main..HEAD", "1a2b3c...4d5e6f"])
@@ -127,3 +144,10 @@ def test_the_named_calls_are_valid_git_tool_arguments(diff_range: str | None) ->
     assert (diff_name, log_name) == ("mcp__git__diff", "mcp__git__log")
     DiffArgs.model_validate(json.loads(diff_json))
     LogArgs.model_validate(json.loads(log_json))
+    stat_name, stat_json = _stat_call(build_reading_code_section("main", diff_range)).split(" ", 1)
+    assert stat_name == "mcp__git__diff" and DiffArgs.model_validate(json.loads(stat_json)).stat
+
+
+def test_the_page_size_the_section_names_is_the_tools_own() -> None:
+    """The model is told how much one call answers: the git tools' real page size."""
+    assert f"at most {PAGE_BYTES:,} bytes per call" in build_reading_code_section("main")

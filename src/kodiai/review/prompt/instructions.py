@@ -22,7 +22,8 @@ def two_dot_range(diff_range: str) -> str:
 
 
 def build_reading_code_section(base_branch: str, diff_range: str | None = None) -> str:
-    """``## Reading the code``: the two git tool calls the model should make.
+    """``## Reading the code``: the two git tool calls the model should make, and how to read a diff too
+    large for one call (the tools answer a page at a time: :mod:`kodiai.execution.tools.git_page`).
 
     Port deviation: the original named shell commands (``git diff …``, ``git log … --stat``) for its
     ``Bash(git …:*)`` rules; the model has no shell here, so the section names the ``git`` MCP tools with
@@ -36,6 +37,7 @@ def build_reading_code_section(base_branch: str, diff_range: str | None = None) 
     named = (diff_range or "").strip() or f"origin/{base_branch}...HEAD"
     diff_call = f'mcp__git__diff {{"revisions": ["{named}"]}}'
     log_call = f'mcp__git__log {{"revision": "{two_dot_range(named)}", "stat": true}}'
+    stat_call = f'mcp__git__diff {{"revisions": ["{named}"], "stat": true}}'
     return "\n".join(
         [
             "## Reading the code",
@@ -43,6 +45,10 @@ def build_reading_code_section(base_branch: str, diff_range: str | None = None) 
             "Start by reading the changes with the git tools (there is no shell):",
             f"- `{diff_call}`",
             f"- `{log_call}`",
+            "A git tool answers at most 40,000 bytes per call; a longer answer ends with a note saying how to "
+            "get the rest. On a large change, list the files first with "
+            f"`{stat_call}`, then read the diff one file at a time by adding "
+            '`"paths": ["<file>"]`, or continue a cut answer with the `"offset"` its note gives.',
             "Read surrounding code with Read, Grep and Glob whenever a change depends on context outside the diff.",
         ]
     )
