@@ -15,7 +15,9 @@ from kodiai.storage.migrations import (
     migration_status,
 )
 
-ALL_MIGRATION_FILES = sorted(p for p in MIGRATIONS_DIR.glob("*/*") if p.is_file() and p.name != "README.md")
+ALL_MIGRATION_FILES = sorted(
+    p for p in MIGRATIONS_DIR.glob("**/*") if p.is_file() and p.name != "README.md" and "__pycache__" not in p.parts
+)
 
 
 def test_migrations_dir_is_the_top_level_folder() -> None:
@@ -23,7 +25,7 @@ def test_migrations_dir_is_the_top_level_folder() -> None:
     assert (MIGRATIONS_DIR / "telemetry").is_dir() and (MIGRATIONS_DIR / "knowledge").is_dir()
 
 
-@pytest.mark.parametrize("path", ALL_MIGRATION_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("path", ALL_MIGRATION_FILES, ids=lambda p: str(p.relative_to(MIGRATIONS_DIR)))
 def test_every_migration_file_is_additive_only(path: Path) -> None:
     """The build fails if any migration drops, renames or rewrites anything (every db folder, every file)."""
     assert check_migration_file(path) == []

@@ -171,14 +171,15 @@ LANGUAGE sql IMMUTABLE AS $$ SELECT coalesce(value, fallback) $$;
 CREATE FUNCTION instr(haystack text, needle text) RETURNS integer
 LANGUAGE sql IMMUTABLE STRICT AS $$ SELECT strpos(haystack, needle) $$;
 
-CREATE FUNCTION kodiai_concat_step(state text, value text, separator text) RETURNS text
+CREATE FUNCTION kodiai_concat_step(state text, value anyelement, separator text) RETURNS text
 LANGUAGE sql IMMUTABLE AS $$
-  SELECT CASE WHEN value IS NULL THEN state WHEN state IS NULL THEN value ELSE state || separator || value END
+  SELECT CASE WHEN value IS NULL THEN state WHEN state IS NULL THEN value::text
+    ELSE state || separator || value::text END
 $$;
-CREATE FUNCTION kodiai_concat_step(state text, value text) RETURNS text
+CREATE FUNCTION kodiai_concat_step(state text, value anyelement) RETURNS text
 LANGUAGE sql IMMUTABLE AS $$ SELECT kodiai_concat_step(state, value, ',') $$;
-CREATE AGGREGATE group_concat(text) (SFUNC = kodiai_concat_step, STYPE = text);
-CREATE AGGREGATE group_concat(text, text) (SFUNC = kodiai_concat_step, STYPE = text);
+CREATE AGGREGATE group_concat(anyelement) (SFUNC = kodiai_concat_step, STYPE = text);
+CREATE AGGREGATE group_concat(anyelement, text) (SFUNC = kodiai_concat_step, STYPE = text);
 
 -- date('now') with a bare literal is a type cast in PostgreSQL (a value of type date, not text): these
 -- operators compare such a date with TEXT timestamps the way SQLite compares the two texts

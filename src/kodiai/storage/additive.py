@@ -10,7 +10,9 @@ the findings comment-linkage columns). Those live in tiny ``.py`` migrations who
     steps = add_column_steps(AddColumn("retrieval_quality", "threshold_method", "TEXT"))
 
 :func:`check_migration_file` parses both kinds (``.py`` files by AST, never executed) and reports every
-statement that could drop, rename or rewrite anything.
+statement that could drop, rename or rewrite anything. The PostgreSQL forms (``migrations/postgresql/…``)
+are ``.sql`` only and may also create functions, aggregates and operators (SQLite's functions), never
+``OR REPLACE`` one.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ _FORBIDDEN = re.compile(
 )
 _FK_ACTIONS = re.compile(r"\bON (DELETE|UPDATE)\b", re.I)
 _STRING = re.compile(r"'(?:[^']|'')*'")
+_DOLLAR_BODY = re.compile(r"\$(\w*)\$.*?\$\1\$", re.S)
+_CREATE_ROUTINE = re.compile(r"^CREATE (?:FUNCTION|AGGREGATE|OPERATOR) ", re.I)
 
 
 def normalise_sql(sql: str) -> str:
@@ -44,18 +48,21 @@ def normalise_sql(sql: str) -> str:
     return re.sub(r"\s+", " ", text).strip().rstrip(";").strip()
 
 
-def check_additive_statement(sql: str) -> list[str]:
+def check_additive_statement(sql: str, *, postgres: bool = False) -> list[str]:
     """Every way ``sql`` breaks the additive-only rule; empty when it is allowed.
 
     Allowed: ``CREATE TABLE IF NOT EXISTS`` (not ``AS SELECT``), ``CREATE [UNIQUE] INDEX IF NOT EXISTS``,
     ``ALTER TABLE … ADD COLUMN`` that is nullable or has a DEFAULT (and is neither PRIMARY KEY nor
-    UNIQUE). Everything else — DROP, RENAME, UPDATE/DELETE/INSERT of rows, table rebuilds, pragmas —
-    is a violation.
+    UNIQUE); with ``postgres`` also ``CREATE FUNCTION|AGGREGATE|OPERATOR`` (a new object; its body is
+    not read). Everything else — DROP, RENAME, UPDATE/DELETE/INSERT of rows, table rebuilds, pragmas,
+    ``CREATE OR REPLACE`` — is a violation.
     """
     stmt = normalise_sql(sql)
     if not stmt:
         return []
     problems: list[str] = []
+    if postgres and _CREATE_ROUTINE.match(stmt):
+        stmt = _DOLLAR_BODY.sub("$$ $$", stmt)
     scan = _FK_ACTIONS.sub(" ", _STRING.sub("''", stmt))
     for word in sorted({m.group(1).upper() for m in _FORBIDDEN.finditer(scan)}):
         problems.append(f"forbidden keyword {word}")
@@ -63,7 +70,7 @@ def check_additive_statement(sql: str) -> list[str]:
     if _CREATE_TABLE.match(stmt):
         if re.search(r"\bAS\s*\(?\s*SELECT\b", upper):
             problems.append("CREATE TABLE … AS SELECT (table rebuild)")
-    elif _CREATE_INDEX.match(stmt):
+    elif _CREATE_INDEX.match(stmt) or (postgres and _CREATE_ROUTINE.match(stmt)):
         pass
     else:
         add = _ADD_COLUMN.match(stmt)
@@ -159,10 +166,15 @@ def _python_migration_columns(tree: ast.Module) -> tuple[list[AddColumn], list[s
 def check_migration_file(path: Path) -> list[str]:
     """Every additive-rule violation in one migration file (``.sql`` or ``.py``)."""
     text = path.read_text(encoding="utf-8")
+    postgres = "postgresql" in path.parts
     if path.suffix == ".sql":
         if path.name.endswith(".rollback.sql"):
             return [f"{path.name}: rollback files are not allowed (migrations are forward-only)"]
-        return [f"{path.name}: {p}" for s in split_sql(text) for p in check_additive_statement(s)]
+        return [
+            f"{path.name}: {p}" for s in split_sql(text) for p in check_additive_statement(s, postgres=postgres)
+        ]
+    if path.suffix == ".py" and postgres:
+        return [f"{path.name}: PostgreSQL migrations are .sql files only"]
     if path.suffix == ".py":
         columns, problems = _python_migration_columns(ast.parse(text, filename=str(path)))
         if not columns and not problems:
