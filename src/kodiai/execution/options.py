@@ -9,6 +9,11 @@ mention whose trusted configuration lists allowed domains (then ``WebFetch`` onl
 
 The CLI loads no settings at all (``setting_sources=[]``): a pull request's ``.claude/settings.json``
 hooks, ``CLAUDE.md``, ``.mcp.json`` and agents are untrusted input and must not configure the agent.
+
+The base tool set (``tools``, the CLI's ``--tools``) is the run's own tools and nothing else: without it
+the CLI describes every built-in to the model on every request (Agent, Skill, Workflow, ScheduleWakeup,
+ToolSearch… with the lists of agent types and skills), about 10,000 tokens a run never uses; with it the
+MCP tools are listed directly instead of behind ``ToolSearch``. The deny rules stay as a second guard.
 """
 
 from __future__ import annotations
@@ -91,6 +96,17 @@ def web_rules(domains: Sequence[str]) -> list[str]:
     return [*fetch, "WebSearch"] if fetch else []
 
 
+def base_tools(context: ExecutionContext) -> list[str]:
+    """The built-in tools the model is told about at all: read tools, the write tools in write mode, the
+    web tools when a mention's trusted configuration allows some domain (MCP tools come on top)."""
+    tools = list(READ_TOOLS)
+    if context.write_mode:
+        tools += WRITE_TOOLS
+    if context.is_mention and web_rules(context.allowed_domains):
+        tools += WEB_TOOLS
+    return tools
+
+
 def tool_lists(context: ExecutionContext, server_names: list[str]) -> tuple[list[str], list[str]]:
     """``(allowed_tools, disallowed_tools)`` for a run."""
     allowed = list(READ_TOOLS)
@@ -108,11 +124,14 @@ def tool_lists(context: ExecutionContext, server_names: list[str]) -> tuple[list
 
 
 def cli_env(credentials: ModelCredentials, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Overrides for the CLI's environment: entrypoint, model credentials, app secrets blanked (the
-    launcher of :mod:`kodiai.execution.sandbox_run` then drops every variable not on its allow-list)."""
+    """Overrides for the CLI's environment: entrypoint, no non-essential traffic, model credentials, app
+    secrets blanked (the launcher of :mod:`kodiai.execution.sandbox_run` then drops every variable not on
+    its allow-list; ``CLAUDE_CODE_*`` is on it)."""
     source = os.environ if environ is None else environ
     env = {name: "" for name in app_secret_names() if name in source}
     env["CLAUDE_CODE_ENTRYPOINT"] = ENTRYPOINT
+    # no session-title request to a small model, no /api/hello probe, no telemetry or update checks
+    env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] = "1"
     if credentials.claude_code_oauth_token is not None:
         env["CLAUDE_CODE_OAUTH_TOKEN"] = credentials.claude_code_oauth_token.get_secret_value()
     if credentials.anthropic_api_key is not None:
@@ -142,6 +161,7 @@ def build_agent_options(
         max_turns=config.max_turns,
         system_prompt=system_prompt,
         mcp_servers=dict(servers),
+        tools=base_tools(context),
         allowed_tools=allowed,
         disallowed_tools=disallowed,
         setting_sources=[],
