@@ -1,11 +1,16 @@
-"""Knowledge store (spec/platform.md §6.2, checklist §8.3) on real SQLite files."""
+"""Knowledge store (spec/platform.md §6.2, checklist §8.3) on real SQLite files and on a real PostgreSQL.
+
+The ``store`` fixture runs each test on both (``db_backend``); ``sqlite_store`` tests check what only
+SQLite has (WAL, pragmas)."""
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import psycopg
 import pytest
 
 from kodiai.review.findings import bare_fingerprint_finding_title, fingerprint_finding_title
@@ -19,25 +24,47 @@ from kodiai.storage.knowledge_models import (
     SuppressionLogEntry,
     confidence_band,
 )
+from support.db_backends import DbBackend
 
 REPO = "acme/widgets"
 
 
+INTEGRITY_ERRORS = (sqlite3.IntegrityError, psycopg.IntegrityError)
+_BACKEND_OF: dict[int, DbBackend] = {}
+
+
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[KnowledgeStore]:
+def store(db_backend: DbBackend) -> Iterator[KnowledgeStore]:
+    s = KnowledgeStore(db_backend.target("knowledge"))
+    _BACKEND_OF[id(s)] = db_backend
+    yield s
+    s.close()
+    del _BACKEND_OF[id(s)]
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Path) -> Iterator[KnowledgeStore]:
     s = KnowledgeStore(tmp_path / "knowledge.db")
     yield s
     s.close()
 
 
-def _sql(store: KnowledgeStore, sql: str, params: tuple[object, ...] = ()) -> list[sqlite3.Row]:
-    conn = sqlite3.connect(store.path)
-    conn.row_factory = sqlite3.Row
-    try:
-        with conn:
-            return conn.execute(sql, params).fetchall()
-    finally:
-        conn.close()
+def _sql(store: KnowledgeStore, sql: str, params: tuple[object, ...] = ()) -> list[Any]:
+    """Run ``sql`` on a second connection to the store's database (rows by position and by name)."""
+    backend = _BACKEND_OF.get(id(store))
+    if backend is None:  # a sqlite_store
+        conn = sqlite3.connect(store.path)
+        conn.row_factory = sqlite3.Row
+        try:
+            with conn:
+                return conn.execute(sql, params).fetchall()
+        finally:
+            conn.close()
+    with backend.connect("knowledge") as db:
+        if sql.lstrip().upper().startswith("SELECT"):
+            return db.query(sql, params)
+        db.execute(sql, params)
+        return []
 
 
 def _review(store: KnowledgeStore, **kw: object) -> int:
@@ -289,7 +316,7 @@ def test_8_3_11_repo_trends(store: KnowledgeStore) -> None:
     trends = store.get_repo_trends(REPO, 7)
     assert [t.model_dump() for t in trends][1:] == [
         {
-            "date": _sql(store, "SELECT date('now')")[0][0],
+            "date": str(_sql(store, "SELECT date('now')")[0][0]),  # PostgreSQL: a date, same text
             "review_count": 2,
             "findings_count": 2,
             "suppressions_count": 3,
@@ -319,16 +346,17 @@ def test_8_3_12_unknown_repo_gives_zeroed_stats_and_empty_trends(store: Knowledg
 def test_8_3_13_foreign_keys_enforced(store: KnowledgeStore) -> None:
     """§8.3 #13: findings and reactions that reference missing parents are rejected; the batch rolls back."""
     rid = _review(store)
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(INTEGRITY_ERRORS):
         store.record_findings([_finding(rid), _finding(9999)])
     assert _sql(store, "SELECT COUNT(*) FROM findings")[0][0] == 0
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(INTEGRITY_ERRORS):
         store.record_feedback_reactions([_reaction(rid, 4242)])
     assert _sql(store, "SELECT COUNT(*) FROM feedback_reactions")[0][0] == 0
 
 
-def test_8_3_14_wal_and_foreign_keys_declared(store: KnowledgeStore) -> None:
+def test_8_3_14_wal_and_foreign_keys_declared(sqlite_store: KnowledgeStore) -> None:
     """§8.3 #14: WAL mode is on; findings / suppression_log / feedback_reactions declare their foreign keys."""
+    store = sqlite_store
     assert _sql(store, "PRAGMA journal_mode")[0][0] == "wal"
     fks = {
         t: {(r["table"], r["from"]) for r in _sql(store, f"PRAGMA foreign_key_list({t})")}
@@ -341,9 +369,9 @@ def test_8_3_14_wal_and_foreign_keys_declared(store: KnowledgeStore) -> None:
     }
 
 
-def test_8_3_15_write_after_close_throws(tmp_path: Path) -> None:
+def test_8_3_15_write_after_close_throws(db_backend: DbBackend) -> None:
     """§8.3 #15: a write after close throws; close never throws."""
-    s = KnowledgeStore(tmp_path / "k.db")
+    s = KnowledgeStore(db_backend.target("knowledge"))
     s.close()
     s.close()
     with pytest.raises(sqlite3.ProgrammingError):
@@ -585,13 +613,15 @@ def test_empty_batches_are_noops_and_checkpoint_runs(store: KnowledgeStore) -> N
     assert store.checkpoint()[0] == 0
 
 
-def test_concurrent_claims_from_threads_and_two_connections_yield_one_new(tmp_path: Path) -> None:
-    """Run claims are atomic (BEGIN IMMEDIATE): 40 racing claims of one SHA pair through two stores
-    (two connections, as a second process would have) give exactly one `new`."""
+def test_concurrent_claims_from_threads_and_two_connections_yield_one_new(db_backend: DbBackend) -> None:
+    """Run claims are atomic (SQLite: BEGIN IMMEDIATE; PostgreSQL: the store's advisory lock): 40 racing
+    claims of one SHA pair through two stores (two connections or pools, as a second process or replica
+    would have) give exactly one `new`."""
     from concurrent.futures import ThreadPoolExecutor
 
-    a = KnowledgeStore(tmp_path / "k.db")
-    b = KnowledgeStore(tmp_path / "k.db")
+    a = KnowledgeStore(db_backend.target("knowledge"))
+    b = KnowledgeStore(db_backend.target("knowledge"))
+    _BACKEND_OF[id(a)] = db_backend
     try:
 
         def claim(i: int) -> str:

@@ -19,7 +19,7 @@ from kodiai.learning.memory_store import LanceMemoryStore
 from kodiai.learning.setup import memory_table_name, open_store_for_provider
 from kodiai.storage import knowledge_feedback as feedback
 from kodiai.storage import knowledge_trust as trust
-from kodiai.storage.connection import LockedConnection, connect
+from kodiai.storage.database import SqliteDatabase
 from kodiai.storage.knowledge_models import (
     FindingProvenance,
     MemoryGovernanceRecord,
@@ -33,7 +33,7 @@ class ReadOnlyKnowledge:
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
-        self._db = LockedConnection(connect(path, read_only=True))
+        self._db = SqliteDatabase.open(path, read_only=True)
         tables = {str(r[0]) for r in self._db.query("SELECT name FROM sqlite_master WHERE type = 'table'")}
         finding_columns = (
             {str(r[1]) for r in self._db.query("PRAGMA table_info(findings)")}

@@ -1,9 +1,11 @@
 """Knowledge store: reviews, findings, suppressions, global patterns, feedback reactions, run state, author
 cache and dep-bump merge history (spec/platform.md §6.2), in the original's tables.
 
-One connection with ``foreign_keys=ON`` (a finding or reaction for a missing parent raises
-:class:`sqlite3.IntegrityError`), shared by threads behind a lock; the ``knowledge`` migrations run when it
-opens. Batch inserts run in one transaction each: one bad row rolls the batch back; an empty batch is a no-op.
+A SQLite file, or the PostgreSQL database when given a ``postgresql://`` URL (``DATABASE_URL``; see
+:mod:`kodiai.storage.database`): the same tables, the same SQL. Foreign keys are enforced (a finding or
+reaction for a missing parent raises an integrity error: :class:`sqlite3.IntegrityError`, or psycopg's);
+the ``knowledge`` migrations run when it opens. Batch inserts run in one transaction each: one bad row rolls
+the batch back; an empty batch is a no-op.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from kodiai.storage import knowledge_reports as reports
 from kodiai.storage import knowledge_runs as runs
 from kodiai.storage import knowledge_trust as trust
 from kodiai.storage.coerce import RecordLike, as_record
-from kodiai.storage.connection import LockedConnection, connect
+from kodiai.storage.database import Database, open_migrated
 from kodiai.storage.knowledge_models import (
     AuthorCacheEntry,
     DecisionHow,
@@ -44,7 +46,6 @@ from kodiai.storage.knowledge_models import (
     SuppressionLogEntry,
     TrendRow,
 )
-from kodiai.storage.migrations import apply_migrations_to
 from kodiai.storage.write_health import WriteHealth, database_directory, reports_writes
 
 _REVIEW_COLUMNS = list(ReviewRecord.model_fields)
@@ -53,23 +54,21 @@ _REACTION_COLUMNS = list(FeedbackReactionRecord.model_fields)
 _DEP_BUMP_COLUMNS = list(DepBumpMergeHistoryRecord.model_fields)
 
 
-def _insert(table: str, columns: list[str], verb: str = "INSERT") -> str:
-    return f"{verb} INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})"
+def _insert(table: str, columns: list[str], tail: str = "") -> str:
+    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)}){tail}"
 
 
 class KnowledgeStore:
     """The knowledge database. Construct once in the composition root and pass it in."""
 
     def __init__(self, path: str | Path) -> None:
-        conn = connect(path, foreign_keys=True)
-        try:
-            apply_migrations_to(conn, "knowledge")
-        except BaseException:
-            conn.close()
-            raise
-        self.path = str(path)
-        self._db = LockedConnection(conn)
-        self.write_health = WriteHealth("knowledge", database_directory(path))
+        """``path``: a SQLite file (created if missing) or ``:memory:``, or a ``postgresql://`` URL."""
+        self._db: Database = open_migrated(path, "knowledge")
+        self.dialect = self._db.dialect
+        self.path = str(path) if self.dialect == "sqlite" else self._db.describe()
+        """The SQLite file, or ``postgresql://host:port/db`` (no credentials)."""
+        probe_dir = database_directory(path) if self.dialect == "sqlite" else None
+        self.write_health = WriteHealth("knowledge", probe_dir)
         """Whether writes land (``/readiness``); every write method below reports to it."""
 
     # -- reviews and findings -------------------------------------------------------------------
@@ -78,8 +77,10 @@ class KnowledgeStore:
     def record_review(self, entry: ReviewRecord | RecordLike) -> int:
         """Insert a review; returns its new integer id."""
         values = as_record(ReviewRecord, entry).model_dump()
-        cur = self._db.execute(_insert("reviews", _REVIEW_COLUMNS), tuple(values[c] for c in _REVIEW_COLUMNS))
-        return int(cur.lastrowid or 0)
+        row = self._db.fetch_one(
+            _insert("reviews", _REVIEW_COLUMNS, " RETURNING id"), tuple(values[c] for c in _REVIEW_COLUMNS)
+        )
+        return int(row[0]) if row else 0
 
     @reports_writes
     def record_findings(self, findings: Sequence[FindingRecord | RecordLike]) -> None:
@@ -168,11 +169,11 @@ class KnowledgeStore:
         full, bare = fingerprint_variants(entry.pattern_fingerprint)
         key = (entry.severity, entry.category, entry.confidence_band)
         with self._db.transaction() as conn:
-            row = conn.execute(
+            row = conn.fetch_one(
                 "SELECT id FROM global_patterns WHERE severity = ? AND category = ? AND confidence_band = ? "
                 "AND pattern_fingerprint IN (?, ?) ORDER BY pattern_fingerprint = ? DESC, id LIMIT 1",
                 (*key, full, bare, full),
-            ).fetchone()
+            )
             if row:
                 conn.execute(
                     "UPDATE global_patterns SET count = count + ? WHERE id = ?", (entry.count, row[0])
@@ -203,7 +204,7 @@ class KnowledgeStore:
         if not reactions:
             return 0
         records = [as_record(FeedbackReactionRecord, r) for r in reactions]
-        sql = _insert("feedback_reactions", _REACTION_COLUMNS, "INSERT OR IGNORE")
+        sql = _insert("feedback_reactions", _REACTION_COLUMNS, " ON CONFLICT DO NOTHING")
         added = 0
         with self._db.transaction() as conn:
             for reaction in records:
@@ -212,16 +213,14 @@ class KnowledgeStore:
         return added
 
     def aggregate_feedback_patterns(self, repo: str) -> list[FeedbackPattern]:
-        with self._db.lock:
-            return reports.feedback_patterns(self._db.raw, repo)
+        return reports.feedback_patterns(self._db, repo)
 
     def list_feedback_suppressions(self, repo: str) -> list[FeedbackPattern]:
         return self.aggregate_feedback_patterns(repo)
 
     def re_review_scope(self, repo: str, pr_number: int) -> frozenset[int] | None:
         """The PR's earlier review ids (the learned memory's re-review scope), None for a first review."""
-        with self._db.lock:
-            return pr_reviews.re_review_scope(self._db.raw, repo, pr_number)
+        return pr_reviews.re_review_scope(self._db, repo, pr_number)
 
     @reports_writes
     def clear_feedback_suppressions(self, repo: str) -> int:
@@ -294,20 +293,17 @@ class KnowledgeStore:
         values = entry.model_dump()
         flag = entry.is_security_bump
         values["is_security_bump"] = None if flag is None else (1 if flag else 0)
-        sql = _insert("dep_bump_merge_history", _DEP_BUMP_COLUMNS, "INSERT OR IGNORE")
+        sql = _insert("dep_bump_merge_history", _DEP_BUMP_COLUMNS, " ON CONFLICT DO NOTHING")
         return self._db.execute(sql, tuple(values[c] for c in _DEP_BUMP_COLUMNS)).rowcount > 0
 
     # -- reports -------------------------------------------------------------------------------
 
     def get_repo_stats(self, repo: str, since_days: int | None = None) -> RepoStats:
-        with self._db.lock:
-            conn = self._db.raw
-            since = reports.cutoff_days_ago(conn, since_days) if since_days is not None else None
-            return reports.repo_stats(conn, repo, since)
+        since = reports.cutoff_days_ago(self._db, since_days) if since_days is not None else None
+        return reports.repo_stats(self._db, repo, since)
 
     def get_repo_trends(self, repo: str, days: int) -> list[TrendRow]:
-        with self._db.lock:
-            return reports.repo_trends(self._db.raw, repo, days)
+        return reports.repo_trends(self._db, repo, days)
 
     # -- run state and author cache ------------------------------------------------------------
 
@@ -367,7 +363,7 @@ class KnowledgeStore:
     # -- lifecycle -----------------------------------------------------------------------------
 
     def checkpoint(self) -> tuple[int, int, int]:
-        """PASSIVE WAL checkpoint."""
+        """PASSIVE WAL checkpoint ((0, 0, 0) on PostgreSQL)."""
         return self._db.checkpoint()
 
     def close(self) -> None:

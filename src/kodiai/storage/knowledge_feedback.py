@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 
 from kodiai.feedback.tally import FeedbackTally
-from kodiai.storage.connection import LockedConnection
+from kodiai.storage.database import Database
 from kodiai.storage.knowledge_models import FindingProvenance, MemoryGovernanceRecord, ReactionRow
 
 _GOVERNANCE_COLUMNS = [
@@ -38,7 +38,7 @@ def _marks(values: Collection[object]) -> str:
 
 
 def remove_withdrawn_reactions(
-    db: LockedConnection, repo: str, comment_id: int, kept_reaction_ids: Collection[int]
+    db: Database, repo: str, comment_id: int, kept_reaction_ids: Collection[int]
 ) -> int:
     """Delete the comment's stored reactions that are no longer on GitHub (withdrawn or changed)."""
     sql = "DELETE FROM feedback_reactions WHERE repo = ? AND comment_id = ?"
@@ -49,9 +49,7 @@ def remove_withdrawn_reactions(
     return int(db.execute(sql, tuple(params)).rowcount)
 
 
-def feedback_tallies(
-    db: LockedConnection, keys: Iterable[tuple[str, int]]
-) -> dict[tuple[str, int], FeedbackTally]:
+def feedback_tallies(db: Database, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], FeedbackTally]:
     """Thumbs up/down per ``(repo, comment_id)``; keys without reactions are absent."""
     by_repo: dict[str, set[int]] = {}
     for repo, comment_id in keys:
@@ -71,9 +69,7 @@ def feedback_tallies(
     return out
 
 
-def reactions_for(
-    db: LockedConnection, repo: str, comment_ids: Iterable[int]
-) -> dict[int, list[ReactionRow]]:
+def reactions_for(db: Database, repo: str, comment_ids: Iterable[int]) -> dict[int, list[ReactionRow]]:
     """The kept reactions of each comment, oldest first."""
     out: dict[int, list[ReactionRow]] = {}
     for chunk in _chunks(sorted({int(c) for c in comment_ids})):
@@ -87,9 +83,7 @@ def reactions_for(
     return out
 
 
-def finding_provenance(
-    db: LockedConnection, repo: str, comment_ids: Iterable[int]
-) -> dict[int, FindingProvenance]:
+def finding_provenance(db: Database, repo: str, comment_ids: Iterable[int]) -> dict[int, FindingProvenance]:
     """The newest finding posted as each comment, with its review and PR."""
     out: dict[int, FindingProvenance] = {}
     for chunk in _chunks(sorted({int(c) for c in comment_ids})):
@@ -104,22 +98,19 @@ def finding_provenance(
     return out
 
 
-def record_governance(db: LockedConnection, entry: MemoryGovernanceRecord) -> MemoryGovernanceRecord:
+def record_governance(db: Database, entry: MemoryGovernanceRecord) -> MemoryGovernanceRecord:
     """Append one governance row; returns it with its id and timestamp."""
     values = entry.model_dump()
-    with db.transaction() as conn:
-        cur = conn.execute(
-            f"INSERT INTO memory_governance ({', '.join(_GOVERNANCE_COLUMNS)}) "
-            f"VALUES ({_marks(_GOVERNANCE_COLUMNS)})",
-            tuple(values[c] for c in _GOVERNANCE_COLUMNS),
-        )
-        row = conn.execute(
-            "SELECT id, created_at FROM memory_governance WHERE id = ?", (cur.lastrowid,)
-        ).fetchone()
+    row = db.fetch_one(
+        f"INSERT INTO memory_governance ({', '.join(_GOVERNANCE_COLUMNS)}) "
+        f"VALUES ({_marks(_GOVERNANCE_COLUMNS)}) RETURNING id, created_at",
+        tuple(values[c] for c in _GOVERNANCE_COLUMNS),
+    )
+    assert row is not None  # INSERT … RETURNING of one row returns it
     return entry.model_copy(update={"id": int(row[0]), "created_at": str(row[1])})
 
 
-def list_governance(db: LockedConnection, repo: str | None = None) -> list[MemoryGovernanceRecord]:
+def list_governance(db: Database, repo: str | None = None) -> list[MemoryGovernanceRecord]:
     sql = "SELECT * FROM memory_governance"
     params: tuple[object, ...] = ()
     if repo is not None:
@@ -128,7 +119,7 @@ def list_governance(db: LockedConnection, repo: str | None = None) -> list[Memor
     return [MemoryGovernanceRecord(**dict(r)) for r in db.query(sql + " ORDER BY id", params)]
 
 
-def retired_findings(db: LockedConnection, repo: str) -> set[int]:
+def retired_findings(db: Database, repo: str) -> set[int]:
     """Finding ids a maintainer told the bot to forget (their memories must not come back)."""
     rows = db.query(
         "SELECT DISTINCT finding_id FROM memory_governance WHERE repo = ? AND action = 'forget' "

@@ -1,7 +1,8 @@
 """Read-only knowledge queries shared by the store and the operator reports (``kodiai telemetry stats|trends``).
 
-Each function takes a plain :class:`sqlite3.Connection` so the CLI can run it on a read-only
-connection; the store calls it under its own lock. SQL follows spec/platform.md §6.2 and §7.
+Each function takes a plain :class:`sqlite3.Connection` (the CLI's read-only one) or any
+:class:`~kodiai.storage.database.Executor` (the store's database, SQLite or PostgreSQL). SQL follows
+spec/platform.md §6.2 and §7, written to run on both.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import sqlite3
 from datetime import UTC, datetime, timedelta
 
 from kodiai.review.findings import fingerprint_finding_title
+from kodiai.storage.database import Executor, as_executor
 from kodiai.storage.knowledge_models import FeedbackPattern, RepoStats, TopFile, TrendRow
 
 SEVERITIES = ("critical", "major", "medium", "minor")
@@ -37,34 +39,39 @@ def parse_stats_since(value: str, now: datetime) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S")
 
 
-def cutoff_days_ago(conn: sqlite3.Connection, days: float) -> str:
+def cutoff_days_ago(conn: sqlite3.Connection | Executor, days: float) -> str:
     """SQLite's ``datetime('now', '-N days')``: the text every "last N days" filter compares against."""
-    return str(conn.execute("SELECT datetime('now', ?)", (f"-{days} days",)).fetchone()[0])
+    row = as_executor(conn).fetch_one("SELECT datetime('now', ?)", (f"-{days} days",))
+    assert row is not None
+    return str(row[0])
 
 
-def repo_stats(conn: sqlite3.Connection, repo: str, since: str | None = None) -> RepoStats:
+def repo_stats(conn: sqlite3.Connection | Executor, repo: str, since: str | None = None) -> RepoStats:
     """Totals, severity split, averages and top files for ``repo``; ``since`` keeps reviews created ≥ it."""
+    db = as_executor(conn)
     where = "r.repo = ?" + (" AND r.created_at >= ?" if since is not None else "")
     params: tuple[object, ...] = (repo, since) if since is not None else (repo,)
-    total_reviews, total_findings, total_suppressed = conn.execute(
+    totals = db.fetch_one(
         "SELECT COUNT(*), COALESCE(SUM(r.findings_total), 0), COALESCE(SUM(r.suppressions_applied), 0) "
         f"FROM reviews r WHERE {where}",
         params,
-    ).fetchone()
+    )
+    assert totals is not None  # an aggregate without GROUP BY always has one row
+    total_reviews, total_findings, total_suppressed = totals
     by_severity = dict.fromkeys(SEVERITIES, 0)
-    for severity, count in conn.execute(
+    for severity, count in db.fetch_all(
         f"SELECT f.severity, COUNT(*) FROM findings f JOIN reviews r ON r.id = f.review_id WHERE {where} "
         "GROUP BY f.severity",
         params,
     ):
         if severity in by_severity:
             by_severity[severity] = int(count)
-    (avg_confidence,) = conn.execute(
+    (avg_confidence,) = db.fetch_one(
         f"SELECT AVG(f.confidence) FROM findings f JOIN reviews r ON r.id = f.review_id WHERE {where}", params
-    ).fetchone()
+    ) or (None,)
     top_files = [
         TopFile(path=str(path), finding_count=int(count))
-        for path, count in conn.execute(
+        for path, count in db.fetch_all(
             f"SELECT f.file_path, COUNT(*) AS n FROM findings f JOIN reviews r ON r.id = f.review_id "
             f"WHERE {where} GROUP BY f.file_path ORDER BY n DESC, f.file_path ASC LIMIT 10",
             params,
@@ -81,22 +88,22 @@ def repo_stats(conn: sqlite3.Connection, repo: str, since: str | None = None) ->
     )
 
 
-def has_severity_rows(conn: sqlite3.Connection, repo: str, since: str | None = None) -> bool:
+def has_severity_rows(conn: sqlite3.Connection | Executor, repo: str, since: str | None = None) -> bool:
     where = "r.repo = ?" + (" AND r.created_at >= ?" if since is not None else "")
     params: tuple[object, ...] = (repo, since) if since is not None else (repo,)
-    row = conn.execute(
+    row = as_executor(conn).fetch_one(
         f"SELECT 1 FROM findings f JOIN reviews r ON r.id = f.review_id WHERE {where} LIMIT 1", params
-    ).fetchone()
+    )
     return row is not None
 
 
 def repo_trends(
-    conn: sqlite3.Connection, repo: str, days: int, *, descending: bool = False
+    conn: sqlite3.Connection | Executor, repo: str, days: int, *, descending: bool = False
 ) -> list[TrendRow]:
     """One row per UTC day with ≥ 1 review in the last ``days`` days (ascending; the report wants descending)."""
     cutoff = f"-{int(days)} days"
     order = "DESC" if descending else "ASC"
-    rows = conn.execute(
+    rows = as_executor(conn).fetch_all(
         "SELECT d.day, d.review_count, COALESCE(f.findings_count, 0), d.suppressions_count, "
         "COALESCE(f.avg_confidence, 0) FROM ("
         "  SELECT date(created_at) AS day, COUNT(*) AS review_count, "
@@ -108,7 +115,7 @@ def repo_trends(
         "  WHERE r.repo = ? AND r.created_at >= datetime('now', ?) GROUP BY day"
         f") f ON f.day = d.day ORDER BY d.day {order}",
         (repo, cutoff, repo, cutoff),
-    ).fetchall()
+    )
     return [
         TrendRow(
             date=str(day),
@@ -121,24 +128,26 @@ def repo_trends(
     ]
 
 
-def feedback_patterns(conn: sqlite3.Connection, repo: str) -> list[FeedbackPattern]:
+def feedback_patterns(conn: sqlite3.Connection | Executor, repo: str) -> list[FeedbackPattern]:
     """Group the repo's reactions (joined to reviews) by exact title, keeping groups with ≥ 1 thumbs-down."""
-    groups = conn.execute(
+    db = as_executor(conn)
+    groups = db.fetch_all(
         "SELECT fr.title, "
         "  SUM(CASE WHEN fr.reaction_content = '-1' THEN 1 ELSE 0 END) AS down, "
         "  SUM(CASE WHEN fr.reaction_content = '+1' THEN 1 ELSE 0 END) AS up, "
         "  COUNT(DISTINCT CASE WHEN fr.reaction_content = '-1' THEN fr.reactor_login END), "
         "  COUNT(DISTINCT CASE WHEN fr.reaction_content = '-1' THEN r.pr_number END) "
         "FROM feedback_reactions fr JOIN reviews r ON r.id = fr.review_id "
-        "WHERE fr.repo = ? GROUP BY fr.title HAVING down >= 1 ORDER BY fr.title",
+        "WHERE fr.repo = ? GROUP BY fr.title "
+        "HAVING SUM(CASE WHEN fr.reaction_content = '-1' THEN 1 ELSE 0 END) >= 1 ORDER BY fr.title",
         (repo,),
-    ).fetchall()
+    )
     patterns: list[FeedbackPattern] = []
     for title, down, up, reactors, prs in groups:
-        severity, category = conn.execute(
+        severity, category = db.fetch_one(
             "SELECT severity, category FROM feedback_reactions WHERE repo = ? AND title = ? ORDER BY id DESC LIMIT 1",
             (repo, title),
-        ).fetchone()
+        ) or (None, None)
         patterns.append(
             FeedbackPattern(
                 fingerprint=fingerprint_finding_title(str(title)),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kodiai.storage.connection import LockedConnection
+from kodiai.storage.database import Database
 from kodiai.storage.knowledge_models import AuthorCacheEntry, RunClaim
 
 AUTHOR_CACHE_TTL_HOURS = 24
@@ -16,7 +16,7 @@ def run_key(repo: str, pr_number: int, base_sha: str, head_sha: str) -> str:
 
 
 def check_and_claim_run(
-    db: LockedConnection,
+    db: Database,
     *,
     repo: str,
     pr_number: int,
@@ -29,11 +29,11 @@ def check_and_claim_run(
     non-superseded run of the PR (completed ones too) and insert a ``pending`` row."""
     key = run_key(repo, pr_number, base_sha, head_sha)
     with db.transaction() as conn:
-        if conn.execute("SELECT 1 FROM run_state WHERE run_key = ?", (key,)).fetchone():
+        if conn.fetch_one("SELECT 1 FROM run_state WHERE run_key = ?", (key,)):
             return RunClaim(should_process=False, reason="duplicate", run_key=key)
         superseded = [
             str(r[0])
-            for r in conn.execute(
+            for r in conn.fetch_all(
                 "SELECT run_key FROM run_state WHERE repo = ? AND pr_number = ? AND status != 'superseded' ORDER BY id",
                 (repo, pr_number),
             )
@@ -57,13 +57,13 @@ def check_and_claim_run(
     )
 
 
-def run_delivery(db: LockedConnection, key: str) -> tuple[str | None, str] | None:
+def run_delivery(db: Database, key: str) -> tuple[str | None, str] | None:
     """``(delivery_id, status)`` of the run with ``key``, or None when there is no such run."""
     row = db.fetch_one("SELECT delivery_id, status FROM run_state WHERE run_key = ?", (key,))
     return (row[0], str(row[1])) if row else None
 
 
-def release_run(db: LockedConnection, key: str, delivery_id: str) -> None:
+def release_run(db: Database, key: str, delivery_id: str) -> None:
     """Drop this delivery's ``pending`` claim of a run that was refused before it started (the daily spend
     cap), so a later trigger for the same head is not skipped as a duplicate. Runs it superseded stay
     superseded; :func:`last_reviewed_head_sha` reads ``completed_at``, which is unchanged."""
@@ -74,18 +74,18 @@ def release_run(db: LockedConnection, key: str, delivery_id: str) -> None:
         )
 
 
-def complete_run(db: LockedConnection, key: str) -> None:
+def complete_run(db: Database, key: str) -> None:
     db.execute(
         "UPDATE run_state SET status = 'completed', completed_at = datetime('now') WHERE run_key = ?", (key,)
     )
 
 
-def purge_stale_author_cache(db: LockedConnection, days: int = AUTHOR_CACHE_RETENTION_DAYS) -> int:
+def purge_stale_author_cache(db: Database, days: int = AUTHOR_CACHE_RETENTION_DAYS) -> int:
     cur = db.execute("DELETE FROM author_cache WHERE cached_at < datetime('now', ?)", (f"-{int(days)} days",))
     return int(cur.rowcount)
 
 
-def purge_old_runs(db: LockedConnection, retention_days: int = 30) -> int:
+def purge_old_runs(db: Database, retention_days: int = 30) -> int:
     """Completed runs older than the retention, superseded ones older than min(retention, 7) days, plus the
     stale author-cache rows (7 days). Pending rows are never purged. Returns the total deleted."""
     with db.lock:
@@ -100,7 +100,7 @@ def purge_old_runs(db: LockedConnection, retention_days: int = 30) -> int:
         return int(completed) + int(superseded) + purge_stale_author_cache(db)
 
 
-def last_reviewed_head_sha(db: LockedConnection, repo: str, pr_number: int) -> str | None:
+def last_reviewed_head_sha(db: Database, repo: str, pr_number: int) -> str | None:
     """The head SHA of the PR's most recently *completed* run, superseded or not.
 
     The original looked for ``status = 'completed'`` only, and every later claim (even one its trigger
@@ -115,7 +115,7 @@ def last_reviewed_head_sha(db: LockedConnection, repo: str, pr_number: int) -> s
     return str(row[0]) if row else None
 
 
-def get_author_cache(db: LockedConnection, repo: str, author_login: str) -> AuthorCacheEntry | None:
+def get_author_cache(db: Database, repo: str, author_login: str) -> AuthorCacheEntry | None:
     """The cached tier only while it is fresher than 24 h."""
     rows = db.query(
         "SELECT tier, author_association, pr_count, cached_at FROM author_cache "
@@ -126,7 +126,7 @@ def get_author_cache(db: LockedConnection, repo: str, author_login: str) -> Auth
 
 
 def upsert_author_cache(
-    db: LockedConnection,
+    db: Database,
     *,
     repo: str,
     author_login: str,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
 
-from kodiai.storage.connection import LockedConnection
+from kodiai.storage.database import Database
 from kodiai.storage.knowledge_models import DecisionHow, PendingMemory, PendingMemoryRecord, PendingStatus
 
 _COLUMNS = list(PendingMemoryRecord.model_fields)
@@ -20,7 +20,7 @@ def _marks(values: Collection[object]) -> str:
     return ", ".join("?" for _ in values)
 
 
-def record_pending(db: LockedConnection, rows: Sequence[PendingMemoryRecord]) -> int:
+def record_pending(db: Database, rows: Sequence[PendingMemoryRecord]) -> int:
     """Insert the rows in one transaction; returns how many."""
     if not rows:
         return 0
@@ -33,7 +33,7 @@ def record_pending(db: LockedConnection, rows: Sequence[PendingMemoryRecord]) ->
 
 
 def pending_for_pr(
-    db: LockedConnection, repo: str, pr_number: int, statuses: Collection[PendingStatus]
+    db: Database, repo: str, pr_number: int, statuses: Collection[PendingStatus]
 ) -> list[PendingMemory]:
     """The PR's held-back findings in the given states, oldest first."""
     if not statuses:
@@ -46,9 +46,7 @@ def pending_for_pr(
     return [PendingMemory(**dict(r)) for r in rows]
 
 
-def pending_by_comment(
-    db: LockedConnection, repo: str, comment_ids: Iterable[int]
-) -> dict[int, PendingMemory]:
+def pending_by_comment(db: Database, repo: str, comment_ids: Iterable[int]) -> dict[int, PendingMemory]:
     """The held-back finding posted as each comment (the newest row when a comment has several)."""
     out: dict[int, PendingMemory] = {}
     ids = sorted({int(c) for c in comment_ids})
@@ -64,7 +62,7 @@ def pending_by_comment(
 
 
 def decide(
-    db: LockedConnection,
+    db: Database,
     ids: Collection[int],
     status: PendingStatus,
     *,
@@ -85,7 +83,7 @@ def decide(
         return int(cur.rowcount)
 
 
-def list_pending(db: LockedConnection, repo: str | None = None) -> list[PendingMemory]:
+def list_pending(db: Database, repo: str | None = None) -> list[PendingMemory]:
     """Every row (for ``kodiai memory list``), oldest first."""
     sql = "SELECT * FROM pending_memories"
     params: tuple[object, ...] = ()
