@@ -1,4 +1,5 @@
-"""The spend ledger of the telemetry database: what the daily spend cap sums, on a real SQLite file."""
+"""The spend ledger of the telemetry database: what the daily spend cap sums, on a real SQLite file and on a
+real PostgreSQL (``db_backend``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from kodiai.storage.telemetry import SpendEntry, TelemetryStore
+from support.db_backends import DbBackend
 
 DAY = datetime(2031, 5, 6, tzinfo=UTC)
 
@@ -32,8 +34,8 @@ def entry(
     )
 
 
-def test_spend_is_summed_per_installation_utc_day_and_repo(tmp_path: Path) -> None:
-    store = TelemetryStore(tmp_path / "t.db")
+def test_spend_is_summed_per_installation_utc_day_and_repo(db_backend: DbBackend) -> None:
+    store = TelemetryStore(db_backend.target("telemetry"))
     try:
         store.record_spend(entry(DAY - timedelta(seconds=1), 100.0))  # yesterday, 23:59:59
         store.record_spend(entry(DAY, 1.5))  # today, 00:00:00
@@ -46,10 +48,10 @@ def test_spend_is_summed_per_installation_utc_day_and_repo(tmp_path: Path) -> No
         assert store.spend_between(44, "acme/repo", DAY, DAY + timedelta(days=1)) == (0.0, 0.0)
     finally:
         store.close()
-    rows = sqlite3.connect(tmp_path / "t.db").execute(
-        "SELECT created_at, outcome, reason FROM spend_ledger WHERE outcome = 'refused'"
+    rows = db_backend.rows(
+        "telemetry", "SELECT created_at, outcome, reason FROM spend_ledger WHERE outcome = 'refused'"
     )
-    assert list(rows) == [("2031-05-06 03:00:00", "refused", "installation-cap")]
+    assert rows == [{"created_at": "2031-05-06 03:00:00", "outcome": "refused", "reason": "installation-cap"}]
 
 
 def test_the_cap_query_uses_the_installation_index(tmp_path: Path) -> None:
@@ -67,8 +69,8 @@ def test_the_cap_query_uses_the_installation_index(tmp_path: Path) -> None:
     assert "idx_spend_ledger_installation_created" in plan
 
 
-def test_retention_purge_removes_old_ledger_rows_with_old_executions(tmp_path: Path) -> None:
-    store = TelemetryStore(tmp_path / "t.db")
+def test_retention_purge_removes_old_ledger_rows_with_old_executions(db_backend: DbBackend) -> None:
+    store = TelemetryStore(db_backend.target("telemetry"))
     try:
         now = datetime.now(UTC)
         store.record_spend(entry(now - timedelta(days=100), 1.0))
