@@ -416,9 +416,9 @@ def _k(tokens: float) -> str:
 
 def _diff_cell(r: CostRow) -> str:
     if not r.whole_diff_refused:
-        return "read"
-    left_out = f", {r.files_left_out} left out" if r.files_left_out else ""
-    return f"too large: {r.narrowed_diff_calls} narrowed calls{left_out}"
+        return "one call"
+    left_out = f", {r.files_left_out} left unread" if r.files_left_out else ""
+    return f"paged: {r.narrowed_diff_calls} more calls{left_out}"
 
 
 def cost_table(rows: list[CostRow]) -> str:
@@ -493,15 +493,17 @@ def report(rows: list[CostRow], s: Sizing | None, a: Assumptions, check: str | N
         out += ["", cost_table(rows)]
         if any(r.whole_diff_refused for r in rows):
             out.append(
-                "\n'too large': the CLI did not hand the model the whole-range diff the prompt asks for first (over "
-                "its 25,000-token limit or about 50 KB per tool result); the reviewer read the triaged files' diffs "
-                "in narrower calls instead, leaving out single files whose diff alone is over the limit"
+                "\n'paged': the whole-range diff the prompt asks for first is over one git tool answer (40,000 "
+                "bytes); as the prompt says, the reviewer listed the files and read the triaged files' diffs one "
+                "per call (following a cut file's offsets for up to 3 pages), or without triage paged through the "
+                "whole diff; 'unread': files or pages left once the context or the turn limit was reached"
             )
         side = max(r.side_dollars for r in rows)
-        out.append(
-            f"\nplus the CLI's own side requests ({rows[0].side_requests} per review, session title on its "
-            f"small model): at most ${side:.4f} per review"
-        )
+        if any(r.side_requests for r in rows):
+            out.append(
+                f"\nplus the CLI's own side requests ({rows[0].side_requests} per review, session title on its "
+                f"small model): at most ${side:.4f} per review"
+            )
     if s is not None:
         out += [
             "",

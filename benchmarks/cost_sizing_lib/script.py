@@ -6,9 +6,12 @@ comment tools publish), and each turn's request carries whatever those tools ret
 
 1. the two calls the prompt's "Reading the code" section names, in one message: the diff of the whole
    range and ``git log --stat``;
-2. when the CLI refused that diff (over its 25,000-token limit on one tool result), the diffs of the files
-   the prompt's large-PR triage lists (else of the most-changed files), a few per call, until the
-   conversation reaches ``context_budget_tokens`` or the run's turn limit comes near;
+2. when that diff did not fit in one answer (the git tools answer 40,000 bytes per call and end a cut
+   answer with the offset of the next part), what the section says to do on a large change: with the
+   prompt's large-PR triage, list the files (``stat``), then diff the triaged files not yet read one file
+   per call (several calls per message), following a cut file's offsets up to ``pages_per_file`` pages;
+   without triage, page through the whole diff with the offsets. Either until the conversation reaches
+   ``context_budget_tokens`` or the run's turn limit comes near;
 3. the surrounding code of the most-changed source files with Read (one file per ten changed files, at
    least one, at most three; a long file is read 300 lines around its first change), in one message;
 4. one inline comment per finding, one per turn, on an added line of a changed file: one finding per
@@ -30,18 +33,22 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from cost_sizing_lib.corpus import git
 from kodiai.config import RepoConfig
 from support.fake_anthropic import MainRequest, Reply, Text, ToolUse, ToolUses
 
-#: What the CLI puts in place of a tool result over its limits: over 25,000 tokens (``MAX_MCP_OUTPUT_TOKENS``)
-#: an error, over about 50 KB a 2 KB preview; either way the whole output goes to a file in the run's
-#: home that Read cannot page through (the git tools answer one JSON line), and there is no shell.
+#: What the CLI puts in place of a tool result over its limits (over 25,000 tokens an error, over about
+#: 50 KB a 2 KB preview): the git tools' pages are far under both, so the reviewer stops if it ever sees one.
 REFUSED = ("exceeds maximum allowed tokens", "<persisted-output>")
-BATCH_CHARS = 40_000  # a narrowed diff call's result stays under both
+#: How the git tools end a cut answer, and the offset of the next part it names.
+CUT = "[output cut at "
+OFFSET_RE = re.compile(r'"offset": (\d+)')
+DIFF_HEADER_RE = re.compile(r"^diff --git a/.* b/(.*)$", re.MULTILINE)
+PAGE_CHARS = 40_000  # one git tool answer at most (kodiai.execution.tools.git_page.PAGE_BYTES)
+DIFF = "mcp__git__diff"
 MAX_TURNS = int(RepoConfig().max_turns)  # .kodiai.yml maxTurns, default 25
-JSON_GROWTH = 1.1  # the git tools return their output as a JSON string (newlines and quotes escaped)
 INLINE = "mcp__github_inline_comment__create_inline_comment"
 COMMENT = "mcp__github_comment__create_comment"
 CODE_SUFFIXES = (".py", ".js", ".mjs", ".cjs", ".ts", ".tsx", ".d.ts", ".go", ".rs", ".java", ".rb")
@@ -58,7 +65,8 @@ class Assumptions:
     lines_per_finding: int = 250
     max_findings: int = 8
     context_budget_tokens: int = 120_000
-    diff_batch: int = 8
+    diff_batch: int = 8  # git tool calls per message
+    pages_per_file: int = 3
 
 
 @dataclass(frozen=True)
@@ -193,25 +201,28 @@ def _by_change(files: tuple[ChangedFile, ...]) -> list[ChangedFile]:
 class ReviewPlanner:
     """One PR's conversation, decided turn by turn from what the previous turn's tools returned.
 
-    The Claude Code CLI does not hand a large tool result to the model (see :data:`REFUSED`). A reviewer
-    then narrows: the diffs of the triaged (else the most-changed) files, packed into calls of at most
-    ``BATCH_CHARS``; a call cut all the same is split in two; a single file whose diff is over the limit
-    is left out (``skipped``)."""
+    A diff too large for one git tool answer comes a page at a time (see :data:`CUT`): the reviewer reads
+    the rest as the prompt says (the file list, then one file per call, or the next offsets), in messages
+    of up to ``diff_batch`` calls that fit the context budget; what does not fit is left unread
+    (``skipped``: files, or further pages of a file)."""
 
     def __init__(self, facts: PullFacts, prompt: str, a: Assumptions) -> None:
         self.facts, self.a = facts, a
         self.range = f"{facts.base_sha}...{facts.head_sha}"
         by_path = {f.path: f for f in facts.files}
         triaged = [by_path[p] for p in triage_lists(prompt) if p in by_path]
+        self.triaged = bool(triaged)
         self.reviewed = triaged or _by_change(facts.files)
+        self.sizes = {f.path: f.diff_bytes for f in facts.files}
         log = Call("mcp__git__log", {"revision": f"{facts.base_sha}..{facts.head_sha}", "stat": True})
-        self.steps = [Step((Call("mcp__git__diff", {"revisions": [self.range]}), log), a.think_chars)]
+        self.steps = [Step((Call(DIFF, {"revisions": [self.range]}), log), a.think_chars)]
         self.tail = tail_steps(facts, self.reviewed, a)
-        self.pending: list[list[ChangedFile]] | None = None
-        self.last_batch: list[ChangedFile] = []
-        self.whole_refused = False
-        self.refused = 0
-        self.narrowed = 0
+        self.queue: list[Call] = []
+        self.pages: dict[str, int] = {}  # pages read of each file's own diff
+        self.diff_steps = 0
+        self.whole_refused = False  # the whole-range diff did not fit in one answer
+        self.refused = 0  # diff answers that were cut (their note followed or not)
+        self.narrowed = 0  # diff calls after the first: the file list, one file's diff, a next page
         self.skipped = 0
 
     def step(self, turn: int, request: MainRequest) -> Step:
@@ -220,44 +231,96 @@ class ReviewPlanner:
         return self.steps[turn]
 
     def _next(self, request: MainRequest) -> Step:
-        refused = any(marker in r.text for r in request.tool_results for marker in REFUSED)
-        self.refused += refused
-        if refused and self.pending is None:
-            self.whole_refused = True
-            self.pending = self._batches()
-        elif refused and self.last_batch:
-            if len(self.last_batch) > 1:
-                half = len(self.last_batch) // 2
-                self.pending = [self.last_batch[:half], self.last_batch[half:], *(self.pending or [])]
-            else:
-                self.skipped += 1
+        for call, text in last_results(request):
+            if any(marker in text for marker in REFUSED):
+                raise RuntimeError(f"the CLI kept a {call.get('name')} result from the model: {text[:200]}")
+            if call.get("name") == DIFF:
+                self._read_diff_answer(dict(call.get("input") or {}), text)
         context = len(json.dumps(request.body)) / 3.5
         room = len(self.steps) + len(self.tail) < MAX_TURNS  # the run's turn limit (maxTurns) is not reached
-        if self.pending and context < self.a.context_budget_tokens and room:
-            self.last_batch = self.pending.pop(0)
-            self.narrowed += 1
-            paths = [f.path for f in self.last_batch]
-            return Step(
-                (Call("mcp__git__diff", {"revisions": [self.range], "paths": paths}),), self.a.think_chars
-            )
-        self.pending, self.last_batch = [], []
-        done = len(self.steps) - 1 - self.narrowed
+        if self.queue and context < self.a.context_budget_tokens and room:
+            calls = self._batch(self.a.context_budget_tokens - context)
+            self.diff_steps += 1
+            self.narrowed += len(calls)
+            return Step(tuple(calls), self.a.think_chars)
+        self.skipped += len({str(c.input.get("paths")) for c in self.queue})
+        self.queue = []
+        done = len(self.steps) - 1 - self.diff_steps
         return self.tail[min(done, len(self.tail) - 1)]
 
-    def _batches(self) -> list[list[ChangedFile]]:
-        batches: list[list[ChangedFile]] = []
-        size = 0
-        for f in self.reviewed:
-            cost = int(f.diff_bytes * JSON_GROWTH)
-            if not f.diff_bytes or cost > BATCH_CHARS:
-                self.skipped += bool(f.diff_bytes)
-                continue
-            if not batches or size + cost > BATCH_CHARS or len(batches[-1]) >= self.a.diff_batch:
-                batches.append([])
-                size = 0
-            batches[-1].append(f)
-            size += cost
-        return batches
+    def _read_diff_answer(self, args: dict[str, Any], text: str) -> None:
+        """Queue what the prompt says to do after this diff answer."""
+        if args.get("stat") or args.get("nameOnly"):
+            return
+        paths = [str(p) for p in args.get("paths") or []]
+        for path in paths:
+            self.pages[path] = self.pages.get(path, 0) + 1
+        note = cut_note(text)
+        if note is None:
+            return
+        self.refused += 1
+        found = OFFSET_RE.search(note)
+        following = {**args, "offset": int(found.group(1))} if found else None
+        first_page = not paths and not args.get("offset")
+        if first_page and self.triaged:
+            self.whole_refused = True
+            read = DIFF_HEADER_RE.findall(text)[:-1]  # every file before the one the page ends in
+            self.queue.append(Call(DIFF, {"revisions": [self.range], "stat": True}))
+            self.queue += [
+                Call(DIFF, {"revisions": [self.range], "paths": [f.path]})
+                for f in self.reviewed
+                if f.diff_bytes and f.path not in read
+            ]
+            return
+        self.whole_refused |= not paths
+        if following is None:
+            return
+        if paths and max(self.pages[p] for p in paths) >= self.a.pages_per_file:
+            self.skipped += 1  # the rest of this file's diff
+            return
+        self.queue.insert(0, Call(DIFF, following))
+
+    def _batch(self, room_tokens: float) -> list[Call]:
+        """The next calls for one message: at least one, then as many as fit ``room_tokens``."""
+        if self.queue[0].input.get("stat"):
+            return [self.queue.pop(0)]  # the file list first, on its own
+        calls: list[Call] = []
+        used = 0.0
+        while self.queue and len(calls) < self.a.diff_batch:
+            size = self._answer_chars(self.queue[0])
+            if calls and used + size / 3.5 > room_tokens:
+                break
+            calls.append(self.queue.pop(0))
+            used += size / 3.5
+        return calls
+
+    def _answer_chars(self, call: Call) -> int:
+        """About how long the call's answer is: a page, a shorter file's whole diff, a file list."""
+        if call.input.get("stat"):
+            return 100 * len(self.facts.files)
+        paths = call.input.get("paths")
+        if isinstance(paths, list) and paths and not call.input.get("offset"):
+            return min(PAGE_CHARS, self.sizes.get(str(paths[0]), PAGE_CHARS))
+        return PAGE_CHARS
+
+
+def cut_note(text: str) -> str | None:
+    """The note a cut git tool answer ends with (the CLI may append a ``<system-reminder>`` after it)."""
+    at = text.rfind("\n" + CUT)
+    if at < 0 and not text.startswith(CUT):
+        return None
+    return text[at + 1 :].split("\n", 1)[0]
+
+
+def last_results(request: MainRequest) -> list[tuple[dict[str, Any], str]]:
+    """``(tool_use block, result text)`` of each call the previous turn made."""
+    uses: dict[object, dict[str, Any]] = {}
+    for message in request.messages:
+        if message.get("role") == "assistant" and isinstance(message.get("content"), list):
+            for block in message["content"]:
+                if isinstance(block, dict) and block.get("type") == "tool_use":
+                    uses[block.get("id")] = block
+    return [(uses.get(r.tool_use_id, {}), r.text) for r in request.tool_results]
 
 
 def tail_steps(facts: PullFacts, reviewed: list[ChangedFile], a: Assumptions) -> list[Step]:

@@ -240,8 +240,10 @@ async def test_a_cut_diffs_note_names_the_next_call_and_the_files(large_pr: tupl
         _, stat = await call(client, "diff", {"revisions": ["HEAD~1", "HEAD"], "stat": True})
         _, one = await call(client, "diff", {"revisions": ["HEAD~1", "HEAD"], "paths": ["src/mod_3.py"]})
         _, past = await call(client, "diff", {"revisions": ["HEAD~1", "HEAD"], "offset": 99_999})
+        body, offset = pages_of(first)
+        _, second = await call(client, "diff", {"revisions": ["HEAD~1", "HEAD"], "offset": offset})
     note = first.rsplit("\n", 1)[1]
-    body, offset = pages_of(first)
+    assert "Files in this diff" not in second, "the list comes with the first page only"
     assert offset == body.count("\n")
     assert f'call mcp__git__diff again with the same arguments and "offset": {offset}' in note
     assert 'or read one file at a time with "paths": ["<file>"]' in note

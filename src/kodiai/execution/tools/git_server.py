@@ -201,7 +201,8 @@ def _handler(
         check_inside(workspace, named_paths(params))
         page = await run_workspace_git(workspace, to_argv(params), offset=params.offset)
         files = None
-        if page.more and isinstance(params, DiffArgs) and not (params.stat or params.name_only):
+        listing = isinstance(params, DiffArgs) and not (params.stat or params.name_only)
+        if page.more and listing and not params.offset:  # on the first page only: the model has it then
             files = await diff_files(workspace, params)
         return answer(page, page_note(name, page, files))
 
