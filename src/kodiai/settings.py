@@ -160,6 +160,11 @@ class Settings(BaseSettings):
     telemetry_db_path: str = Field(DEFAULT_TELEMETRY_DB_PATH, description="Telemetry SQLite file.")
     knowledge_db_path: str | None = Field(None, description="Knowledge SQLite file.")
     jobs_db_path: str = Field(DEFAULT_JOBS_DB_PATH, description="Webhook dedup + job journal SQLite file.")
+    database_url: SecretStr | None = Field(
+        None,
+        description="postgresql://… : the telemetry and knowledge stores in PostgreSQL (in progress; unset: the "
+        "SQLite files). May carry a password: never logged.",
+    )
     learning_memory_uri: str = Field(DEFAULT_LEARNING_MEMORY_URI, description="LanceDB learning memory URI.")
     workspace_root: str = Field(default_factory=tempfile.gettempdir, description="Where clones are made.")
     # Models and embeddings
@@ -287,6 +292,19 @@ class Settings(BaseSettings):
         value = _blank_to_none(value)
         return value.strip() if isinstance(value, str) else value
 
+    @field_validator("database_url", mode="before")
+    @classmethod
+    def _database_url(cls, value: Any) -> Any:
+        """Blank is unset; anything else must be a PostgreSQL URL. The message never repeats the value (it
+        may carry a password)."""
+        value = _blank_to_none(value.get_secret_value() if isinstance(value, SecretStr) else value)
+        if value is None:
+            return None
+        text = str(value).strip()
+        if text.split("://", 1)[0] not in ("postgresql", "postgres") or "://" not in text:
+            raise ValueError("must be a postgresql://user:password@host:port/database URL (unset: SQLite files)")
+        return text
+
     @field_validator(
         "github_private_key",
         "github_private_key_base64",
@@ -331,6 +349,17 @@ class Settings(BaseSettings):
         if problems:
             raise SettingsError(problems, missing if require_github_app else [])
         return settings
+
+    def database(self) -> str | None:
+        """``DATABASE_URL`` (with its password), or None for the SQLite files. Log :meth:`database_description`."""
+        return self.database_url.get_secret_value() if self.database_url is not None else None
+
+    def database_description(self) -> str | None:
+        """``postgresql://host:port/database`` without user or password, for logs; None without one."""
+        from kodiai.storage.database import safe_url
+
+        url = self.database()
+        return safe_url(url) if url else None
 
     def _resolve_key(self, cwd: Path | None) -> str | None:
         if self.github_private_key is not None:

@@ -10,6 +10,8 @@ import threading
 import time
 from pathlib import Path
 
+import psycopg
+import psycopg_pool
 import pytest
 from structlog.testing import capture_logs
 
@@ -86,6 +88,13 @@ def chained(outer: BaseException, inner: BaseException) -> BaseException:
         (OSError(errno.EACCES, "Permission denied"), "other"),
         (RuntimeError("lance error: (os error 50)"), "other"),  # not errno 5
         (ValueError("invalid repo name"), "other"),
+        # PostgreSQL (DATABASE_URL): psycopg's errors carry the SQLSTATE
+        (psycopg.errors.DiskFull("could not extend file: No space left on device"), "no_space"),
+        (psycopg.errors.IoError("could not read block"), "io"),
+        (psycopg.errors.ConnectionFailure("server closed the connection"), "io"),
+        (psycopg_pool.PoolTimeout("couldn't get a connection after 30.00 sec"), "io"),
+        (psycopg.errors.UniqueViolation("duplicate key value violates unique constraint"), "other"),
+        (psycopg.errors.UndefinedTable("no such table: disk I/O error"), "other"),  # the SQLSTATE wins
     ],
     ids=lambda v: v if isinstance(v, str) else type(v).__name__,
 )

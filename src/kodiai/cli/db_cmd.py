@@ -1,4 +1,5 @@
-"""`kodiai db upgrade|status`: apply and inspect the additive migrations of each SQLite database."""
+"""`kodiai db upgrade|status`: apply and inspect the additive migrations of each SQLite database, or of the
+PostgreSQL database ``DATABASE_URL`` names (telemetry and knowledge so far; shown by host and name only)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,18 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from kodiai.storage.database import is_postgres_url, safe_url
 from kodiai.storage.db_path import DEFAULT_TELEMETRY_DB_PATH, resolve_knowledge_db_path
-from kodiai.storage.migrations import MIGRATIONS_DIR, MigrationError, apply_migrations, migration_status
+from kodiai.storage.migrations import (
+    MIGRATIONS_DIR,
+    MigrationError,
+    apply_migrations,
+    apply_postgres_migrations,
+    migration_status,
+    postgres_migration_status,
+)
+
+POSTGRES_DATABASES = ("telemetry", "knowledge")  # the stores DATABASE_URL moves so far
 
 app = typer.Typer(help="Apply and inspect database migrations (additive only).", no_args_is_help=True)
 
@@ -33,9 +44,10 @@ def _targets(telemetry: str | None, knowledge: str | None, jobs: str | None) -> 
     named = [(n, p) for n, p in (("telemetry", telemetry), ("knowledge", knowledge), ("jobs", jobs)) if p]
     if named:
         return [(n, resolve_knowledge_db_path(p, env)[0] if n == "knowledge" else p) for n, p in named]
+    database_url = env.get("DATABASE_URL", "").strip()
     targets = [
-        ("telemetry", env.get("TELEMETRY_DB_PATH", "").strip() or DEFAULT_TELEMETRY_DB_PATH),
-        ("knowledge", resolve_knowledge_db_path(None, env)[0]),
+        ("telemetry", database_url or env.get("TELEMETRY_DB_PATH", "").strip() or DEFAULT_TELEMETRY_DB_PATH),
+        ("knowledge", database_url or resolve_knowledge_db_path(None, env)[0]),
     ]
     if (MIGRATIONS_DIR / "jobs").is_dir():
         targets.append(("jobs", env.get("JOBS_DB_PATH", "").strip() or DEFAULT_JOBS_DB_PATH))
@@ -46,9 +58,11 @@ def _targets(telemetry: str | None, knowledge: str | None, jobs: str | None) -> 
 def upgrade(telemetry: TelemetryOpt = None, knowledge: KnowledgeOpt = None, jobs: JobsOpt = None) -> None:
     """Apply pending migrations (creates missing files). With no option: every database at its configured path."""
     failed = False
-    for name, path in _targets(telemetry, knowledge, jobs):
+    for name, target in _targets(telemetry, knowledge, jobs):
+        postgres = is_postgres_url(target) and name in POSTGRES_DATABASES
+        path = safe_url(target) if postgres else target
         try:
-            applied = apply_migrations(path, name)
+            applied = apply_postgres_migrations(target, name) if postgres else apply_migrations(target, name)
         except (MigrationError, sqlite3.Error, OSError) as exc:
             typer.echo(f"{name} ({path}): FAILED: {exc}", err=True)
             failed = True
@@ -70,10 +84,12 @@ def status(
 ) -> None:
     """Show applied and pending migrations per database (never creates or changes a file)."""
     rows: list[dict[str, object]] = []
-    for name, path in _targets(telemetry, knowledge, jobs):
+    for name, target in _targets(telemetry, knowledge, jobs):
+        postgres = is_postgres_url(target) and name in POSTGRES_DATABASES
+        path = safe_url(target) if postgres else target
         try:
-            states = migration_status(path, name)
-        except (MigrationError, sqlite3.Error) as exc:
+            states = postgres_migration_status(target, name) if postgres else migration_status(target, name)
+        except (MigrationError, sqlite3.Error, OSError) as exc:
             typer.echo(f"{name} ({path}): {exc}", err=True)
             raise typer.Exit(1) from None
         rows += [

@@ -73,7 +73,7 @@ def serve(
     from kodiai.server.runtime import ServerConfig, build_runtime
     from kodiai.server.stores import open_stores
     from kodiai.settings import Settings, SettingsError
-    from kodiai.storage.migrations import apply_migrations
+    from kodiai.storage.migrations import apply_migrations, apply_postgres_migrations
 
     try:
         settings = Settings.load(env_file=env_file, require_github_app=False)
@@ -102,8 +102,12 @@ def serve(
         log.warning(LOOPBACK_NOTE.format(port=config.port), host=host)
     if config.setup_mode:  # no stores are opened in setup mode; still bring the databases up to date
         try:
-            apply_migrations(settings.telemetry_db_path, "telemetry")
-            apply_migrations(settings.knowledge_db().path, "knowledge")
+            if settings.database():  # DATABASE_URL: telemetry and knowledge live in PostgreSQL
+                apply_postgres_migrations(settings.database() or "", "telemetry")
+                apply_postgres_migrations(settings.database() or "", "knowledge")
+            else:
+                apply_migrations(settings.telemetry_db_path, "telemetry")
+                apply_migrations(settings.knowledge_db().path, "knowledge")
             apply_migrations(config.jobs_db_path, "jobs")
         except Exception as exc:
             raise _fatal(redact(f"Database migration failed: {exc}")) from None

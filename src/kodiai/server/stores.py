@@ -18,7 +18,12 @@ from kodiai.learning.memory_store import LanceMemoryStore
 from kodiai.learning.setup import open_store_for_provider, warm_in_background
 from kodiai.log import get_logger, redact
 from kodiai.storage.knowledge import KnowledgeStore
-from kodiai.storage.startup import open_knowledge_store, open_telemetry_store, purge_run_state
+from kodiai.storage.startup import (
+    open_knowledge_store,
+    open_knowledge_store_in,
+    open_telemetry_store,
+    purge_run_state,
+)
 from kodiai.storage.telemetry import TelemetryStore
 from kodiai.storage.write_health import WriteHealth
 
@@ -52,12 +57,16 @@ class Stores:
 def open_stores(settings: Any) -> Stores:
     """Open everything in the original's order; telemetry/knowledge errors propagate (fail-fast)."""
     log = get_logger("kodiai.server")
-    telemetry = open_telemetry_store(settings.telemetry_db_path, log)
+    database_url = settings.database()
+    telemetry = open_telemetry_store(database_url or settings.telemetry_db_path, log)
     try:
-        env = dict(os.environ)
-        if settings.knowledge_db_path:
-            env["KNOWLEDGE_DB_PATH"] = settings.knowledge_db_path
-        knowledge = open_knowledge_store(None, env, log)
+        if database_url:  # DATABASE_URL: telemetry and knowledge in PostgreSQL (the jobs journal: next)
+            knowledge = open_knowledge_store_in(database_url, log)
+        else:
+            env = dict(os.environ)
+            if settings.knowledge_db_path:
+                env["KNOWLEDGE_DB_PATH"] = settings.knowledge_db_path
+            knowledge = open_knowledge_store(None, env, log)
     except BaseException:
         telemetry.close()
         raise

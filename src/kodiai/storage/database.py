@@ -32,6 +32,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
+from urllib.parse import urlsplit
 
 from kodiai.storage.connection import LockedConnection, connect
 
@@ -262,6 +263,14 @@ def _dollar_tag_end(sql: str, start: int) -> int | None:
 
 
 # --- opening ---------------------------------------------------------------------------------------------
+
+
+def safe_url(url: str) -> str:
+    """``postgresql://host:port/db``: the URL without user, password or query (for logs and errors)."""
+    parts = urlsplit(url)
+    host = parts.hostname or "localhost"
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}{parts.path}"
 
 
 def is_postgres_url(url: str | None) -> bool:

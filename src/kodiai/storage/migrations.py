@@ -186,7 +186,7 @@ def apply_postgres_migrations(url: str, name: str, migrations_dir: Path | None =
     Errors name the database by host and name only: ``url`` may carry a password."""
     from yoyo import get_backend
 
-    from kodiai.storage.postgres import safe_url
+    from kodiai.storage.database import safe_url
 
     migrations = load_postgres_migrations(name, migrations_dir)
     try:

@@ -19,7 +19,6 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import urlsplit
 
 import psycopg
 from psycopg.adapt import Loader
@@ -33,20 +32,13 @@ from kodiai.storage.database import (
     Params,
     Result,
     RowLike,
+    safe_url,
     to_pyformat,
 )
 
 POOL_MIN = 1
 POOL_MAX = 8
 POOL_TIMEOUT = 30.0
-
-
-def safe_url(url: str) -> str:
-    """``postgresql://host:port/db``: the URL without user, password or query (for logs and errors)."""
-    parts = urlsplit(url)
-    host = parts.hostname or "localhost"
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{host}{port}{parts.path}"
 
 
 class _NumericLoader(Loader):

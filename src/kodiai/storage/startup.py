@@ -24,8 +24,11 @@ RUN_STATE_RETENTION_DAYS = 30
 
 
 def open_telemetry_store(path: str | Path, log: Any) -> TelemetryStore:
-    """§1.2 step 6. Errors propagate (fail-fast, as the original)."""
+    """§1.2 step 6: ``path`` is the SQLite file, or ``DATABASE_URL``. Errors propagate (fail-fast, as the
+    original)."""
     store = TelemetryStore(path)
+    if store.dialect != "sqlite":
+        log.info("Telemetry store on PostgreSQL", database=store.path)  # host and database, no credentials
     purged = store.purge_older_than(TELEMETRY_RETENTION_DAYS)
     if purged > 0:
         log.info("Telemetry retention purge complete", purgedCount=purged)
@@ -41,6 +44,13 @@ def open_knowledge_store(
     store = KnowledgeStore(path)
     log.info("Knowledge store path resolved", knowledgeDbPath=path, source=source)
     store.checkpoint()
+    return store
+
+
+def open_knowledge_store_in(database_url: str, log: Any) -> KnowledgeStore:
+    """§1.2 step 7 with ``DATABASE_URL``: the knowledge tables in PostgreSQL (``KNOWLEDGE_DB_PATH`` unused)."""
+    store = KnowledgeStore(database_url)
+    log.info("Knowledge store path resolved", knowledgeDbPath=store.path, source="database_url")
     return store
 
 

@@ -6,7 +6,8 @@ the review is still posted and the failed write only logged, so nothing else wou
 every review is now losing its knowledge rows and memories. Each store owns one :class:`WriteHealth`; its
 write methods report through :func:`reports_writes`. A failure is classified (:func:`classify`):
 
-- ``no_space`` (``SQLITE_FULL``, ``ENOSPC``, ``EDQUOT``, ``EFBIG``) and ``io`` (``SQLITE_IOERR``, ``EIO``) make
+- ``no_space`` (``SQLITE_FULL``, ``ENOSPC``, ``EDQUOT``, ``EFBIG``, PostgreSQL's ``disk_full``) and ``io``
+  (``SQLITE_IOERR``, ``EIO``, PostgreSQL's ``io_error``) make
   the store *failing*: ``/readiness`` answers 503 naming it, until space returns;
 - ``other`` (a constraint, a lock, a bad record) is only counted: the next write may well work.
 
@@ -76,7 +77,23 @@ def classify(exc: BaseException) -> FailureKind:
     return "other"
 
 
+# PostgreSQL's SQLSTATEs (``DATABASE_URL``): 53100 disk_full; 58030 io_error, XX001/XX002 data or index
+# corrupted, class 08 (connection lost or refused) and 57P01-57P03 (shutting down, cannot connect now): the
+# store cannot write until the server is back, and its next write that lands clears the state.
+_PG_NO_SPACE = {"53100"}
+_PG_IO = {"58030", "XX001", "XX002", "57P01", "57P02", "57P03"}
+
+
 def _classify_one(exc: BaseException) -> FailureKind:
+    sqlstate = getattr(exc, "sqlstate", None)  # psycopg's errors carry it
+    if isinstance(sqlstate, str):
+        if sqlstate in _PG_NO_SPACE:
+            return "no_space"
+        if sqlstate in _PG_IO or sqlstate.startswith("08"):
+            return "io"
+        return "other"
+    if type(exc).__name__ == "PoolTimeout":  # psycopg_pool: no connection to the server within the timeout
+        return "io"
     if isinstance(exc, sqlite3.Error):
         code = getattr(exc, "sqlite_errorcode", None)
         if isinstance(code, int):
