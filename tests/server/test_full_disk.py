@@ -9,8 +9,11 @@ first, so the journal's next write needs new space.
 
 While the disk is full: a new delivery is answered 500 (not acknowledged, counted in
 ``kodiai_webhook_responses_total{status="500"}``), ``/readiness`` is 503, ``/health`` stays 200, and jobs
-that were already acknowledged still run; their "done" writes are held in memory. When space returns the
-held-back writes land, the server is ready again, and after a restart no job runs a second time.
+that were already acknowledged still run; their "done" writes are held in memory and saved in the
+journal's reserve file on the tmpfs (written at start-up: overwriting it needs no new space; a file-size
+limit refuses even that). When space returns the held-back writes land, the reserve is zeroed, the server
+is ready again, and after a restart no job runs a second time (tests/server/test_full_disk_restart.py
+restarts while the disk is still full).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from pathlib import Path
 
 import pytest
 
+from kodiai.jobs.journal_reserve import parse, reserve_path
 from server.issue_jobs import NAME, OWNER, effects, opened_issue
 from server.kodiai_proc import KodiaiServe, wait_until
 from support.fake_github import FakeGitHub
@@ -181,11 +185,17 @@ def test_full_disk_loses_nothing_runs_nothing_twice_and_reports_not_ready(
         assert server.get("/readiness").status_code == 503
         held = re.search(r"^kodiai_journal_held_back_writes (\S+)$", server.get("/metrics").text, re.M)
         assert held is not None and float(held.group(1)) >= len(acknowledged)
+        saved = {
+            m.delivery_id for m in parse(reserve_path(server.jobs_db).read_bytes()) if m.status == "done"
+        }
+        if isinstance(disk, TmpfsDisk):  # a file-size limit refuses writes past it even inside a file
+            assert saved >= set(acknowledged)
 
         disk.free(server.proc.pid)
         wait_until(lambda: server.get("/readiness").status_code == 200, 30, "ready again", server)
         statuses = server.statuses()
         assert {d: statuses.get(d) for d in acknowledged} == dict.fromkeys(acknowledged, "done")
+        assert parse(reserve_path(server.jobs_db).read_bytes()) == []
 
         for delivery, number in refused.items():  # what GitHub showed as failed is redelivered
             assert server.deliver(opened_issue(number), delivery).status_code == 200

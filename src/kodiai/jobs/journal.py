@@ -4,7 +4,9 @@ A delivery is *accepted* by appending one row to ``delivery_journal`` (its id is
 ≥ 24 h; the sha256 of its body is a second dedup key inside the same window) and, when it has work to do,
 its body to ``delivery_payloads``, in one transaction. This happens before the webhook is acknowledged, so
 a crash or a deploy after the 200 loses nothing: unfinished rows are replayed at start-up. Handlers that
-already finished for a delivery are recorded individually and skipped on replay.
+already finished for a delivery are recorded individually and skipped on replay. On a full disk those
+completion marks are saved in space reserved ahead (:mod:`kodiai.jobs.journal_reserve`) until the journal
+takes them, and a start applies what a stopped process left there before it replays anything.
 
 What is promised is *at least once*: a job whose completion was not yet written when the process died
 runs again, and the handlers' effects are idempotent (the review output marker, the write key). An
@@ -22,6 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -40,6 +43,7 @@ from kodiai.jobs.journal_guard import (
     rescue_copy,
     write_sidecar,
 )
+from kodiai.jobs.journal_reserve import Mark, MarkReserve
 from kodiai.jobs.journal_rows import (
     FINAL_STATUSES,
     Acceptance,
@@ -56,7 +60,7 @@ from kodiai.jobs.journal_rows import (
     release_in,
     start_in,
 )
-from kodiai.jobs.journal_writer import Checkpointer, JournalWriter, WriteOp
+from kodiai.jobs.journal_writer import Checkpointer, JournalWriter, WriteOp, is_write_failure
 from kodiai.log import get_logger
 from kodiai.storage.connection import MEMORY, LockedConnection, connect
 from kodiai.storage.migrations import apply_migrations_to
@@ -71,6 +75,7 @@ WAL_LIMIT_BYTES = 16 * 1024 * 1024  # a TRUNCATE checkpoint once the WAL passes 
 TRUNCATE_BUSY_MS = 250  # how long a TRUNCATE checkpoint may wait for readers (intake waits meanwhile)
 TRUNCATE_RETRY_SECONDS = 0.5  # or sooner, once the WAL grew by another limit's worth
 PROBE_BYTES = 64 * 1024  # several intakes' worth of WAL (see _probe)
+RESERVE_RETRY_SECONDS = 1.0  # while the reserve file cannot be made, how often to try again
 
 __all__ = [
     "FINAL_STATUSES",
@@ -91,9 +96,10 @@ OPEN_STATUSES = ("pending", "running", "requeued")  # replayed at start-up
 class JournalHealth:
     """``ok``; ``failing`` (writes fail now, e.g. a full disk: not ready, nothing lost in memory yet);
     ``damaged`` (corrupt, deleted or replaced: every new delivery would fail; the process must be
-    restarted on a sound file)."""
+    restarted on a sound file); ``unreserved`` (writes work, but the reserve file for completion marks
+    could not be made: on a full disk finished jobs would run again after a restart)."""
 
-    state: Literal["ok", "failing", "damaged"]
+    state: Literal["ok", "failing", "damaged", "unreserved"]
     reason: str | None = None
     held_back: int = 0
 
@@ -144,6 +150,11 @@ class JobJournal:
         self._truncate_retry = truncate_retry_seconds
         self._truncate_after = 0.0
         self._truncate_at_bytes = 0
+        self._reserve: MarkReserve | None = None
+        self._unapplied: list[Mark] = []  # found in the reserve at open, not yet in the journal
+        self._saved = 0  # held-back completions saved in the reserve and not yet landed (writer thread)
+        self._reserve_tried = 0.0
+        self._reserve_missing = False  # its absence was logged
 
     @classmethod
     def open(
@@ -172,6 +183,8 @@ class JobJournal:
             if problem is not None:
                 raise JournalDamagedError(damaged_message(path, f"PRAGMA quick_check: {problem}"))
             apply_migrations_to(raw, "jobs")
+            if raw.in_transaction:  # on a full disk the migration runner's lock row leaves its failed one open
+                raw.execute("ROLLBACK")
             adopt_first_schema_rows(raw)
             instance = ensure_identity(raw, path, created=created)
             raw.execute(f"PRAGMA journal_size_limit={int(wal_limit_bytes)}")
@@ -194,7 +207,42 @@ class JobJournal:
         journal._companions = [
             c for c in (FileIdentity.of(f"{path}-wal"), FileIdentity.of(f"{path}-shm")) if c
         ]
+        if str(path) != MEMORY:
+            journal._reserve = MarkReserve(path).load()
+            journal._apply_reserved()
         return journal
+
+    def _apply_reserved(self) -> None:
+        """At open: the completion marks a stopped process saved in the reserve go into the journal first,
+        so nothing they cover is replayed. On a journal that still cannot write they are kept in memory
+        (:meth:`unfinished` honours them) and handed to the writer when it starts."""
+        reserve = self._reserve
+        if reserve is None or not reserve.found:
+            return
+        marks = reserve.found
+        deliveries = sorted({m.delivery_id for m in marks})
+        try:
+            with self._transaction() as conn:
+                for mark in marks:
+                    apply_mark(conn, mark)
+        except sqlite3.DatabaseError as exc:
+            if not is_write_failure(exc) or is_corruption(exc):
+                raise
+            self._unapplied = list(marks)
+            self._log.warning(
+                "Completion marks from the journal's reserve file cannot be written yet; kept in memory",
+                reserve=str(reserve.path),
+                deliveries=deliveries[:50],
+                err=f"{type(exc).__name__}: {exc}",
+            )
+            return
+        reserve.clear()
+        self._log.info(
+            "Applied completion marks saved in the journal's reserve file while the disk was full",
+            reserve=str(reserve.path),
+            marks=len(marks),
+            deliveries=deliveries[:50],
+        )
 
     @property
     def path(self) -> str | Path | None:
@@ -208,6 +256,8 @@ class JobJournal:
         if self._checkpointer is not None:
             self._checkpointer.stop()
             self._checkpointer = None
+        if self._reserve is not None:
+            self._reserve.close()
         if self._rescued and self._path is not None:  # what finished since the first copy: a final one
             try:
                 with self._db.lock:
@@ -246,6 +296,8 @@ class JobJournal:
         if writer is not None and (writer.failure is not None or writer.backlog):
             reason = writer.failure or "held-back writes not yet applied"
             return JournalHealth("failing", reason, writer.backlog)
+        if writer is not None and self._reserve is not None and self._reserve.problem is not None:
+            return JournalHealth("unreserved", self._reserve.problem)
         return JournalHealth("ok")
 
     def _check_file(self) -> None:
@@ -324,13 +376,26 @@ class JobJournal:
         self._metrics = metrics
         if self._writer is None:
             backlog = metrics.journal_held_back_writes.set if metrics is not None else None
+            self._keep_reserve(force=True)
             self._writer = JournalWriter(
                 self._apply_batch,
                 probe=self._probe,
                 idle=self._idle,
                 on_failure=self._on_write_failure,
                 on_backlog=backlog,
+                hold=self._hold_marks,
+                landed=self._marks_landed,
             )
+            self._saved += len(self._unapplied)  # already in the reserve: cleared once they land
+            for mark in self._unapplied:
+                self._writer.submit(
+                    partial(apply_mark, mark=mark),
+                    wait=False,
+                    retry=True,
+                    label=mark_label(mark),
+                    mark=mark,
+                    saved=True,
+                )
         if self._checkpointer is None and self._path is not None and str(self._path) != MEMORY:
             self._db.execute("PRAGMA wal_autocheckpoint=0")
             self._checkpointer = Checkpointer(self._path)
@@ -368,22 +433,18 @@ class JobJournal:
         if self._writer is None:
             self.finish(delivery_id, now=now, status=status, error=error)
             return
+        mark = Mark(delivery_id, "finish", status, error, iso(now))
         self._writer.submit(
-            lambda conn: finish_in(conn, delivery_id, now, status, error),
-            wait=False,
-            retry=True,
-            label=f"{status} {delivery_id}",
+            partial(apply_mark, mark=mark), wait=False, retry=True, label=mark_label(mark), mark=mark
         )
 
     def mark_handler_done_later(self, delivery_id: str, handler: str) -> None:
         if self._writer is None:
             self.mark_handler_done(delivery_id, handler)
             return
+        mark = Mark(delivery_id, "handler", handler=handler)
         self._writer.submit(
-            lambda conn: mark_done_in(conn, delivery_id, handler),
-            wait=False,
-            retry=True,
-            label=f"handler {handler} done {delivery_id}",
+            partial(apply_mark, mark=mark), wait=False, retry=True, label=mark_label(mark), mark=mark
         )
 
     async def start_attempt_async(self, delivery_id: str, *, now: datetime) -> int:
@@ -529,6 +590,57 @@ class JobJournal:
 
     def _idle(self) -> None:
         self._check_file()
+        self._keep_reserve()
+
+    # ------------------------------------------------------------------ the reserve (writer thread)
+    def _keep_reserve(self, *, force: bool = False) -> None:
+        """Make the reserve file while it is missing (at most every ``RESERVE_RETRY_SECONDS``)."""
+        reserve = self._reserve
+        if reserve is None or reserve.ready:
+            return
+        now = time.monotonic()
+        if not force and now - self._reserve_tried < RESERVE_RETRY_SECONDS:
+            return
+        self._reserve_tried = now
+        if reserve.ensure():
+            if self._reserve_missing:
+                self._log.info("Job journal reserve file created; ready", reserve=str(reserve.path))
+            self._reserve_missing = False
+        elif not self._reserve_missing:
+            self._reserve_missing = True
+            self._log.error(
+                "Job journal has no reserve file: on a full disk, jobs that finish would run again after a"
+                " restart; not ready until it is made",
+                reason=reserve.problem,
+                hint="free space on the journal's filesystem; see docs/operations.md, 'A full disk under the job journal'",
+            )
+
+    def _hold_marks(self, ops: list[WriteOp]) -> None:
+        """Writer hook: held-back completions go into the reserve (a stop before space returns keeps them)."""
+        reserve = self._reserve
+        saved = reserve.save([op.mark for op in ops]) if reserve is not None else 0
+        for op in ops[:saved]:
+            op.saved = True
+        if saved and self._saved == 0:
+            self._log.warning(
+                "Completion marks saved in the journal's reserve file until the journal takes writes again",
+                reserve=str(reserve.path) if reserve is not None else None,
+                marks=saved,
+            )
+        self._saved += saved
+        if saved < len(ops):
+            self._log.error(
+                "Completion marks cannot be saved (the reserve file is missing or full): these deliveries run"
+                " again if the process stops before the journal takes writes",
+                reason=(reserve.problem if reserve is not None else None) or "reserve full",
+                deliveries=[op.label for op in ops[saved:]][:50],
+            )
+
+    def _marks_landed(self, ops: list[WriteOp]) -> None:
+        """Writer hook: saved completions reached the journal; once all have, the reserve is zeroed."""
+        self._saved = max(self._saved - len(ops), 0)
+        if self._saved == 0 and self._reserve is not None:
+            self._reserve.clear()
 
     def seen(self, delivery_id: str) -> bool:
         rows = self._db.query("SELECT 1 FROM delivery_journal WHERE delivery_id = ?", (delivery_id,))
@@ -570,8 +682,18 @@ class JobJournal:
             " WHERE j.status IN ('pending', 'running', 'requeued') ORDER BY j.seq"
         )
         out: list[JournalEntry] = []
+        finished = {m.delivery_id for m in self._unapplied if m.kind == "finish"}
         for entry, problem in self._entries(rows):
+            if entry is not None and entry.delivery_id in finished:
+                continue  # finished while the disk was full: the mark waits in the reserve, not replayed
             if entry is not None:
+                entry.handlers_done += [
+                    m.handler
+                    for m in self._unapplied
+                    if m.kind == "handler"
+                    and m.delivery_id == entry.delivery_id
+                    and m.handler not in entry.handlers_done
+                ]
                 out.append(entry)
             elif problem is not None:
                 delivery, reason = problem
@@ -645,3 +767,17 @@ class JobJournal:
         return accept_in(
             conn, intake, now=now, window=self._window, journal=journal, started=started, codec=self._codec
         )
+
+
+def apply_mark(conn: sqlite3.Connection, mark: Mark) -> None:
+    """Write one completion mark (inside the caller's transaction); applying it twice changes nothing."""
+    if mark.kind == "finish":
+        finish_in(conn, mark.delivery_id, datetime.fromisoformat(mark.at), mark.status, mark.error)
+    else:
+        mark_done_in(conn, mark.delivery_id, mark.handler)
+
+
+def mark_label(mark: Mark) -> str:
+    if mark.kind == "finish":
+        return f"{mark.status} {mark.delivery_id}"
+    return f"handler {mark.handler} done {mark.delivery_id}"

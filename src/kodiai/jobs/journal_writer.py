@@ -15,7 +15,10 @@ accepts one connection per loop iteration and those iterations had grown long.
 A write that fails is never dropped silently. An intake write's caller learns it (the delivery is answered
 500, not acknowledged). A *deferred* write (an attempt starting, a handler finishing, a final status) is
 kept, in order, and applied again with everything that follows it until it lands: dropping a "done" on a
-full disk would run the job again after the next restart. While writes fail, or nothing has shown they
+full disk would run the job again after the next restart. A held-back write that carries a ``mark`` (a
+completion: final status, handler done) is also handed to ``hold`` once, which saves it where a stop
+before space returns does not lose it (:mod:`kodiai.jobs.journal_reserve`); ``landed`` hears when such a
+saved write has reached the journal (or was dropped). While writes fail, or nothing has shown they
 work again, :attr:`JournalWriter.failure` says why (``/readiness`` answers not-ready); when idle, the
 thread probes with a 64 KiB write every ``retry_every`` seconds.
 
@@ -63,9 +66,12 @@ class WriteOp:
     intake: bool = False
     retry: bool = False
     label: str = ""
+    mark: Any = None  # what ``hold`` saves of a held-back completion (see the module docstring)
+    saved: bool = False  # ``hold`` saved it
 
 
 BatchApplier = Callable[[list[WriteOp]], None]
+OpsHook = Callable[[list[WriteOp]], None]
 _STOP = object()
 
 
@@ -74,7 +80,7 @@ class JournalWriter:
 
     ``apply_batch`` sets each op's result or error (raising means the whole batch failed); ``probe`` is
     a write run when idle while writes are failing; ``idle`` runs on every idle tick (the
-    journal's file-identity check).
+    journal's file-identity check); ``hold`` and ``landed`` see held-back completions (module docstring).
     """
 
     def __init__(
@@ -86,6 +92,8 @@ class JournalWriter:
         idle: Callable[[], None] | None = None,
         on_failure: Callable[[BaseException], None] | None = None,
         on_backlog: Callable[[int], None] | None = None,
+        hold: OpsHook | None = None,
+        landed: OpsHook | None = None,
         idle_tick: float = IDLE_TICK,
         retry_every: float = RETRY_EVERY,
     ) -> None:
@@ -95,6 +103,8 @@ class JournalWriter:
         self._idle = idle
         self._on_failure = on_failure
         self._on_backlog = on_backlog
+        self._hold = hold
+        self._landed = landed
         self._idle_tick = idle_tick
         self._retry_every = retry_every
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -123,9 +133,11 @@ class JournalWriter:
         intake: bool = False,
         retry: bool = False,
         label: str = "",
+        mark: Any = None,
+        saved: bool = False,
     ) -> asyncio.Future[Any] | None:
         """Queue ``apply``; with ``wait`` return a future for its result (set after COMMIT)."""
-        op = WriteOp(apply=apply, intake=intake, retry=retry, label=label)
+        op = WriteOp(apply=apply, intake=intake, retry=retry, label=label, mark=mark, saved=saved)
         future: asyncio.Future[Any] | None = None
         if wait:
             op.loop = asyncio.get_running_loop()
@@ -205,6 +217,7 @@ class JournalWriter:
                 self._log.error(
                     "Job journal write dropped", op=op.label, err=f"{type(op.error).__name__}: {op.error}"
                 )
+        self._settle_marks(batch)
         if failures:
             self._note_failure(failures[0])
         elif not self._backlog:
@@ -214,6 +227,19 @@ class JournalWriter:
         self._resolve_all(batch)
         for op in batch:  # a held-back op is settled once (its waiter has moved on); later runs only apply it
             op.future, op.loop = None, None
+
+    def _settle_marks(self, batch: list[WriteOp]) -> None:
+        """Hand new held-back completions to ``hold`` (before the backlog is reported: a reader of the gauge
+        may rely on them being saved), and saved ones that left the backlog to ``landed``."""
+        if self._hold is not None:
+            new = [op for op in self._backlog if op.mark is not None and not op.saved]
+            if new:
+                self._hold(new)
+        if self._landed is not None:
+            held = {id(op) for op in self._backlog}
+            gone = [op for op in batch if op.saved and id(op) not in held]
+            if gone:
+                self._landed(gone)
 
     def _note_failure(self, exc: BaseException) -> None:
         reason = f"{type(exc).__name__}: {exc}"
@@ -237,12 +263,24 @@ class JournalWriter:
         if self._backlog:
             batch, self._backlog = self._backlog, []
             self._run(batch)
-        if self._backlog:
+        kept = [op.label for op in self._backlog if op.saved]
+        lost = [op.label for op in self._backlog if not op.saved and op.mark is not None]
+        counts = [op.label for op in self._backlog if op.mark is None and op.label]
+        if kept:
+            self._log.warning(
+                "Job journal writes held back at shutdown; the completion marks are saved in the reserve"
+                " file and applied at the next start",
+                err=self._failure,
+                kept=kept,
+            )
+        if lost:
             self._log.error(
                 "Job journal writes lost at shutdown; these deliveries will run again at the next start",
                 err=self._failure,
-                lost=[op.label for op in self._backlog if op.label],
+                lost=lost,
             )
+        if counts:  # an attempt not counted (or not given back): only the dead-letter count is off by one
+            self._log.warning("Job journal attempt counts lost at shutdown", err=self._failure, lost=counts)
 
     @staticmethod
     def _resolve_all(batch: list[WriteOp]) -> None:

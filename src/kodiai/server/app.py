@@ -186,7 +186,11 @@ def create_app(runtime: Runtime, http: HttpOptions | None = None) -> FastAPI:
             return JSONResponse({"status": "not ready", "reason": "GitHub App not configured"}, 503)
         journal = runtime.journal.health() if runtime.journal is not None else None
         if journal is not None and journal.state != "ok":
-            reason = f"job journal cannot record deliveries: {journal.reason}"
+            reason = (
+                f"job journal has {journal.reason}"  # "no space reserved for completion marks: …"
+                if journal.state == "unreserved"
+                else f"job journal cannot record deliveries: {journal.reason}"
+            )
             log.warning("Readiness check failed: job journal", reason=reason, heldBack=journal.held_back)
             return JSONResponse({"status": "not ready", "reason": reason}, 503)
         unwritable = _unwritable_stores(runtime)
