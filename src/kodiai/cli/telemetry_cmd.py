@@ -1,7 +1,8 @@
 """`kodiai telemetry ...`: the original's operator reports (stats, trends, usage) and the retrieval report.
 
 Every report opens its database read-only (never creates or migrates it), works on a file the original
-created, prints rich tables, and prints JSON with ``--json``.
+created, prints rich tables, and prints JSON with ``--json``. With ``DATABASE_URL`` set (and no ``--db`` on
+the command line) the reports read the telemetry and knowledge tables in that PostgreSQL database.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from rich.table import Table
 from kodiai.storage import knowledge_reports as kr
 from kodiai.storage import telemetry_reports as tr
 from kodiai.storage.connection import connect
+from kodiai.storage.database import Database, is_postgres_url, open_postgres, safe_url
 from kodiai.storage.db_path import DEFAULT_TELEMETRY_DB_PATH, resolve_knowledge_db_path
 from kodiai.text.js import js_parse_int
 
@@ -54,7 +56,36 @@ def _print_json(value: Any) -> None:
     typer.echo(json.dumps(value, indent=2))
 
 
-def _open_telemetry(db: str) -> sqlite3.Connection:
+def _database_url(ctx: typer.Context) -> str | None:
+    """``DATABASE_URL`` unless ``--db`` names a file on the command line: the server writes the telemetry
+    and knowledge stores there, so the reports read them there."""
+    url = os.environ.get("DATABASE_URL", "").strip()
+    source = ctx.get_parameter_source("db")
+    if not url or (source is not None and source.name == "COMMANDLINE"):
+        return None
+    return url
+
+
+def _open_postgres(url: str, name: str, table: str) -> Database:
+    if not is_postgres_url(url):
+        raise _fail("DATABASE_URL: must be a postgresql://user:password@host:port/database URL")
+    try:
+        db = open_postgres(url, name)
+    except ConnectionError as exc:  # names host and database only
+        raise _fail(f"DATABASE_URL: {exc}") from None
+    if not db.columns(table):
+        db.close()
+        raise _fail(
+            f"No {name} tables in {safe_url(url)}. Has the Kodiai server been started with DATABASE_URL? "
+            "(`kodiai db upgrade` creates them.)"
+        )
+    return db
+
+
+def _open_telemetry(ctx: typer.Context, db: str) -> sqlite3.Connection | Database:
+    url = _database_url(ctx)
+    if url is not None:
+        return _open_postgres(url, "telemetry", "executions")
     path = Path(db).resolve()
     if not path.is_file():
         raise _fail(
@@ -63,7 +94,10 @@ def _open_telemetry(db: str) -> sqlite3.Connection:
     return connect(path, read_only=True)
 
 
-def _open_knowledge(db: str | None) -> sqlite3.Connection:
+def _open_knowledge(ctx: typer.Context, db: str | None) -> sqlite3.Connection | Database:
+    url = _database_url(ctx)
+    if url is not None:
+        return _open_postgres(url, "knowledge", "reviews")
     path, source = resolve_knowledge_db_path(db, os.environ)
     if not Path(path).is_file():
         via = {"arg": "--db", "env": "KNOWLEDGE_DB_PATH", "default": f"default ({kr.DEFAULT_DB_HINT})"}[
@@ -94,6 +128,7 @@ def _duration(ms: int) -> str:
 
 @app.command()
 def stats(
+    ctx: typer.Context,
     repo: Annotated[str | None, typer.Option("--repo", help="Repository (owner/name); required.")] = None,
     since: Annotated[str | None, typer.Option("--since", help="Nd (e.g. 30d) or an ISO date.")] = None,
     as_json: JsonOpt = False,
@@ -105,7 +140,7 @@ def stats(
         cutoff = kr.parse_stats_since(since, datetime.now(UTC)) if since else None
     except ValueError as exc:
         raise _fail(str(exc)) from None
-    conn = _open_knowledge(db)
+    conn = _open_knowledge(ctx, db)
     try:
         result = kr.repo_stats(conn, repo, cutoff)
         has_details = kr.has_severity_rows(conn, repo, cutoff)
@@ -154,6 +189,7 @@ def stats(
 
 @app.command()
 def trends(
+    ctx: typer.Context,
     repo: Annotated[str | None, typer.Option("--repo", help="Repository (owner/name); required.")] = None,
     days: Annotated[str, typer.Option("--days", help="Window in days (positive integer).")] = "30",
     as_json: JsonOpt = False,
@@ -164,7 +200,7 @@ def trends(
     parsed = js_parse_int(days)
     if not isinstance(parsed, int) or parsed <= 0:
         raise _fail("--days must be a positive integer")
-    conn = _open_knowledge(db)
+    conn = _open_knowledge(ctx, db)
     try:
         rows = kr.repo_trends(conn, repo, parsed, descending=True)
     finally:
@@ -224,6 +260,7 @@ def _usage_csv(report: tr.UsageReport) -> str:
 
 @app.command()
 def usage(
+    ctx: typer.Context,
     since: Annotated[str | None, typer.Option("--since", help="Nd (e.g. 7d) or YYYY-MM-DD[ HH:MM].")] = None,
     repo: RepoOpt = None,
     as_json: JsonOpt = False,
@@ -236,7 +273,7 @@ def usage(
         cutoff = tr.parse_usage_since(since, now) if since else None
     except tr.SinceError as exc:
         raise _fail(str(exc)) from None
-    conn = _open_telemetry(db)
+    conn = _open_telemetry(ctx, db)
     try:
         report = tr.usage_report(conn, cutoff, repo)
     finally:
@@ -351,6 +388,7 @@ FEEDBACK_FOOTNOTE = (
 
 @app.command()
 def retrieval(
+    ctx: typer.Context,
     since: Annotated[str | None, typer.Option("--since", help="Nd (e.g. 7d) or YYYY-MM-DD[ HH:MM].")] = None,
     repo: RepoOpt = None,
     by: Annotated[str, typer.Option("--by", help="Time bucket: day or week.")] = "day",
@@ -366,7 +404,7 @@ def retrieval(
         cutoff = tr.parse_usage_since(since, datetime.now(UTC)) if since else None
     except tr.SinceError as exc:
         raise _fail(str(exc)) from None
-    conn = _open_telemetry(db)
+    conn = _open_telemetry(ctx, db)
     try:
         report = tr.retrieval_report(conn, cutoff, repo, bucket)
     finally:

@@ -244,7 +244,7 @@ def _groups(
         f"SELECT {key_sql} AS k, COUNT(*), COALESCE(SUM(result_count), 0), AVG(result_count), "
         "SUM(CASE WHEN result_count = 0 THEN 1 ELSE 0 END), AVG(avg_distance), AVG(language_match_ratio), "
         f"AVG(top_k), AVG(distance_threshold){extra_sql}{feedback_sql} FROM retrieval_quality{where} "
-        "GROUP BY k ORDER BY k",
+        "GROUP BY k ORDER BY k NULLS FIRST",  # SQLite's order; PostgreSQL's own puts NULL last
         params,
     )
     end = 9 + 2 * len(extra)
