@@ -33,6 +33,11 @@ def test_marks_read_back_in_order_and_the_first_nul_ends_them() -> None:
     data = DONE.encode() + FAILED.encode() + HANDLER.encode() + b"\0" + DONE.encode()
     assert parse(data) == [DONE, FAILED, HANDLER]
     assert parse(bytes(64)) == []
+    damaged = [
+        b'{"d":"x","k":"finish","s":"done","t":"not a time"}',
+        b'{"d":"x","k":"finish","s":"running","t":"2026"}',
+    ]
+    assert parse(b"\n".join([*damaged, HANDLER.encode()])) == [HANDLER]
 
 
 def test_a_cut_line_is_skipped_and_the_next_save_starts_a_new_line(tmp_path: Path) -> None:

@@ -20,13 +20,17 @@ import contextlib
 import json
 import os
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Literal
+
+from kodiai.jobs.journal_rows import FINAL_STATUSES
 
 RESERVE_BYTES = 1 << 20  # ~10,000 "done" marks (~100 bytes each); a failure's error text takes more
 CHUNK = 64 * 1024
 
 MarkKind = Literal["finish", "handler"]
+FINISHED = frozenset({*FINAL_STATUSES, "dead"})  # the statuses a finish mark may carry
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +54,8 @@ class Mark:
 
 
 def parse(data: bytes) -> list[Mark]:
-    """The marks in a reserve's bytes, in order (up to the first NUL byte; unreadable lines skipped)."""
+    """The marks in a reserve's bytes, in order (up to the first NUL byte; a line that does not parse, or
+    does not hold a final status and a time, is skipped)."""
     end = data.find(b"\0")
     marks = []
     for line in (data if end < 0 else data[:end]).split(b"\n"):
@@ -58,16 +63,11 @@ def parse(data: bytes) -> list[Mark]:
             fields = json.loads(line)
             delivery, kind = str(fields["d"]), fields["k"]
             if kind == "finish":
-                error = fields.get("e")
-                marks.append(
-                    Mark(
-                        delivery,
-                        "finish",
-                        str(fields["s"]),
-                        None if error is None else str(error),
-                        str(fields["t"]),
-                    )
-                )
+                status, at, error = str(fields["s"]), str(fields["t"]), fields.get("e")
+                datetime.fromisoformat(at)  # a damaged line is skipped here, not applied
+                if status not in FINISHED:
+                    continue
+                marks.append(Mark(delivery, "finish", status, None if error is None else str(error), at))
             elif kind == "handler":
                 marks.append(Mark(delivery, "handler", handler=str(fields["h"])))
         except (ValueError, KeyError, TypeError):
@@ -176,10 +176,6 @@ class MarkReserve:
     def ready(self) -> bool:
         """The full reserve is there and open."""
         return self._fd is not None
-
-    @property
-    def used(self) -> int:
-        return self._end
 
     def clear(self) -> None:
         """Zero what was saved (every mark has landed in the journal)."""
