@@ -21,8 +21,6 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
-from lancedb.index import FTS
-from lancedb.query import FullTextOperator, MultiMatchQuery
 
 from kodiai.learning.exact_search import rank_exact
 from kodiai.learning.memory_schema import (
@@ -39,10 +37,12 @@ from kodiai.learning.types import RetrievalResult
 _T = TypeVar("_T")
 
 #: The indexed columns and their tokenizers (LanceDB's "simple" tokenizer splits on whitespace and
-#: punctuation, so ``src/ctx/pool_reuse.go`` gives src, ctx, pool, reuse, go).
-INDEXES: dict[str, FTS] = {
-    "finding_text": FTS(base_tokenizer="simple", lower_case=True, stem=True, remove_stop_words=True),
-    "file_path": FTS(base_tokenizer="simple", lower_case=True, stem=False, remove_stop_words=False),
+#: punctuation, so ``src/ctx/pool_reuse.go`` gives src, ctx, pool, reuse, go). The arguments of
+#: ``lancedb.index.FTS``: LanceDB is imported when an index is built, not with this module (it costs seconds,
+#: and a server without learned memory never needs it).
+INDEXES: dict[str, dict[str, Any]] = {
+    "finding_text": {"base_tokenizer": "simple", "lower_case": True, "stem": True, "remove_stop_words": True},
+    "file_path": {"base_tokenizer": "simple", "lower_case": True, "stem": False, "remove_stop_words": False},
 }
 MAX_QUERY_CHARS = 2000
 
@@ -55,11 +55,13 @@ class TableAccess(Protocol):
 
 def ensure_fts_indexes(table: Any) -> list[str]:
     """Create the missing full-text indexes on ``table``; returns the columns indexed now."""
+    from lancedb.index import FTS
+
     present = {col for idx in table.list_indices() if idx.index_type == "FTS" for col in idx.columns}
     created: list[str] = []
     for column, config in INDEXES.items():
         if column not in present:
-            table.create_index(column, config=config)
+            table.create_index(column, config=FTS(**config))
             created.append(column)
     return created
 
@@ -83,6 +85,8 @@ def fold_unindexed(table: Any) -> bool:
 
 
 def _search(table: Any, text: str, where: str, limit: int) -> Any:
+    from lancedb.query import FullTextOperator, MultiMatchQuery
+
     return (
         table.search(
             MultiMatchQuery(text, list(INDEXES), boosts=None, operator=FullTextOperator.OR), query_type="fts"

@@ -8,7 +8,6 @@ from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
-from lancedb.index import Bitmap, BTree, IvfHnswSq, IvfPq
 from pydantic import BaseModel, ConfigDict
 
 from kodiai.learning.exact_search import rank_exact
@@ -80,6 +79,8 @@ class MemoryStoreOptions(BaseModel):
 def vector_index_config(dimensions: int, total_rows: int, options: MemoryStoreOptions) -> Any:
     """IVF_HNSW_SQ with ~sqrt(N)/4 partitions, or IVF_PQ with ~sqrt(N) partitions and 16 dims per
     sub-vector at 1024 dims (fewer for small vectors)."""
+    from lancedb.index import IvfHnswSq, IvfPq  # here: importing LanceDB costs seconds (memory_store)
+
     partitions = max(1, min(4096, round(math.sqrt(total_rows))))
     if options.index_type == "IVF_HNSW_SQ":
         return IvfHnswSq(distance_type="l2", num_partitions=max(1, partitions // 4))
@@ -91,6 +92,8 @@ def vector_index_config(dimensions: int, total_rows: int, options: MemoryStoreOp
 def scalar_index_configs() -> dict[str, Any]:
     """The scalar indexes beside the vector index: the pre-filter's columns (repo, owner, stale), id
     lookups, and review_id for the re-review scope's filter (``benchmarks/re_review_scope.py``)."""
+    from lancedb.index import Bitmap, BTree
+
     return {"repo": Bitmap(), "owner": Bitmap(), "stale": Bitmap(), "id": BTree(), "review_id": BTree()}
 
 

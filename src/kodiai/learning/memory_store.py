@@ -23,7 +23,6 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar, cast
 
-import lancedb
 import numpy as np
 from pydantic import BaseModel
 
@@ -635,6 +634,8 @@ def open_memory_store(
     """
     if dimensions <= 0:
         raise ValueError(f"dimensions must be positive, got {dimensions}")
+    import lancedb  # here: importing LanceDB costs seconds, paid only by a process that opens a store
+
     db = lancedb.connect(str(uri), storage_options=storage_options)
     if table_name in db.list_tables().tables:
         table = db.open_table(table_name)
