@@ -66,9 +66,10 @@ AGGREGATES = [
 ]
 
 
-@pytest.fixture
-def pg(postgres_url: str) -> Iterator[Database]:
-    db = open_postgres(postgres_url, "telemetry")
+@pytest.fixture(scope="module")
+def pg(_postgres_migrated: str) -> Iterator[Database]:
+    """One pool for the module: these tests only read (their temp table is dropped at commit)."""
+    db = open_postgres(_postgres_migrated, "telemetry")
     yield db
     db.close()
 
