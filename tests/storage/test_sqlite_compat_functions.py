@@ -155,3 +155,12 @@ def test_placeholders_are_the_only_change(sql: str, expected: str) -> None:
 
 def test_a_literal_question_mark_and_percent_reach_postgres_unchanged(pg: Database) -> None:
     assert pg.fetch_one("SELECT '?', 'a%b', ? || '%'", ("x",)) == ("?", "a%b", "x%")
+
+
+def test_a_sqlite_library_too_old_for_the_portable_sql_is_refused_by_name() -> None:
+    from kodiai.storage.database import MIN_SQLITE, check_sqlite_version
+
+    check_sqlite_version(MIN_SQLITE)
+    check_sqlite_version(sqlite3.sqlite_version_info)  # this host's library is new enough
+    with pytest.raises(RuntimeError, match=r"SQLite 3\.34\.1 is too old: Kodiai needs 3\.35\.0"):
+        check_sqlite_version((3, 34, 1))

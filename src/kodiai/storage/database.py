@@ -289,6 +289,21 @@ def as_executor(conn: sqlite3.Connection | Executor) -> Executor:
     return _SqliteExecutor(conn) if isinstance(conn, sqlite3.Connection) else conn
 
 
+MIN_SQLITE = (3, 35, 0)
+"""The stores' SQL needs ``RETURNING`` (3.35), ``ON CONFLICT … DO`` (3.24) and ``NULLS FIRST`` (3.30)."""
+
+
+def check_sqlite_version(version: tuple[int, int, int] = sqlite3.sqlite_version_info) -> None:
+    """Refuse a SQLite library older than :data:`MIN_SQLITE` with the versions named (the stores' SQL would
+    fail later with a bare syntax error)."""
+    if version < MIN_SQLITE:
+        have = ".".join(map(str, version))
+        need = ".".join(map(str, MIN_SQLITE))
+        raise RuntimeError(
+            f"SQLite {have} is too old: Kodiai needs {need} or newer (the sqlite3 library Python is linked to)"
+        )
+
+
 def open_migrated(target: str | Path, name: str) -> Database:
     """The database of store ``name`` with its migrations applied: a SQLite file (or ``:memory:``) at
     ``target``, or the PostgreSQL database when ``target`` is a ``postgresql://`` URL (``DATABASE_URL``)."""
@@ -301,6 +316,7 @@ def open_migrated(target: str | Path, name: str) -> Database:
     if is_postgres_url(str(target)):
         apply_postgres_migrations(str(target), name)
         return open_postgres(str(target), name)
+    check_sqlite_version()
     db = SqliteDatabase.open(target, foreign_keys=name in FOREIGN_KEY_DATABASES)
     try:
         apply_migrations_to(db.raw, name)
