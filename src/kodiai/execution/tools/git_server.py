@@ -201,8 +201,8 @@ def _handler(
         check_inside(workspace, named_paths(params))
         page = await run_workspace_git(workspace, to_argv(params), offset=params.offset)
         files = None
-        listing = isinstance(params, DiffArgs) and not (params.stat or params.name_only)
-        if page.more and listing and not params.offset:  # on the first page only: the model has it then
+        listing = page.more and not params.offset  # the first page of a cut diff lists its files
+        if listing and isinstance(params, DiffArgs) and not (params.stat or params.name_only):
             files = await diff_files(workspace, params)
         return answer(page, page_note(name, page, files))
 
