@@ -1,10 +1,13 @@
-"""Restart storms: ``kodiai serve`` stopped N ∈ {2, 3} times by SIGTERM or ``kill -9`` during a burst of 30
+"""Restart storms: ``kodiai serve`` stopped 3 times by SIGTERM or ``kill -9`` during a burst of 30
 deliveries to one installation (0.5 s jobs; each start of ``kodiai serve`` costs several seconds of CPU, which
 bounds the test's length more than the jobs do). Every acknowledged delivery runs to completion at least once,
 its GitHub effect (a comment carrying its marker) appears exactly once, and none is dead-lettered.
 
 Before attempts were counted at job start, the deliveries waiting in the lane used up an attempt at intake
 and another at each replay's submission, so the second restart abandoned most of them without a run.
+
+Three restarts cover what two did: each stop waits for progress and a running job, so a three-restart storm
+passes through a two-restart one, and the assertions (made once every delivery is done) are the same.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ pytestmark = pytest.mark.slow
 
 DELIVERIES = 30
 JOB_SECONDS = 0.5
+RESTARTS = 3
 
 
 def records(path: Path) -> list[tuple[str, str]]:
@@ -37,10 +41,10 @@ def effects_of(state: PrState, deliveries: list[str], offset: int) -> Counter[st
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "kill-9"])
-@pytest.mark.parametrize("restarts", [2, 3])
 def test_every_acknowledged_delivery_completes_once_through_a_restart_storm(
-    tmp_path: Path, github: tuple[FakeGitHub, PrState], sig: signal.Signals, restarts: int
+    tmp_path: Path, github: tuple[FakeGitHub, PrState], sig: signal.Signals
 ) -> None:
+    restarts = RESTARTS
     fake, state = github
     record = tmp_path / "record.txt"
     server = KodiaiServe(
