@@ -162,8 +162,8 @@ class Settings(BaseSettings):
     jobs_db_path: str = Field(DEFAULT_JOBS_DB_PATH, description="Webhook dedup + job journal SQLite file.")
     database_url: SecretStr | None = Field(
         None,
-        description="postgresql://… : the telemetry and knowledge stores in PostgreSQL (in progress; unset: the "
-        "SQLite files). May carry a password: never logged.",
+        description="postgresql://… : the telemetry, knowledge and mention-state stores in PostgreSQL (in "
+        "progress; unset: the SQLite files). May carry a password: never logged.",
     )
     learning_memory_uri: str = Field(DEFAULT_LEARNING_MEMORY_URI, description="LanceDB learning memory URI.")
     workspace_root: str = Field(default_factory=tempfile.gettempdir, description="Where clones are made.")

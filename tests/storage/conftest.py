@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from storage.fixture_paths import copy_fixture_db
-from support.db_backends import BACKENDS, DbBackend
+from support.db_backends import db_backend  # noqa: F401  (the fixture)
 
 
 @pytest.fixture
@@ -21,11 +21,3 @@ def fixture_telemetry_db(tmp_path: Path) -> Path:
 def fixture_knowledge_db(tmp_path: Path) -> Path:
     """A writable copy of the original's Phase 56 knowledge DB."""
     return copy_fixture_db("knowledge", tmp_path)
-
-
-@pytest.fixture(params=BACKENDS)
-def db_backend(request: pytest.FixtureRequest, tmp_path: Path) -> DbBackend:
-    """The test runs twice: on SQLite files and on PostgreSQL (the session's server, emptied per test)."""
-    if request.param == "postgres":
-        return DbBackend("postgres", tmp_path, request.getfixturevalue("postgres_url"))
-    return DbBackend("sqlite", tmp_path)

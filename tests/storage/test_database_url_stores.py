@@ -73,7 +73,8 @@ def test_db_upgrade_and_status_with_database_url(
     assert status.exit_code == 0, status.output
     rows = json.loads(status.stdout)
     assert rows and all(r["applied"] for r in rows)
-    assert {r["path"] for r in rows if r["database"] != "jobs"} == {safe_url(url)}
+    assert {r["path"] for r in rows} == {safe_url(url), str(tmp_path / "jobs.db")}
     assert "0000_sqlite_compat_functions" in {r["id"] for r in rows if r["database"] == "telemetry"}
+    assert f"jobs ({safe_url(url)}): applied" in result.stdout  # the mention state's tables
     again = runner.invoke(app, ["db", "upgrade"], env=env)
-    assert again.stdout.count("up to date") == 3
+    assert again.stdout.count("up to date") == 4

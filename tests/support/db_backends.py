@@ -1,6 +1,7 @@
 """Run a storage test on both databases: SQLite files (the default) and PostgreSQL (``DATABASE_URL``).
 
-The ``db_backend`` fixture (tests/storage/conftest.py) is parametrised over ``sqlite`` and ``postgres``; a
+The ``db_backend`` fixture (below; imported by the conftest or module that uses it) is parametrised over
+``sqlite`` and ``postgres``; a
 test opens its store at ``db_backend.target(name)`` (a file in the test's tmp dir, or the URL of the
 session's PostgreSQL database, emptied before each test) and checks what landed through a second
 connection (:meth:`DbBackend.rows`), never through the store under test.
@@ -14,10 +15,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import pytest
+
 from kodiai.storage.database import Database, SqliteDatabase, open_postgres
 
 BackendName = Literal["sqlite", "postgres"]
 BACKENDS: tuple[BackendName, ...] = ("sqlite", "postgres")
+
+
+def open_target(target: str | Path, name: str) -> Database:
+    """A second connection to a store's database: a SQLite file, or a ``postgresql://`` URL."""
+    text = str(target)
+    return open_postgres(text, name) if text.startswith("postgresql://") else SqliteDatabase.open(text)
 
 
 @dataclass
@@ -56,3 +65,11 @@ class DbBackend:
     def write(self, store: str, sql: str, params: tuple[object, ...] = ()) -> int:
         with self.connect(store) as db:
             return db.execute(sql, params).rowcount
+
+
+@pytest.fixture(params=BACKENDS)
+def db_backend(request: pytest.FixtureRequest, tmp_path: Path) -> DbBackend:
+    """The test runs twice: on SQLite files and on PostgreSQL (the session's server, emptied per test)."""
+    if request.param == "postgres":
+        return DbBackend("postgres", tmp_path, request.getfixturevalue("postgres_url"))
+    return DbBackend("sqlite", tmp_path)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from kodiai.storage.database import Database, SqliteDatabase, open_postgres
 from kodiai.storage.knowledge import KnowledgeStore
 from kodiai.storage.knowledge_models import (
     DepBumpMergeHistoryRecord,
@@ -22,6 +21,7 @@ from kodiai.storage.telemetry import (
     TelemetryStore,
     sqlite_utc,
 )
+from support.db_backends import open_target
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 
@@ -191,7 +191,3 @@ def seed_knowledge(target: str) -> None:
             db.execute("UPDATE reviews SET created_at = ? WHERE id = ?", (_at(10 * i), i + 1))
     finally:
         db.close()
-
-
-def open_target(target: str, name: str) -> Database:
-    return open_postgres(target, name) if target.startswith("postgresql://") else SqliteDatabase.open(target)

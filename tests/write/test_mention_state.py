@@ -1,4 +1,5 @@
-"""Persisted mention state on real SQLite files: shared between stores (workers), TTL, pruning, caps, restart."""
+"""Persisted mention state on real SQLite files and on a real PostgreSQL (``DATABASE_URL``): shared between
+stores (workers, processes), TTL, pruning, caps, restart. Tests taking ``db`` run on both."""
 
 from __future__ import annotations
 
@@ -19,14 +20,32 @@ from kodiai.jobs.mention_state import (
 )
 from kodiai.storage.additive import check_migration_file
 from kodiai.storage.migrations import MIGRATIONS_DIR, migration_status
+from support.db_backends import DbBackend, db_backend, open_target  # noqa: F401  (db_backend: the fixture)
 
 T0 = datetime(2025, 3, 1, 12, 0, 0, 123456, tzinfo=UTC)
 KEY = "kodiai-write-output:v1:inst-42:acme/repo:pr-101:comment-555:keyword-apply"
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Path:
+def db(db_backend: DbBackend) -> str:  # noqa: F811  (the imported fixture)
+    """The jobs database: a file in a directory still to be made, or the PostgreSQL URL."""
+    if db_backend.url is not None:
+        return db_backend.url
+    return str(db_backend.tmp_path / "data" / "kodiai-jobs.db")
+
+
+@pytest.fixture
+def sqlite_db(tmp_path: Path) -> Path:
     return tmp_path / "data" / "kodiai-jobs.db"
+
+
+def _rows(db: str, sql: str) -> list[tuple[object, ...]]:
+    """Read through a second connection."""
+    conn = open_target(db, "jobs")
+    try:
+        return conn.fetch_all(sql)
+    finally:
+        conn.close()
 
 
 def test_defaults() -> None:
@@ -35,7 +54,8 @@ def test_defaults() -> None:
     assert MAX_ENTRIES == 10_000
 
 
-def test_migration_is_additive_and_applied_with_the_jobs_database(db: Path) -> None:
+def test_migration_is_additive_and_applied_with_the_jobs_database(sqlite_db: Path) -> None:
+    db = sqlite_db
     assert check_migration_file(MIGRATIONS_DIR / "jobs" / "0003_mention_state.sql") == []
     MentionState.open(db).close()
     states = {s.id: s.applied for s in migration_status(db, "jobs")}
@@ -51,7 +71,7 @@ def test_migration_is_additive_and_applied_with_the_jobs_database(db: Path) -> N
 # ---- in-flight write keys --------------------------------------------------------------------------
 
 
-def test_two_stores_on_one_file_see_each_others_keys(db: Path) -> None:
+def test_two_stores_on_one_file_see_each_others_keys(db: str) -> None:
     with MentionState.open(db) as a, MentionState.open(db) as b:
         assert a.try_acquire_write(KEY, "worker-a", T0)
         assert not b.try_acquire_write(KEY, "worker-b", T0 + timedelta(seconds=1))
@@ -65,7 +85,7 @@ def test_two_stores_on_one_file_see_each_others_keys(db: Path) -> None:
         assert a.try_acquire_write("another-key", "worker-a", T0 + timedelta(seconds=2))
 
 
-def test_a_crashed_holder_expires_after_the_ttl(db: Path) -> None:
+def test_a_crashed_holder_expires_after_the_ttl(db: str) -> None:
     with MentionState.open(db) as a, MentionState.open(db) as b:
         assert a.try_acquire_write(KEY, "crashed", T0)
         just_before = T0 + WRITE_LOCK_TTL - timedelta(microseconds=1)
@@ -77,7 +97,7 @@ def test_a_crashed_holder_expires_after_the_ttl(db: Path) -> None:
         assert b.write_holder(KEY, T0 + WRITE_LOCK_TTL) == "worker-b"
 
 
-def test_custom_ttl_and_its_validation(db: Path) -> None:
+def test_custom_ttl_and_its_validation(db: str) -> None:
     with MentionState.open(db) as state:
         assert state.try_acquire_write(KEY, "a", T0, ttl=timedelta(seconds=5))
         assert not state.try_acquire_write(KEY, "b", T0 + timedelta(seconds=4))
@@ -86,7 +106,7 @@ def test_custom_ttl_and_its_validation(db: Path) -> None:
             state.try_acquire_write("k", "a", T0, ttl=timedelta(0))
 
 
-def test_naive_times_are_refused(db: Path) -> None:
+def test_naive_times_are_refused(db: str) -> None:
     with MentionState.open(db) as state, pytest.raises(ValueError):
         state.try_acquire_write(KEY, "a", datetime(2025, 1, 1))
 
@@ -96,7 +116,7 @@ def _contend(path: str, start: str, index: int, results: multiprocessing.Queue[t
         results.put((index, state.try_acquire_write(KEY, f"proc-{index}", datetime.fromisoformat(start))))
 
 
-def test_exactly_one_of_several_processes_acquires(db: Path) -> None:
+def test_exactly_one_of_several_processes_acquires(db: str) -> None:
     MentionState.open(db).close()  # migrate once up front
     ctx = multiprocessing.get_context("spawn")
     results: multiprocessing.Queue[tuple[int, bool]] = ctx.Queue()
@@ -127,7 +147,7 @@ def test_retry_seconds() -> None:
     assert rate_limit_retry_seconds(T0 + timedelta(seconds=30), T0, 60) == 60  # future stamp: one interval
 
 
-def test_record_and_read_the_last_write_across_stores(db: Path) -> None:
+def test_record_and_read_the_last_write_across_stores(db: str) -> None:
     scope = "42:acme/repo"
     with MentionState.open(db) as a, MentionState.open(db) as b:
         assert b.last_write_at(scope) is None
@@ -140,7 +160,7 @@ def test_record_and_read_the_last_write_across_stores(db: Path) -> None:
         assert rate_limit_retry_seconds(a.last_write_at(scope), T0 + timedelta(seconds=40), 60) == 30
 
 
-def test_rate_entries_older_than_24h_are_pruned(db: Path) -> None:
+def test_rate_entries_older_than_24h_are_pruned(db: str) -> None:
     with MentionState.open(db) as state:
         state.record_write("1:a/old", T0)
         state.record_write("1:a/edge", T0 + timedelta(seconds=1))
@@ -153,7 +173,7 @@ def test_rate_entries_older_than_24h_are_pruned(db: Path) -> None:
         assert state.last_write_at("1:a/new") == later
 
 
-def test_rate_entries_are_capped_oldest_first(db: Path) -> None:
+def test_rate_entries_are_capped_oldest_first(db: str) -> None:
     with MentionState.open(db, max_entries=3) as state:
         for i in range(5):
             state.record_write(f"1:o/r{i}", T0 + timedelta(seconds=i))
@@ -168,7 +188,7 @@ def test_rate_entries_are_capped_oldest_first(db: Path) -> None:
 # ---- conversation turns ----------------------------------------------------------------------------
 
 
-def test_turns_count_up_across_stores(db: Path) -> None:
+def test_turns_count_up_across_stores(db: str) -> None:
     key = "acme/repo#7"
     with MentionState.open(db) as a, MentionState.open(db) as b:
         assert a.turn_count(key, T0) == 0
@@ -178,7 +198,7 @@ def test_turns_count_up_across_stores(db: Path) -> None:
         assert b.turn_count("acme/repo#8", T0) == 0
 
 
-def test_turns_untouched_for_24h_count_as_gone(db: Path) -> None:
+def test_turns_untouched_for_24h_count_as_gone(db: str) -> None:
     key = "acme/repo#7"
     with MentionState.open(db) as state:
         state.increment_turn(key, T0)
@@ -189,7 +209,7 @@ def test_turns_untouched_for_24h_count_as_gone(db: Path) -> None:
         assert state.increment_turn(key, touched + STATE_WINDOW + timedelta(seconds=1)) == 1  # starts again
 
 
-def test_turn_entries_are_pruned_and_capped(db: Path) -> None:
+def test_turn_entries_are_pruned_and_capped(db: str) -> None:
     with MentionState.open(db, max_entries=2) as state:
         state.increment_turn("o/r#1", T0)
         state.increment_turn("o/r#2", T0 + timedelta(seconds=1))
@@ -198,14 +218,13 @@ def test_turn_entries_are_pruned_and_capped(db: Path) -> None:
         assert [state.turn_count(f"o/r#{i}", T0) for i in (1, 2, 3)] == [0, 2, 1]
         far = T0 + STATE_WINDOW + timedelta(seconds=10)
         state.increment_turn("o/r#4", far)
-        rows = sqlite3.connect(db).execute("SELECT pr_key FROM mention_conversation_turns").fetchall()
-        assert rows == [("o/r#4",)]
+        assert _rows(db, "SELECT pr_key FROM mention_conversation_turns") == [("o/r#4",)]
 
 
 # ---- restart --------------------------------------------------------------------------------------
 
 
-def test_state_survives_close_and_reopen(db: Path) -> None:
+def test_state_survives_close_and_reopen(db: str) -> None:
     state = MentionState.open(db)
     assert state.try_acquire_write(KEY, "w1", T0)
     state.record_write("42:acme/repo", T0)
@@ -222,22 +241,20 @@ def test_state_survives_close_and_reopen(db: Path) -> None:
         assert reopened.turn_count("acme/repo#7", T0) == 1
 
 
-def test_prune_clears_everything_expired(db: Path) -> None:
+def test_prune_clears_everything_expired(db: str) -> None:
     with MentionState.open(db) as state:
         state.try_acquire_write(KEY, "w1", T0)
         state.record_write("42:acme/repo", T0)
         state.increment_turn("acme/repo#7", T0)
         state.prune(T0 + STATE_WINDOW + timedelta(seconds=1))
-        conn = sqlite3.connect(db)
         for table in ("mention_write_locks", "mention_write_rate", "mention_conversation_turns"):
-            assert conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone() == (0,)
-        conn.close()
+            assert _rows(db, f"SELECT COUNT(*) FROM {table}") == [(0,)]
 
 
-def test_the_owner_takes_its_key_back_and_others_still_wait(tmp_path: Path) -> None:
+def test_the_owner_takes_its_key_back_and_others_still_wait(db: str) -> None:
     """A delivery replayed after its process died while holding the key (same owner token) continues
     at once, with a renewed expiry; another owner still sees the key held."""
-    path = tmp_path / "jobs.db"
+    path = db
     with MentionState.open(path) as crashed, MentionState.open(path) as restarted:
         assert crashed.try_acquire_write(KEY, "delivery-1", T0)
         assert not restarted.acquire_or_resume_write(KEY, "delivery-2", T0 + timedelta(seconds=5))

@@ -1,5 +1,6 @@
 """`kodiai db upgrade|status`: apply and inspect the additive migrations of each SQLite database, or of the
-PostgreSQL database ``DATABASE_URL`` names (telemetry and knowledge so far; shown by host and name only)."""
+PostgreSQL database ``DATABASE_URL`` names (shown by host and name only): telemetry, knowledge and the jobs
+database's mention state so far; the job journal stays in the jobs file, which is migrated too."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from kodiai.storage.migrations import (
     postgres_migration_status,
 )
 
-POSTGRES_DATABASES = ("telemetry", "knowledge")  # the stores DATABASE_URL moves so far
+POSTGRES_DATABASES = ("telemetry", "knowledge", "jobs")
 
 app = typer.Typer(help="Apply and inspect database migrations (additive only).", no_args_is_help=True)
 
@@ -51,6 +52,8 @@ def _targets(telemetry: str | None, knowledge: str | None, jobs: str | None) -> 
     ]
     if (MIGRATIONS_DIR / "jobs").is_dir():
         targets.append(("jobs", env.get("JOBS_DB_PATH", "").strip() or DEFAULT_JOBS_DB_PATH))
+        if database_url:  # the mention state's tables; the journal stays in the file for now
+            targets.append(("jobs", database_url))
     return targets
 
 

@@ -1,8 +1,9 @@
 """Mention write-mode state in the jobs database: in-flight write keys, write rate limits, turn counts.
 
 The original kept these in in-process maps: a restart forgot them and a second process never saw them.
-Here they are rows of the jobs SQLite file (``migrations/jobs/0003_mention_state.sql``), so every
-process on that file shares them:
+Here they are rows of the jobs database (``migrations/jobs/0003_mention_state.sql``): the jobs SQLite file,
+or the PostgreSQL database of ``DATABASE_URL`` (same tables, same SQL; see :mod:`kodiai.storage.database`),
+so every process on it shares them:
 
 - **in-flight write keys** — a mention's write-output key is held while its edits are published; a second
   request for the same key is told the write is already in progress. A process that dies while holding
@@ -15,8 +16,8 @@ process on that file shares them:
   ``<owner>/<repo>#<n>``; an entry untouched for 24 h counts as gone; at most 10 000 are kept.
 
 Time is always passed in (``now``, a timezone-aware ``datetime``); nothing here reads a clock. Each
-write is one ``BEGIN IMMEDIATE`` transaction, and the connection's busy timeout makes a second process
-wait for it, so check-and-set steps are atomic across processes. Times are stored as integer Unix epoch
+write is one transaction that runs alone (SQLite: ``BEGIN IMMEDIATE``, a second process waits through the
+busy timeout; PostgreSQL: the store's advisory lock), so check-and-set steps are atomic across processes. Times are stored as integer Unix epoch
 microseconds (exact round trip).
 
 The keys are built by :mod:`kodiai.execution.mention.intent` (``write_rate_limit_key``,
@@ -30,8 +31,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
 
-from kodiai.storage.connection import LockedConnection, connect
-from kodiai.storage.migrations import apply_migrations_to
+from kodiai.storage.database import Database, open_migrated
 
 __all__ = [
     "MAX_ENTRIES",
@@ -84,7 +84,7 @@ class MentionState:
     """The three kinds of mention state on one jobs database connection (see the module docstring)."""
 
     def __init__(
-        self, conn: LockedConnection, *, max_entries: int = MAX_ENTRIES, window: timedelta = STATE_WINDOW
+        self, conn: Database, *, max_entries: int = MAX_ENTRIES, window: timedelta = STATE_WINDOW
     ) -> None:
         if max_entries < 1:
             raise ValueError("max_entries must be at least 1")
@@ -96,14 +96,10 @@ class MentionState:
     def open(
         cls, path: str | Path, *, max_entries: int = MAX_ENTRIES, window: timedelta = STATE_WINDOW
     ) -> MentionState:
-        """Open (creating) the jobs database at ``path`` and apply ``migrations/jobs``."""
-        raw = connect(path)
-        try:
-            apply_migrations_to(raw, "jobs")
-        except BaseException:
-            raw.close()
-            raise
-        return cls(LockedConnection(raw), max_entries=max_entries, window=window)
+        """Open (creating) the jobs database at ``path`` (or the PostgreSQL database of a ``postgresql://``
+        URL) and apply ``migrations/jobs``."""
+        db = open_migrated(path, "jobs", lock="mention_state")
+        return cls(db, max_entries=max_entries, window=window)
 
     def close(self) -> None:
         self._conn.close()
@@ -129,8 +125,8 @@ class MentionState:
         with self._conn.transaction() as conn:
             conn.execute("DELETE FROM mention_write_locks WHERE expires_at <= ?", (at,))
             cur = conn.execute(
-                "INSERT OR IGNORE INTO mention_write_locks (write_key, owner_token, acquired_at, expires_at) "
-                "VALUES (?, ?, ?, ?)",
+                "INSERT INTO mention_write_locks (write_key, owner_token, acquired_at, expires_at) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 (key, owner_token, at, at + _span_us(ttl)),
             )
             return cur.rowcount == 1
@@ -193,14 +189,15 @@ class MentionState:
         with self._conn.transaction() as conn:
             conn.execute(
                 "INSERT INTO mention_write_rate (scope_key, last_write_at) VALUES (?, ?) "
-                "ON CONFLICT (scope_key) DO UPDATE SET "
-                "last_write_at = MAX(mention_write_rate.last_write_at, excluded.last_write_at)",
+                "ON CONFLICT (scope_key) DO UPDATE SET last_write_at = CASE "
+                "WHEN excluded.last_write_at > mention_write_rate.last_write_at THEN excluded.last_write_at "
+                "ELSE mention_write_rate.last_write_at END",
                 (scope_key, at),
             )
             conn.execute("DELETE FROM mention_write_rate WHERE last_write_at < ?", (at - self._window_us,))
             conn.execute(
-                "DELETE FROM mention_write_rate WHERE scope_key IN (SELECT scope_key FROM mention_write_rate "
-                "ORDER BY last_write_at DESC, scope_key DESC LIMIT -1 OFFSET ?)",
+                "DELETE FROM mention_write_rate WHERE scope_key NOT IN (SELECT scope_key FROM mention_write_rate "
+                "ORDER BY last_write_at DESC, scope_key DESC LIMIT ?)",
                 (self._max_entries,),
             )
 
@@ -221,20 +218,21 @@ class MentionState:
         at = _us(now)
         cutoff = at - self._window_us
         with self._conn.transaction() as conn:
-            row = conn.execute(
+            row = conn.fetch_one(
                 "SELECT turns, updated_at FROM mention_conversation_turns WHERE pr_key = ?", (pr_key,)
-            ).fetchone()
+            )
             turns = 1 if row is None or int(row[1]) < cutoff else int(row[0]) + 1
             conn.execute(
                 "INSERT INTO mention_conversation_turns (pr_key, turns, updated_at) VALUES (?, ?, ?) "
-                "ON CONFLICT (pr_key) DO UPDATE SET turns = excluded.turns, "
-                "updated_at = MAX(mention_conversation_turns.updated_at, excluded.updated_at)",
+                "ON CONFLICT (pr_key) DO UPDATE SET turns = excluded.turns, updated_at = CASE "
+                "WHEN excluded.updated_at > mention_conversation_turns.updated_at THEN excluded.updated_at "
+                "ELSE mention_conversation_turns.updated_at END",
                 (pr_key, turns, at),
             )
             conn.execute("DELETE FROM mention_conversation_turns WHERE updated_at < ?", (cutoff,))
             conn.execute(
-                "DELETE FROM mention_conversation_turns WHERE pr_key IN (SELECT pr_key FROM "
-                "mention_conversation_turns ORDER BY updated_at DESC, pr_key DESC LIMIT -1 OFFSET ?)",
+                "DELETE FROM mention_conversation_turns WHERE pr_key NOT IN (SELECT pr_key FROM "
+                "mention_conversation_turns ORDER BY updated_at DESC, pr_key DESC LIMIT ?)",
                 (self._max_entries,),
             )
             return turns

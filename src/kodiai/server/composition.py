@@ -135,8 +135,8 @@ def builtin_registrar(
         log_startup_status(agent_sandbox(settings))
         log_model_credentials_status(model_credentials(settings))
         guard_outbound_secrets(runtime, settings)
-        # write keys, rate limit, turns: shared by workers
-        state = MentionState.open(runtime.config.jobs_db_path)
+        # write keys, rate limit, turns: shared by workers (and by every process on DATABASE_URL)
+        state = MentionState.open(settings.database() or runtime.config.jobs_db_path)
         runtime.closers.append(state.close)
         register_builtin_handlers(runtime.router, deps, state)
         warm_review_path(deps)

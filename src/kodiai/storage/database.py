@@ -304,9 +304,10 @@ def check_sqlite_version(version: tuple[int, int, int] = sqlite3.sqlite_version_
         )
 
 
-def open_migrated(target: str | Path, name: str) -> Database:
+def open_migrated(target: str | Path, name: str, *, lock: str | None = None) -> Database:
     """The database of store ``name`` with its migrations applied: a SQLite file (or ``:memory:``) at
-    ``target``, or the PostgreSQL database when ``target`` is a ``postgresql://`` URL (``DATABASE_URL``)."""
+    ``target``, or the PostgreSQL database when ``target`` is a ``postgresql://`` URL (``DATABASE_URL``).
+    ``lock`` names the PostgreSQL transactions' advisory lock when two stores share one migrations name."""
     from kodiai.storage.migrations import (
         FOREIGN_KEY_DATABASES,
         apply_migrations_to,
@@ -315,7 +316,7 @@ def open_migrated(target: str | Path, name: str) -> Database:
 
     if is_postgres_url(str(target)):
         apply_postgres_migrations(str(target), name)
-        return open_postgres(str(target), name)
+        return open_postgres(str(target), lock or name)
     check_sqlite_version()
     db = SqliteDatabase.open(target, foreign_keys=name in FOREIGN_KEY_DATABASES)
     try:
