@@ -126,6 +126,11 @@ def knowledge(tmp_path: Path) -> Path:
     """A real knowledge DB: PR 42 posted findings 1001/1002, PR 43 finding 1003 (later forgotten by
     `maint`), acme/web PR 7 finding 2001; kept reactions; carol's `remember` that wrote memory #4."""
     path = tmp_path / "knowledge.db"
+    _fill_knowledge(path)
+    return path
+
+
+def _fill_knowledge(path: Path | str) -> None:
     store = KnowledgeStore(path)
     r42 = store.record_review(ReviewRecord(repo="acme/api", pr_number=42))
     r43 = store.record_review(ReviewRecord(repo="acme/api", pr_number=43))
@@ -172,7 +177,6 @@ def knowledge(tmp_path: Path) -> Path:
         )
     )
     store.close()
-    return path
 
 
 def _invoke(*args: str, env: dict[str, str | None] | None = None) -> Result:
@@ -410,3 +414,40 @@ def test_list_forget_of_a_finding_that_still_has_rows_stays_live_with_who_retire
     assert [(e["repo"], e["added_by"], e["finding_text"]) for e in absent] == [
         ("acme/web", "zed", "web rule")
     ]
+
+
+def test_list_and_forget_use_the_knowledge_tables_of_database_url(
+    uri: Path, knowledge: Path, postgres_url: str
+) -> None:
+    """With DATABASE_URL (and no --knowledge-db) the listing reads the knowledge tables in PostgreSQL, where
+    the server keeps them, and shows what it shows from the file; a CLI forget is logged there."""
+    _fill_knowledge(postgres_url)
+    on_file = json.loads(_list(uri, "--knowledge-db", str(knowledge), "--json").stdout)
+    result = _list(uri, "--json", env={"DATABASE_URL": postgres_url})
+    assert result.exit_code == 0, result.output
+    on_postgres = json.loads(result.stdout)
+    assert on_postgres["knowledge_db"] == "postgresql://127.0.0.1:" + postgres_url.split(":")[-1]
+    assert _without_times(on_postgres["entries"]) == _without_times(on_file["entries"])
+    assert on_postgres["notes"] == [] and len(on_postgres["entries"]) == 6
+    retire = _invoke(
+        "memory", "retire", "--uri", str(uri), "--provider", "local", "--repo", "acme/api", "--finding", "1002",
+        "--actor", "ops", env={"DATABASE_URL": postgres_url},
+    )  # fmt: skip
+    assert retire.exit_code == 0, retire.output
+    store = KnowledgeStore(postgres_url)
+    try:
+        logged = [
+            (g.action, g.actor) for g in store.list_memory_governance("acme/api") if g.finding_id == 1002
+        ]
+    finally:
+        store.close()
+    assert logged == [("forget", "cli:ops")]
+
+
+def _without_times(value: object) -> object:
+    """The rows were written a moment apart: compare everything but when (``*_at``, a history's ``at``)."""
+    if isinstance(value, dict):
+        return {k: _without_times(v) for k, v in value.items() if not (k == "at" or k.endswith("_at"))}
+    if isinstance(value, list):
+        return [_without_times(v) for v in value]
+    return value

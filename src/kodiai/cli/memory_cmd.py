@@ -360,6 +360,9 @@ def _knowledge(db: str | None) -> tuple[ReadOnlyKnowledge | None, str | None]:
     with ``--knowledge-db`` or ``KNOWLEDGE_DB_PATH`` that does not exist is an error: never created."""
     from kodiai.learning.provenance_sources import ReadOnlyKnowledge
 
+    url = os.environ.get("DATABASE_URL", "").strip()
+    if db is None and url:  # the server keeps the knowledge tables in PostgreSQL
+        return _postgres_knowledge(url)
     path, source = resolve_knowledge_db_path(db, os.environ)
     if not Path(path).is_file():
         if source == "default":
@@ -663,19 +666,44 @@ def retire(
         )
 
 
+def _postgres_knowledge(url: str) -> tuple[ReadOnlyKnowledge | None, str | None]:
+    """The knowledge tables of ``DATABASE_URL`` (named by host and database only), read-only."""
+    from kodiai.learning.provenance_sources import ReadOnlyKnowledge
+    from kodiai.storage.database import is_postgres_url, open_postgres, safe_url
+
+    if not is_postgres_url(url):
+        raise _fail("DATABASE_URL: must be a postgresql://user:password@host:port/database URL")
+    try:
+        knowledge = ReadOnlyKnowledge(open_postgres(url, "knowledge"))
+    except Exception as exc:
+        raise _fail(f"cannot read the knowledge tables in {safe_url(url)}: {type(exc).__name__}") from None
+    missing = knowledge.missing
+    note = (
+        f"Note: the knowledge tables in {safe_url(url)} lack {', '.join(missing)}: run `kodiai db upgrade`."
+        if missing
+        else None
+    )
+    return knowledge, note
+
+
 def _record_cli_forget(db: str | None, repo: str, finding: int, removed: int, actor: str) -> None:
     """A whole-finding retirement joins the governance log, so `memory list` shows who retired it and
     feedback sync never writes it back."""
     from kodiai.storage.knowledge import KnowledgeStore
     from kodiai.storage.knowledge_models import MemoryGovernanceRecord
 
-    path, source = resolve_knowledge_db_path(db, os.environ)
-    if not Path(path).is_file():
-        if source != "default":
-            raise _fail(f"no knowledge DB found at {path}; the memory was retired but not recorded")
-        typer.echo(f"Note: no knowledge DB at {path}; the retirement is not recorded.", err=True)
-        return
-    store = KnowledgeStore(path)
+    url = os.environ.get("DATABASE_URL", "").strip()
+    if db is None and url:  # the server keeps the governance log in PostgreSQL
+        target = url
+    else:
+        path, source = resolve_knowledge_db_path(db, os.environ)
+        if not Path(path).is_file():
+            if source != "default":
+                raise _fail(f"no knowledge DB found at {path}; the memory was retired but not recorded")
+            typer.echo(f"Note: no knowledge DB at {path}; the retirement is not recorded.", err=True)
+            return
+        target = path
+    store = KnowledgeStore(target)
     try:
         store.record_memory_governance(
             MemoryGovernanceRecord(

@@ -2,7 +2,7 @@
 
 :class:`KnowledgeStore` migrates the file it opens (and creates a missing one); an operator's listing must
 do neither, so :class:`ReadOnlyKnowledge` reads the same queries (:mod:`kodiai.storage.knowledge_feedback`)
-over a ``mode=ro`` connection and degrades on a file that predates the governance table or the findings'
+over a ``mode=ro`` connection (or the PostgreSQL database of ``DATABASE_URL``) and degrades on a file that predates the governance table or the findings'
 comment linkage instead of failing. :func:`open_existing_store` likewise opens a LanceDB memory table only
 when it exists.
 """
@@ -19,7 +19,7 @@ from kodiai.learning.memory_store import LanceMemoryStore
 from kodiai.learning.setup import memory_table_name, open_store_for_provider
 from kodiai.storage import knowledge_feedback as feedback
 from kodiai.storage import knowledge_trust as trust
-from kodiai.storage.database import SqliteDatabase
+from kodiai.storage.database import Database, SqliteDatabase
 from kodiai.storage.knowledge_models import (
     FindingProvenance,
     MemoryGovernanceRecord,
@@ -29,17 +29,20 @@ from kodiai.storage.knowledge_models import (
 
 
 class ReadOnlyKnowledge:
-    """The knowledge DB for provenance, opened read-only (never created, never migrated)."""
+    """The knowledge DB for provenance, opened read-only (never created, never migrated): a SQLite file, or
+    an open :class:`~kodiai.storage.database.Database` (the PostgreSQL database of ``DATABASE_URL``)."""
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = str(path)
-        self._db = SqliteDatabase.open(path, read_only=True)
-        tables = {str(r[0]) for r in self._db.query("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        finding_columns = (
-            {str(r[1]) for r in self._db.query("PRAGMA table_info(findings)")}
-            if "findings" in tables
-            else set()
-        )
+    def __init__(self, path: str | Path | Database) -> None:
+        if isinstance(path, str | Path):
+            self.path = str(path)
+            self._db: Database = SqliteDatabase.open(path, read_only=True)
+        else:
+            self._db = path
+            self.path = path.describe()
+        known = ("reviews", "findings", "memory_governance", "feedback_reactions", "pending_memories")
+        columns = {table: {name for name, _ in self._db.columns(table)} for table in known}
+        tables = {table for table, names in columns.items() if names}
+        finding_columns = columns["findings"]
         self.has_governance = "memory_governance" in tables
         self.has_reactions = "feedback_reactions" in tables
         self.has_pending = "pending_memories" in tables
