@@ -116,7 +116,10 @@ def _contend(path: str, start: str, index: int, results: multiprocessing.Queue[t
         results.put((index, state.try_acquire_write(KEY, f"proc-{index}", datetime.fromisoformat(start))))
 
 
-def test_exactly_one_of_several_processes_acquires(db: str) -> None:
+def test_exactly_one_of_several_processes_acquires(sqlite_db: Path) -> None:
+    """SQLite's busy timeout across processes. (On PostgreSQL two stores are two pools, i.e. two sessions of
+    the server, as two processes would be: the other tests taking ``db`` cover it without spawning.)"""
+    db = str(sqlite_db)
     MentionState.open(db).close()  # migrate once up front
     ctx = multiprocessing.get_context("spawn")
     results: multiprocessing.Queue[tuple[int, bool]] = ctx.Queue()
