@@ -16,20 +16,11 @@ import time
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import anyio
-from claude_agent_sdk import (
-    AssistantMessage,
-    ClaudeAgentOptions,
-    ResultMessage,
-    SystemMessage,
-    Transport,
-    query,
-)
 
 from github import Github
-from kodiai.execution.cli_transport import ClosingCLITransport
 from kodiai.execution.config_view import ExecutorConfig, load_executor_config
 from kodiai.execution.generic_prompt import build_generic_prompt
 from kodiai.execution.options import ModelCredentials, build_agent_options
@@ -37,14 +28,18 @@ from kodiai.execution.pacing import PacingPolicy, WritePacer
 from kodiai.execution.result_mapping import NO_RESULT_MESSAGE, error_result, map_result, timeout_result
 from kodiai.execution.sandbox import AgentSandbox
 from kodiai.execution.sandbox_run import SandboxUnavailable, agent_run
-from kodiai.execution.tools import PublishFlag, ToolEnv, build_mcp_servers
 from kodiai.execution.types import ExecutionContext, ExecutionResult
 from kodiai.github.rest import RestApi
 from kodiai.log import get_logger, redact
 
+if TYPE_CHECKING:
+    from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, Transport
+
+    from kodiai.execution.tools import PublishFlag
+
 #: Installation id → a fresh authenticated PyGithub client.
 InstallationClientFactory = Callable[[int], Github]
-TransportFactory = Callable[[ClaudeAgentOptions], Transport]
+TransportFactory = Callable[["ClaudeAgentOptions"], "Transport"]
 #: Per run: a factory of REST façades replacing GitHub (local reviews record instead of posting).
 RestFactoryForRun = Callable[[ExecutionContext], Callable[[], RestApi]]
 ConfigLoader = Callable[[Path, Any], ExecutorConfig]
@@ -87,6 +82,8 @@ class ClaudeAgentExecutor:
         self._on_sandbox_failure = on_sandbox_failure
 
     async def execute(self, context: ExecutionContext) -> ExecutionResult:
+        from kodiai.execution.tools import PublishFlag  # the agent SDK: see load_agent_sdk
+
         started = self._monotonic()
         log = get_logger(
             "kodiai.execution.executor",
@@ -164,6 +161,8 @@ class ClaudeAgentExecutor:
     def _options(
         self, context: ExecutionContext, config: ExecutorConfig, publish: PublishFlag, launcher: Path
     ) -> ClaudeAgentOptions:
+        from kodiai.execution.tools import ToolEnv, build_mcp_servers
+
         client = self._installation_client
         env = ToolEnv(
             owner=context.owner,
@@ -190,6 +189,10 @@ class ClaudeAgentExecutor:
         return build_agent_options(context, config, servers, self._credentials, cli_path=launcher)
 
     async def _stream(self, prompt: str, options: ClaudeAgentOptions, log: Any) -> ResultMessage | None:
+        from claude_agent_sdk import AssistantMessage, ResultMessage, SystemMessage, query
+
+        from kodiai.execution.cli_transport import ClosingCLITransport
+
         transport: Transport = (
             self._transport_factory(options)
             if self._transport_factory
@@ -213,3 +216,11 @@ class ClaudeAgentExecutor:
                 raise
             log.warning("Claude Code exited with an error after its result", error=redact(str(exc)))
         return result
+
+
+def load_agent_sdk() -> None:
+    """Import the Claude Agent SDK and the MCP tool servers: a few CPU-seconds that :class:`ClaudeAgentExecutor`
+    pays at its first run otherwise. ``kodiai serve`` calls this on its warm-up thread when the model has
+    credentials (without them no run can succeed, and a server that never runs the CLI never loads it)."""
+    import kodiai.execution.cli_transport
+    import kodiai.execution.tools  # noqa: F401

@@ -22,16 +22,17 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import get_args
+from typing import TYPE_CHECKING, get_args
 
-from claude_agent_sdk import ClaudeAgentOptions
-from claude_agent_sdk.types import McpSdkServerConfig, SystemPromptPreset
 from pydantic import BaseModel, SecretStr
 
 from kodiai.execution.config_view import ExecutorConfig
-from kodiai.execution.tools import allowed_tool_patterns
 from kodiai.execution.types import ExecutionContext
 from kodiai.settings import Settings
+
+if TYPE_CHECKING:  # imported where options are built: the SDK costs seconds (executor.load_agent_sdk)
+    from claude_agent_sdk import ClaudeAgentOptions
+    from claude_agent_sdk.types import McpSdkServerConfig, SystemPromptPreset
 
 ENTRYPOINT = "kodiai-github-app"
 READ_TOOLS = ["Read", "Grep", "Glob"]
@@ -109,6 +110,8 @@ def base_tools(context: ExecutionContext) -> list[str]:
 
 def tool_lists(context: ExecutionContext, server_names: list[str]) -> tuple[list[str], list[str]]:
     """``(allowed_tools, disallowed_tools)`` for a run."""
+    from kodiai.execution.tools import allowed_tool_patterns
+
     allowed = list(READ_TOOLS)
     if context.write_mode:
         allowed += WRITE_TOOLS
@@ -151,6 +154,8 @@ def build_agent_options(
 ) -> ClaudeAgentOptions:
     """``ClaudeAgentOptions`` per §1.3 step 7 (with the enforced tool surface above). ``cli_path`` is
     the run's launcher when the executor runs it (sandbox, per-run ``HOME``, allow-listed env)."""
+    from claude_agent_sdk import ClaudeAgentOptions
+
     system_prompt: SystemPromptPreset = {"type": "preset", "preset": "claude_code"}
     if config.system_prompt_append:
         system_prompt["append"] = config.system_prompt_append

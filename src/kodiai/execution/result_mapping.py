@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
-
-from claude_agent_sdk import ResultMessage
+from typing import TYPE_CHECKING, Any
 
 from kodiai.execution.types import ExecutionResult
 from kodiai.text.js import js_number_to_string
+
+if TYPE_CHECKING:
+    from claude_agent_sdk import ResultMessage
 
 NO_RESULT_MESSAGE = "No result message received from Claude Code CLI"
 EMPTY_RESULT_MESSAGE = "The model returned an empty result (no output tokens, nothing published)"

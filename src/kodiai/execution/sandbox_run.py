@@ -7,6 +7,7 @@ Fail closed: when bwrap is missing or the kernel refuses its namespaces, :func:`
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shlex
@@ -50,10 +51,12 @@ class SandboxUnavailable(RuntimeError):
 
 
 def bundled_cli() -> Path | None:
-    """The Claude Code executable shipped inside claude-agent-sdk (what the SDK runs by default)."""
-    import claude_agent_sdk
-
-    path = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
+    """The Claude Code executable shipped inside claude-agent-sdk (what the SDK runs by default). Found
+    without importing the SDK (seconds of CPU; the start-up sandbox check needs only the path)."""
+    spec = importlib.util.find_spec("claude_agent_sdk")
+    if spec is None or spec.origin is None:
+        return None
+    path = Path(spec.origin).parent / "_bundled" / "claude"
     return path if path.is_file() else None
 
 

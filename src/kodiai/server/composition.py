@@ -11,7 +11,7 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from kodiai import outbound
-from kodiai.execution.executor import ClaudeAgentExecutor, Executor
+from kodiai.execution.executor import ClaudeAgentExecutor, Executor, load_agent_sdk
 from kodiai.execution.options import ModelCredentials
 from kodiai.execution.sandbox import AgentSandbox
 from kodiai.execution.sandbox_run import log_startup_status
@@ -87,13 +87,16 @@ def handler_deps(runtime: Runtime, settings: Settings, *, executor: Executor | N
     )
 
 
-def warm_review_path(deps: HandlerDeps) -> threading.Thread:
-    """Load the embedding model and compile the diff-analysis globs on a daemon thread at start-up, so
-    the first review does not pay for them (a failure only means the first review loads them itself)."""
+def warm_review_path(deps: HandlerDeps, *, agent_sdk: bool = True) -> threading.Thread:
+    """Load the embedding model, compile the diff-analysis globs and, with ``agent_sdk``, import the Claude
+    Agent SDK on a daemon thread at start-up, so the first review does not pay for them on the event loop
+    (a failure only means the first review loads them itself)."""
     log = get_logger("kodiai.server")
 
     def run() -> None:
         started = time.monotonic()
+        if agent_sdk:
+            load_agent_sdk()
         warm_up_diff_analysis()
         if deps.memory is not None:
             deps.memory.embeddings.generate("warm-up", "query")
@@ -139,7 +142,8 @@ def builtin_registrar(
         state = MentionState.open(settings.database() or runtime.config.jobs_db_path)
         runtime.closers.append(state.close)
         register_builtin_handlers(runtime.router, deps, state)
-        warm_review_path(deps)
+        # without model credentials no run can succeed: the SDK is then imported by the first run only
+        warm_review_path(deps, agent_sdk=model_credentials(settings).configured)
         for extra in extras or []:
             extra(runtime)
         get_logger("kodiai.server").info(
