@@ -16,6 +16,7 @@ import pytest
 from stack import INSTALLATION, OWNER, REPO
 from test_review_e2e import COMMENT, Stack, make_stack
 
+from kodiai.config.loader import FAIL_CLOSED_LOG_MESSAGE
 from support.fake_anthropic import MainRequest, Text, ToolUse
 from support.gitrepo import git
 
@@ -116,6 +117,32 @@ def same_repo_pr(stack: Stack, number: int) -> str:
         OWNER, REPO, number, head_sha=head, head_ref=branch, base_sha=stack.base_sha, author="alice"
     )
     return branch
+
+
+def test_an_allow_list_the_config_cannot_read_lets_nobody_in(stack: Stack) -> None:
+    """Fail closed through ``kodiai serve``: ``mention.allowedUsers: alice`` (a string, not a list) in the
+    governing ``.kodiai.yml`` keeps the safe value, nobody, where a section reset would let everyone in."""
+    branch, number = "m-34", 34
+    git("checkout", "-q", "main", cwd=stack.repo.work)
+    config = "mention:\n  allowedUsers: alice\n"
+    head = stack.repo.commit({".kodiai.yml": config, "src/app.py": "y = 2\n"}, "pr", branch=branch)
+    git("push", "-q", "origin", f"{branch}:refs/pull/{number}/head", cwd=stack.repo.work)
+    stack.state.add_pull(
+        OWNER, REPO, number, head_sha=head, head_ref=branch, base_sha=stack.base_sha, author="alice"
+    )
+    before = len(stack.model.main_requests)
+    payload = comment_payload(number, "@kodiai what does this change?", author="mallory")
+    assert stack.server.deliver(payload, event="issue_comment").status_code == 200
+    stack.server.wait_for_log(
+        "Mention author not in allowedUsers; skipping", skipReason="user-not-allowlisted"
+    )
+    warned = [
+        line
+        for line in stack.server.log_lines()
+        if line.get("msg") == FAIL_CLOSED_LOG_MESSAGE and line.get("section") == "mention"
+    ]
+    assert warned and warned[0]["failedClosed"] == ["mention.allowedUsers: nobody may mention the bot"]
+    assert len(stack.model.main_requests) == before and stack.comments(number) == []
 
 
 def branch_log(stack: Stack, branch: str) -> list[str]:
