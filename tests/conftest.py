@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -17,6 +18,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # onnxruntime keeps a device id and a telemetry database under the user's cache home otherwise.
 os.environ["ORT_DISABLE_TELEMETRY"] = "1"
+# Bytecode caches (gitignored __pycache__) for this run and every process it starts, even where the machine
+# sets PYTHONDONTWRITEBYTECODE (container images often do): without them each xdist worker recompiles and
+# re-rewrites every module it collects (~18 of its ~37 CPU-s of collection), and each `kodiai serve` or CLI
+# child recompiles the package (~0.5 CPU-s a start). Set here, before xdist starts its workers.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 # Property tests: the same examples on every run (a failure reproduces; `print_blob` prints how), and no
 # timing in the verdict: no per-example deadline, no "too slow" health check (a loaded 2-core machine is
