@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, settings
 # Real servers for the DATABASE_URL and object-storage tests, started on first use (tests/support/).
 from support.postgres import _postgres_migrated, empty_postgres_url, postgres_server, postgres_url  # noqa: F401
 from support.s3 import s3_bucket, s3_server  # noqa: F401
+from support.schedule import slowest_first
 
 # Embeddings load from the installed package only; never reach for a model hub in tests.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -38,6 +39,17 @@ settings.register_profile(
 )
 settings.register_profile("explore", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "kodiai"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """xdist's loadfile/loadscope hand files out in collection order only with its test-count reordering
+    off; the collection order is then slowest first (tests/support/schedule.py)."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    slowest_first(items)
 
 
 @pytest.fixture(scope="session", autouse=True)

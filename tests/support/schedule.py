@@ -1,0 +1,78 @@
+"""The order in which ``make test`` (``pytest -n 2 --dist loadfile``) hands test files to its two workers.
+
+xdist gives a worker the next file whenever it is almost out of work. When a long file is handed out last,
+one worker runs it alone while the other waits: the suite's wall time is the busier worker's. So the files
+that take longest go first, longest first, and the thousands of short tests come after them and even the
+two workers out at the end. By default xdist sorts files by their number of tests, which does the
+opposite for this suite (its slowest files hold 2-10 tests each), so the conftest turns that off.
+
+The list is measured, not guessed: worker-seconds per file from a full run's JUnit report
+(``--junitxml``; sum ``time`` per ``classname``). A file not listed keeps its place after the listed ones;
+a listed file that no longer exists is ignored. Refresh the list when a file's time changes a lot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, TypeVar
+
+#: Longest first (seconds are worker-seconds on a quiet 2-core machine, for orientation only).
+SLOWEST_FIRST: tuple[str, ...] = (
+    "tests/server/test_restart_storms.py",  # 86
+    "tests/e2e/test_review_e2e.py",  # 64
+    "tests/e2e/test_mention_e2e.py",  # 64
+    "tests/server/test_crash_replay.py",  # 59
+    "tests/server/test_full_disk_stores.py",  # 58
+    "tests/server/test_journal_damage.py",  # 50
+    "tests/server/test_full_disk.py",  # 41
+    "tests/handlers/test_mention_handler.py",  # 40
+    "tests/e2e/test_attacks_agent_e2e.py",  # 38
+    "tests/cli/test_review_pull_url.py",  # 34
+    "tests/handlers/test_hostile_diffs.py",  # 34
+    "tests/learning/test_learning_parity_chain.py",  # 31
+    "tests/handlers/test_review_checklist.py",  # 30
+    "tests/config/test_config_fuzz.py",  # 30
+    "tests/e2e/test_learning_loop_e2e.py",  # 29
+    "tests/server/test_hostile_clients.py",  # 28
+    "tests/e2e/test_memory_trust_e2e.py",  # 28
+    "tests/e2e/test_attacks_write_e2e.py",  # 28
+    "tests/test_benchmark_cost_sizing.py",  # 26
+    "tests/support_tests/test_fake_anthropic.py",  # 21
+    "tests/e2e/test_attacks_memory_e2e.py",  # 18
+    "tests/handlers/test_write_permissions.py",  # 17
+    "tests/server/test_hostile_fuzz.py",  # 16
+    "tests/cli/test_eval_cli.py",  # 15
+    "tests/handlers/test_memory_trust.py",  # 15
+    "tests/handlers/test_troubleshooting_skips.py",  # 15
+    "tests/server/test_serve_cli.py",  # 14
+    "tests/server/test_serve_listen.py",  # 14
+    "tests/handlers/test_feedback_sync.py",  # 14
+    "tests/execution/test_sandbox_cli.py",  # 14
+    "tests/e2e/test_spend_cap_e2e.py",  # 12
+    "tests/github/test_github_retry.py",  # 12
+    "tests/learning/test_ann_calibration.py",  # 11
+    "tests/learning/test_memory_ann.py",  # 11
+    "tests/handlers/test_trusted_config.py",  # 11
+    "tests/cli/test_memory_cli.py",  # 10
+    "tests/learning/test_memory_search_lexical.py",  # 10
+)
+
+
+class _Item(Protocol):
+    @property
+    def nodeid(self) -> str: ...
+
+
+_T = TypeVar("_T", bound=_Item)
+
+
+def file_of(nodeid: str) -> str:
+    """``tests/x/test_y.py::test_z[a]`` → ``tests/x/test_y.py``."""
+    return nodeid.split("::", 1)[0]
+
+
+def slowest_first(items: list[_T], order: Sequence[str] = SLOWEST_FIRST) -> None:
+    """Sort ``items`` in place: the files of ``order`` first, in that order; within a file, and for every
+    file not listed, the collection order is kept (a stable sort)."""
+    rank = {path: i for i, path in enumerate(order)}
+    items.sort(key=lambda item: rank.get(file_of(item.nodeid), len(rank)))
