@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ruamel.yaml import tokens
 from ruamel.yaml.scanner import Scanner
 
 _LINE_BREAKS = "\r\n\x85\u2028\u2029"
+_END_SPACE_TAB = " \n\0\t\r\x85\u2028\u2029"
 
 
 class TabTolerantScanner(Scanner):
@@ -58,3 +60,26 @@ class TabTolerantScanner(Scanner):
         if srp() in "\0" + _LINE_BREAKS:  # trailing white space: dropped, as ruamel does for spaces
             return super().scan_plain_spaces(indent, start_mark)
         return [run]
+
+    def fetch_more_tokens(self) -> Any:
+        """Remember the kind of the last token scanned: the parser may already have taken it from the
+        buffer, and ruamel's ``check_value`` looks only at the buffer (see :meth:`check_value`)."""
+        result = super().fetch_more_tokens()
+        if self.tokens:
+            self._last_token = self.tokens[-1]
+        return result
+
+    def check_value(self) -> Any:
+        """In a flow mapping, ``:`` followed by a non-space right after a value indicator starts a plain
+        scalar (``{a: :0}``: the value ``:0``, as YAML 1.2 and js-yaml read it). ruamel decides this from
+        its token buffer, which the parser may have emptied, and then read ``:`` as a second value
+        indicator: a syntax error on a document its own dumper wrote."""
+        if (
+            self.flow_level
+            and self.flow_context[-1] == "{"
+            and not self.tokens
+            and isinstance(getattr(self, "_last_token", None), tokens.ValueToken)
+            and self.reader.peek(1) not in _END_SPACE_TAB
+        ):
+            return False
+        return super().check_value()
