@@ -153,6 +153,34 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         yield built
 
 
+#: The model-timeout case runs on a second installation's repository (see ``model_timeout_review``).
+SLOW_OWNER, SLOW_REPO, SLOW_INSTALLATION, SLOW_PR = "globex", "gadgets", 43, 7
+
+
+@pytest.fixture(scope="module", autouse=True)
+def model_timeout_review(stack: Stack) -> int:
+    """Deliver the model-timeout case before this module's other tests: its run must wait out the smallest
+    timeout a configuration allows (30 s) and is on a lane of its own (another installation), so it waits
+    while the other reviews run instead of after them. Returns its PR number;
+    ``test_model_timeout_ends_in_a_timeout_comment`` checks the outcome."""
+    stack.fake.add_installation(SLOW_INSTALLATION, account=SLOW_OWNER)
+    stack.fake.add_repo(SLOW_OWNER, SLOW_REPO, installation_id=SLOW_INSTALLATION)
+    stack.state.set_permission(SLOW_OWNER, SLOW_REPO, "alice", "write")
+    repo = BareRepo(stack.tmp / "git", SLOW_OWNER, SLOW_REPO)
+    config = "timeoutSeconds: 30\ntimeout:\n  dynamicScaling: false\n"
+    base = repo.commit({".kodiai.yml": config, "src/app.py": "y = 1\n"}, "base")
+    head = repo.commit({"src/app.py": "y = 2\n"}, "slow change", branch=f"pr-{SLOW_PR}")
+    stack.state.add_pull(SLOW_OWNER, SLOW_REPO, SLOW_PR, head_sha=head)
+    stack.plan.turns[SLOW_PR] = [Hang()]
+    payload = pull_payload(
+        repo, SLOW_PR, head_sha=head, base_sha=base, branch=f"pr-{SLOW_PR}", title="Slow model"
+    )
+    payload["installation"] = {"id": SLOW_INSTALLATION}
+    payload["repository"]["id"] = 8
+    assert stack.server.deliver(payload).status_code == 200
+    return SLOW_PR
+
+
 DIV = "def div(a, b):\n    return a / b\n"
 
 
@@ -259,17 +287,15 @@ def test_broken_kodiai_yml_ends_in_a_configuration_error_comment(stack: Stack) -
     assert 6 not in stack.plan.prompts
 
 
-def test_model_timeout_ends_in_a_timeout_comment(stack: Stack) -> None:
-    stack.plan.turns[7] = [Hang()]
-    config = "timeoutSeconds: 30\ntimeout:\n  dynamicScaling: false\n"
-    payload = stack.open_pr(7, {".kodiai.yml": config, "src/app.py": "y = 2\n"}, "Slow model")
-    stack.server.deliver(payload)
-    stack.finished(7, timeout=180)
-    errors = [c["body"] for c in stack.comments(7) if "Kodiai timed out" in c["body"]]
+def test_model_timeout_ends_in_a_timeout_comment(stack: Stack, model_timeout_review: int) -> None:
+    number = model_timeout_review  # the model hangs (Hang), timeoutSeconds: 30, no dynamic scaling
+    stack.finished(number, timeout=180)
+    comments = stack.state.issue_comments(SLOW_OWNER, SLOW_REPO, number)
+    errors = [c["body"] for c in comments if "Kodiai timed out" in c["body"]]
     assert len(errors) == 1
-    assert stack.rows("telemetry.db", "SELECT conclusion FROM executions WHERE pr_number = 7") == [
-        ("timeout",)
-    ]
+    assert stack.rows(
+        "telemetry.db", "SELECT repo, conclusion FROM executions WHERE pr_number = ?", (number,)
+    ) == [(f"{SLOW_OWNER}/{SLOW_REPO}", "timeout")]
 
 
 def test_metrics_show_the_review_cap_and_outcomes(stack: Stack) -> None:
