@@ -41,8 +41,11 @@ def free_port() -> int:
 class KodiaiProcess:
     """One ``kodiai serve`` process; restartable on the same data (the job journal survives)."""
 
-    def __init__(self, tmp: Path, fake: FakeGitHub, model: FakeAnthropic, **env: str) -> None:
+    def __init__(
+        self, tmp: Path, fake: FakeGitHub, model: FakeAnthropic, *, argv: tuple[str, ...] = (), **env: str
+    ) -> None:
         self.tmp = tmp
+        self.argv = argv  # extra command-line options, e.g. ("--role", "worker")
         self.log_path = tmp / "server.log"
         self.env = {
             **{k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "ANTHROPIC_", "CLAUDE_"))},
@@ -88,6 +91,7 @@ class KodiaiProcess:
                 str(self.port),
                 "--env-file",
                 str(self.tmp / "none.env"),
+                *self.argv,
             ],
             env=self.env,
             cwd=self.tmp,

@@ -347,8 +347,12 @@ class FakeAnthropic:
         script: Script | None = None,
         usage: Usage | None = None,
         classify: Callable[[dict[str, Any]], bool] = is_main_request,
+        delay: Callable[[MainRequest], float] | None = None,
     ) -> None:
         self.script: Script = script or (lambda _request: Text("OK"))
+        # Seconds to wait before answering a main request (a model's think time: the cluster test and the
+        # throughput benchmark), awaited on the event loop, so many slow answers can be in flight at once.
+        self.delay = delay
         self.classify = classify
         self.usage = usage or Usage()
         self.requests: list[RecordedRequest] = []
@@ -473,6 +477,8 @@ class FakeAnthropic:
                 self._main_count += 1
                 self._changed.notify_all()
             main = MainRequest(index, body, record.headers)
+            if self.delay is not None:
+                await asyncio.sleep(self.delay(main))
             try:
                 # In a worker thread: a script may block (e.g. wait for a test's event) without
                 # stalling the fake's event loop, which keeps serving the CLI's other requests.
