@@ -1,13 +1,17 @@
 """`kodiai db upgrade|status`: apply and inspect the additive migrations of each SQLite database, or of the
 PostgreSQL database ``DATABASE_URL`` names (shown by host and name only): telemetry, knowledge and the jobs
-database's mention state so far; the job journal stays in the jobs file, which is migrated too."""
+database's mention state so far; the job journal stays in the jobs file, which is migrated too.
+
+`kodiai db migrate-to-postgres`: copy a SQLite deployment's rows into that PostgreSQL database
+(:mod:`kodiai.storage.migrate_to_postgres`), once, when moving to replicas."""
 
 from __future__ import annotations
 
 import json
 import os
 import sqlite3
-from typing import Annotated
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -23,6 +27,9 @@ from kodiai.storage.migrations import (
     migration_status,
     postgres_migration_status,
 )
+
+if TYPE_CHECKING:
+    from kodiai.settings import Settings
 
 POSTGRES_DATABASES = ("telemetry", "knowledge", "jobs")
 
@@ -116,3 +123,98 @@ def status(
     Console(width=160, soft_wrap=False, highlight=False).print(table)
     pending = sum(1 for r in rows if not r["applied"])
     typer.echo(f"{pending} pending" if pending else "all applied")
+
+
+EnvFileOpt = Annotated[
+    Path, typer.Option("--env-file", help="Dotenv file read for DATABASE_URL and the paths.")
+]
+
+
+@app.command("migrate-to-postgres")
+def migrate_to_postgres(
+    telemetry: TelemetryOpt = None,
+    knowledge: KnowledgeOpt = None,
+    jobs: JobsOpt = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace rows PostgreSQL already has in a store's tables.")
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Check the files and count rows on both sides; write nothing.")
+    ] = False,
+    env_file: EnvFileOpt = Path(".env"),
+) -> None:
+    """Copy the SQLite files' rows into the PostgreSQL database of DATABASE_URL (stop the servers first).
+
+    With no path option every store is copied (TELEMETRY_DB_PATH, KNOWLEDGE_DB_PATH, JOBS_DB_PATH or their
+    defaults); naming one or more copies only those. Each store is one transaction; a table that already has
+    rows in PostgreSQL is refused unless --force."""
+    from kodiai.settings import Settings, SettingsError
+    from kodiai.storage.migrate_to_postgres import MigrateError, migrate
+
+    try:
+        settings = Settings.load(env_file=env_file, require_github_app=False)
+    except SettingsError as exc:
+        typer.echo(f"Settings are invalid: {exc}", err=True)
+        raise typer.Exit(1) from None
+    url = settings.database()
+    if not url:
+        typer.echo("DATABASE_URL is not set: set it to the PostgreSQL database to copy into.", err=True)
+        raise typer.Exit(1)
+    sources = _sources(settings, telemetry, knowledge, jobs)
+    missing = [f"{store}: no SQLite file at {path}" for store, path in sources.items() if not path.is_file()]
+    if missing:
+        typer.echo(
+            "\n".join(missing)
+            + "\nName the files to copy with --telemetry/--knowledge/--jobs (only those are "
+            "copied); nothing was written.",
+            err=True,
+        )
+        raise typer.Exit(1)
+    target = settings.database_description()
+    typer.echo(f"{'Dry run: ' if dry_run else ''}SQLite → {target}")
+    try:
+        report = migrate(url, sources, force=force, dry_run=dry_run)
+    except MigrateError as exc:
+        typer.echo(f"FAILED: {exc}", err=True)
+        raise typer.Exit(1) from None
+    if report.applied_migrations:
+        typer.echo(f"PostgreSQL migrations applied: {', '.join(report.applied_migrations)}")
+    table = Table(title=f"Rows per table ({'dry run' if dry_run else 'copied and counted on both sides'})")
+    for col in ("Store", "Table", "SQLite rows", "PostgreSQL rows", "Result"):
+        table.add_column(col)
+    for r in report.results:
+        table.add_row(
+            r.store,
+            r.table,
+            "-" if r.sqlite_rows < 0 else str(r.sqlite_rows),
+            "-" if r.postgres_rows is None else str(r.postgres_rows),
+            r.status,
+        )
+    Console(width=160, soft_wrap=False, highlight=False).print(table)
+    for note in report.notes:
+        typer.echo(f"note: {note}")
+    refused = [r for r in report.results if r.status.startswith("refused")]
+    if dry_run:
+        typer.echo(
+            "dry run: nothing written" + (f"; {len(refused)} table(s) would be refused" if refused else "")
+        )
+        return
+    typer.echo(
+        f"done: {sum(1 for r in report.results if not r.status.startswith('skipped'))} tables, row counts equal"
+    )
+
+
+def _sources(
+    settings: Settings, telemetry: str | None, knowledge: str | None, jobs: str | None
+) -> dict[str, Path]:
+    """The SQLite file of each store to copy: the ones named, or all three from the settings."""
+    named = {n: p for n, p in (("telemetry", telemetry), ("knowledge", knowledge), ("jobs", jobs)) if p}
+    if named:
+        return {
+            n: Path(resolve_knowledge_db_path(p, {})[0] if n == "knowledge" else p) for n, p in named.items()
+        }
+    return {
+        "telemetry": Path(settings.telemetry_db_path),
+        "knowledge": Path(settings.knowledge_db().path),
+        "jobs": Path(settings.jobs_db_path),
+    }
