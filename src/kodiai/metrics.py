@@ -283,6 +283,19 @@ class Metrics:
             "Deliveries moved to the dead-letter state (their job was cut by a process exit every attempt).",
             registry=r,
         )
+        # DATABASE_URL only (read from PostgreSQL at each scrape, the same in every replica)
+        self.queue_jobs = Gauge(
+            "kodiai_queue_jobs",
+            "Jobs of the deliveries queue by procrastinate state (todo, doing, failed, ...).",
+            ["state"],
+            registry=r,
+        )
+        self.journal_deliveries = Gauge(
+            "kodiai_journal_deliveries",
+            "Deliveries in the job journal by open status (pending, running, requeued, dead).",
+            ["status"],
+            registry=r,
+        )
 
     def render(self) -> tuple[bytes, str]:
         """The exposition text and its content type."""

@@ -20,10 +20,11 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Protocol
 
 from structlog.contextvars import bind_contextvars, reset_contextvars
 
-from kodiai.jobs.journal import JobJournal, JournalEntry
+from kodiai.jobs.journal import JobJournal, JournalEntry, JournalStatus
 from kodiai.jobs.lanes import CURRENT_DELIVERY
 from kodiai.log import CachedLogger
 from kodiai.metrics import Metrics
@@ -43,6 +44,90 @@ class _Active:
     """One dispatch in flight: whether this dispatch already counted its attempt."""
 
     counted: bool = False
+
+
+class DispatchProgress(Protocol):
+    """Where a dispatch records its progress: each handler that finished, then the final status."""
+
+    def handler_done(self, delivery_id: str, handler: str) -> None: ...
+
+    async def settle(self, delivery_id: str, status: JournalStatus, error: str | None) -> None: ...
+
+
+class _JournalProgress:
+    """The SQLite journal's progress writes: queued behind intake on its writer, never awaited."""
+
+    __slots__ = ("_clock", "_journal")
+
+    def __init__(self, journal: JobJournal, clock: Callable[[], datetime]) -> None:
+        self._journal = journal
+        self._clock = clock
+
+    def handler_done(self, delivery_id: str, handler: str) -> None:
+        self._journal.mark_handler_done_later(delivery_id, handler)
+
+    async def settle(self, delivery_id: str, status: JournalStatus, error: str | None) -> None:
+        self._journal.finish_later(delivery_id, now=self._clock(), status=status, error=error)
+
+
+async def dispatch_and_settle(
+    router: EventRouter,
+    event: WebhookEvent,
+    *,
+    skip: frozenset[str],
+    progress: DispatchProgress | None,
+    metrics: Metrics | None,
+    log: CachedLogger,
+) -> None:
+    """Run the delivery's handlers (those in ``skip`` already finished) and record the outcome: ``done``,
+    or ``failed`` with each failing handler's error. Shared by the in-process dispatcher (SQLite) and the
+    PostgreSQL queue's worker task; a cancellation (shutdown) propagates to the caller, which knows
+    whether the attempt is given back."""
+    # Per-handler progress matters only when several handlers share the delivery; with one, the final
+    # status written right after it says the same thing in one write.
+    several = len([r for r in router.handlers_for(event) if r.name not in skip]) > 1
+    try:
+        outcome = await router.dispatch(
+            event,
+            skip=skip,
+            on_handler_done=(lambda name: progress.handler_done(event.id, name))
+            if progress is not None and several
+            else None,
+        )
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        log.error("Event dispatch failed", deliveryId=event.id, err=f"{type(exc).__name__}: {exc}")
+        if progress is not None:
+            await progress.settle(event.id, "failed", str(exc)[:2000])
+        return
+    if metrics:
+        for name in outcome.failures:
+            metrics.handler_failures.labels(name).inc()
+    if progress is not None:
+        error = "; ".join(f"{k}: {v}" for k, v in outcome.failures.items()) or None
+        await progress.settle(event.id, "failed" if outcome.failed else "done", error if outcome.failed else None)
+
+
+def dead_letter_error(attempts: int, earlier: str | None) -> str:
+    """The error a dead-lettered delivery keeps (``kodiai jobs list`` shows it)."""
+    error = (
+        f"gave up after {attempts} attempts: the process stopped while a job of this delivery was"
+        " running, each time"
+    )
+    if earlier:
+        error += f"; earlier error: {earlier}"
+    return error[:2000]
+
+
+def log_dead_letter(log: CachedLogger, delivery_id: str, event_name: str, attempts: int) -> None:
+    log.error(
+        "Delivery moved to the dead-letter state",
+        deliveryId=delivery_id,
+        eventName=event_name,
+        attempts=attempts,
+        hint=f"kodiai jobs list --state dead; kodiai jobs retry {delivery_id}",
+    )
 
 
 class DeliveryDispatcher:
@@ -101,15 +186,13 @@ class DeliveryDispatcher:
         current = CURRENT_DELIVERY.set(event.id)
         try:
             try:
-                # Per-handler progress matters only when several handlers share the delivery; with one,
-                # the final status written right after it says the same thing in one write.
-                several = len([r for r in self.router.handlers_for(event) if r.name not in skip]) > 1
-                outcome = await self.router.dispatch(
+                await dispatch_and_settle(
+                    self.router,
                     event,
                     skip=skip,
-                    on_handler_done=(lambda name: self.journal.mark_handler_done_later(event.id, name))
-                    if journaled and several
-                    else None,
+                    progress=_JournalProgress(self.journal, self._clock) if journaled else None,
+                    metrics=self._metrics,
+                    log=self._log,
                 )
             except asyncio.CancelledError:
                 self._log.warning(
@@ -119,24 +202,6 @@ class DeliveryDispatcher:
                 if journaled and active is not None and active.counted:
                     self.journal.release_attempt_later(event.id)  # not the job's fault: no attempt used
                 raise
-            except Exception as exc:
-                self._log.error(
-                    "Event dispatch failed", deliveryId=event.id, err=f"{type(exc).__name__}: {exc}"
-                )
-                if journaled:
-                    self.journal.finish_later(
-                        event.id, now=self._clock(), status="failed", error=str(exc)[:2000]
-                    )
-                return
-            if self._metrics:
-                for name in outcome.failures:
-                    self._metrics.handler_failures.labels(name).inc()
-            if journaled:
-                error = "; ".join(f"{k}: {v}" for k, v in outcome.failures.items()) or None
-                if outcome.failed:
-                    self.journal.finish_later(event.id, now=self._clock(), status="failed", error=error)
-                else:
-                    self.journal.finish_later(event.id, now=self._clock(), status="done")
         finally:
             if journaled:
                 self._active.pop(event.id, None)
@@ -159,20 +224,9 @@ class DeliveryDispatcher:
         return len(entries)
 
     def _dead_letter(self, entry: JournalEntry) -> None:
-        error = (
-            f"gave up after {entry.attempts} attempts: the process stopped while a job of this delivery was"
-            " running, each time"
-        )
-        if entry.error:
-            error += f"; earlier error: {entry.error}"
-        self._log.error(
-            "Delivery moved to the dead-letter state",
-            deliveryId=entry.delivery_id,
-            eventName=entry.event_name,
-            attempts=entry.attempts,
-            hint=f"kodiai jobs list --state dead; kodiai jobs retry {entry.delivery_id}",
-        )
-        self.journal.finish(entry.delivery_id, now=self._clock(), status="dead", error=error[:2000])
+        error = dead_letter_error(entry.attempts, entry.error)
+        log_dead_letter(self._log, entry.delivery_id, entry.event_name, entry.attempts)
+        self.journal.finish(entry.delivery_id, now=self._clock(), status="dead", error=error)
         if self._metrics:
             self._metrics.jobs_dead.inc()
 

@@ -1,0 +1,288 @@
+"""The queue on PostgreSQL: procrastinate's schema, and the worker that runs journalled deliveries.
+
+Intake (:mod:`kodiai.jobs.pg_journal`) defers one ``kodiai.run_delivery`` job per delivery with work, locked
+on its installation. A worker (:class:`PgWorker`, a procrastinate ``App`` on ``DATABASE_URL``) runs up to
+``WORKER_CONCURRENCY`` of them at once, never two of one installation, in delivery order. The task loads
+the delivery, counts the attempt, runs the handlers not yet done (the same dispatch as the in-process
+dispatcher: :func:`kodiai.jobs.dispatcher.dispatch_and_settle`) and records the outcome.
+
+A worker that dies stops sending heartbeats; a periodic task (procrastinate defers each period's run once,
+whichever worker takes it) finds its jobs and puts them back in line, or moves a delivery whose job was
+running ``MAX_ATTEMPTS`` times when its worker died to ``dead``. A graceful stop (SIGTERM) waits
+``SHUTDOWN_GRACE_SECONDS`` for running jobs, then cancels them: their attempt is given back and the job is
+back in ``todo`` for another worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.util
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+from procrastinate import App, PsycopgConnector, SyncPsycopgConnector
+from procrastinate.exceptions import JobAborted
+from procrastinate.jobs import Job
+from procrastinate.retry import BaseRetryStrategy, RetryDecision
+from structlog.contextvars import bind_contextvars, reset_contextvars
+
+from kodiai.jobs.dispatcher import MAX_ATTEMPTS, dispatch_and_settle, log_dead_letter
+from kodiai.jobs.journal import JournalStatus
+from kodiai.jobs.lanes import CURRENT_DELIVERY
+from kodiai.jobs.pg_journal import QUEUE, TASK, PgJobJournal, StalledJob
+from kodiai.log import CachedLogger, get_logger
+from kodiai.metrics import Metrics
+from kodiai.webhook.events import WebhookEvent
+from kodiai.webhook.router import EventRouter
+
+MAINTENANCE_QUEUE = "kodiai-maintenance"
+STALLED_TASK = "kodiai.retry_stalled"
+COMPACTION_TASK = "kodiai.compact_memory"
+COMPACTION_MODULE = "kodiai.learning.memory_compaction"
+INFRA_RETRIES = 10  # a job whose own journal writes fail (PostgreSQL away) is tried again this often
+_SCHEMA_LOCK = "kodiai:procrastinate-schema"
+
+
+def procrastinate_schema_present(conn: psycopg.Connection[Any]) -> bool:
+    row = conn.execute("SELECT to_regclass('procrastinate_jobs') IS NOT NULL").fetchone()
+    return bool(row and row[0])
+
+
+def ensure_procrastinate_schema(url: str) -> bool:
+    """Apply procrastinate's schema with its own applier unless ``procrastinate_jobs`` exists already (one
+    process at a time: a session advisory lock). Returns whether it was applied. Upgrading procrastinate
+    later needs its migrations (docs/operations.md, "Jobs on PostgreSQL")."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        if procrastinate_schema_present(conn):
+            return False
+        conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (_SCHEMA_LOCK,))
+        try:
+            if procrastinate_schema_present(conn):
+                return False
+            app = App(connector=SyncPsycopgConnector(conninfo=url, min_size=1, max_size=1))
+            with app.open():
+                app.schema_manager.apply_schema()
+            get_logger("kodiai.jobs").info("procrastinate schema applied", database=_safe(url))
+            return True
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (_SCHEMA_LOCK,))
+
+
+def _safe(url: str) -> str:
+    from kodiai.storage.database import safe_url
+
+    return safe_url(url)
+
+
+class _Retry(BaseRetryStrategy):
+    """A job cut by a graceful stop goes back to ``todo`` at once (another worker takes it); a job whose
+    journal writes failed is tried again with a growing pause. Handler failures never get here: the task
+    records them as the delivery's ``failed`` status and ends normally."""
+
+    def get_retry_decision(self, *, exception: BaseException, job: Job) -> RetryDecision | None:
+        if isinstance(exception, asyncio.CancelledError | JobAborted):
+            return RetryDecision(retry_in={"seconds": 0})
+        if isinstance(exception, Exception) and job.attempts < INFRA_RETRIES:
+            return RetryDecision(retry_in={"seconds": min(60, 2 * (job.attempts + 1))})
+        return None
+
+
+@dataclass
+class WorkerOptions:
+    concurrency: int = 4
+    heartbeat_seconds: float = 10.0
+    stalled_seconds: float = 30.0
+    shutdown_grace_seconds: float = 30.0
+    poll_seconds: float = 5.0
+    max_attempts: int = MAX_ATTEMPTS
+
+
+class _PgProgress:
+    """The worker's journal writes: handler marks off the loop (awaited before the final status)."""
+
+    def __init__(self, journal: PgJobJournal, clock: Callable[[], datetime]) -> None:
+        self._journal = journal
+        self._clock = clock
+        self._marks: list[asyncio.Future[None]] = []
+
+    def handler_done(self, delivery_id: str, handler: str) -> None:
+        self._marks.append(
+            asyncio.ensure_future(
+                self._journal.off_loop(self._journal.mark_handler_done, delivery_id, handler)
+            )
+        )
+
+    async def settle(self, delivery_id: str, status: JournalStatus, error: str | None) -> None:
+        if self._marks:
+            await asyncio.gather(*self._marks)
+        await self._journal.off_loop(
+            self._journal.finish, delivery_id, now=self._clock(), status=status, error=error
+        )
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class PgWorker:
+    """A procrastinate worker for the deliveries queue, run inside ``kodiai serve`` (roles worker and all)."""
+
+    def __init__(
+        self,
+        url: str,
+        journal: PgJobJournal,
+        router: EventRouter,
+        *,
+        options: WorkerOptions | None = None,
+        metrics: Metrics | None = None,
+        memory_store: object | None = None,
+        clock: Callable[[], datetime] = utcnow,
+        name: str = "kodiai-worker",
+    ) -> None:
+        self.journal = journal
+        self.router = router
+        self.options = options or WorkerOptions()
+        self._metrics = metrics
+        self._clock = clock
+        self._name = name
+        self._log = CachedLogger("kodiai.jobs.worker")
+        self._task: asyncio.Task[None] | None = None
+        self.app = App(
+            connector=PsycopgConnector(
+                conninfo=url, min_size=1, max_size=self.options.concurrency + 4, open=False
+            ),
+            periodic_defaults={"max_delay": max(60.0, 3 * self.options.stalled_seconds)},
+        )
+        self.app.task(name=TASK, queue=QUEUE, retry=_Retry())(self._run_delivery)
+        every = max(1, min(59, round(self.options.heartbeat_seconds)))
+        self.app.periodic(cron=f"*/{every} * * * * *")(
+            self.app.task(name=STALLED_TASK, queue=MAINTENANCE_QUEUE)(self._retry_stalled)
+        )
+        self.compaction = self._register_compaction(memory_store)
+
+    def _register_compaction(self, store: object | None) -> bool:
+        """The learned memory's compaction, every 10 minutes on one worker, when the memory store is on and
+        the compaction module exists."""
+        if store is None or importlib.util.find_spec(COMPACTION_MODULE) is None:
+            return False
+        module = importlib.import_module(COMPACTION_MODULE)
+        compact = getattr(module, "compact_memory", None)
+        if not callable(compact):
+            return False
+
+        async def compact_memory(timestamp: int) -> None:
+            await asyncio.to_thread(compact, store)
+
+        self.app.periodic(cron="*/10 * * * *")(
+            self.app.task(name=COMPACTION_TASK, queue=MAINTENANCE_QUEUE)(compact_memory)
+        )
+        return True
+
+    # ------------------------------------------------------------------ lifecycle
+    async def start(self) -> None:
+        """Open the queue's pool and start the worker loop (returns at once)."""
+        await self.app.open_async()
+        self._task = asyncio.create_task(
+            self.app.run_worker_async(
+                queues=[QUEUE, MAINTENANCE_QUEUE],
+                name=self._name,
+                concurrency=self.options.concurrency,
+                install_signal_handlers=False,
+                update_heartbeat_interval=self.options.heartbeat_seconds,
+                stalled_worker_timeout=self.options.stalled_seconds,
+                shutdown_graceful_timeout=self.options.shutdown_grace_seconds,
+                fetch_job_polling_interval=self.options.poll_seconds,
+                delete_jobs="successful",
+            ),
+            name="procrastinate-worker",
+        )
+        self._log.info(
+            "Queue worker started",
+            concurrency=self.options.concurrency,
+            queues=[QUEUE, MAINTENANCE_QUEUE],
+            memoryCompaction=self.compaction,
+        )
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    async def stop(self) -> None:
+        """Graceful: running jobs get ``shutdown_grace_seconds``, then are cancelled and go back in line."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self.app.close_async()
+
+    # ------------------------------------------------------------------ tasks
+    async def _run_delivery(self, delivery_id: str) -> None:
+        entry = await self.journal.off_loop(self.journal.begin, delivery_id, now=self._clock())
+        if entry is None:
+            self._log.info("Delivery no longer open; its job ends", deliveryId=delivery_id)
+            return
+        event = WebhookEvent(
+            id=entry.delivery_id,
+            name=entry.event_name,
+            payload=entry.payload,
+            installation_id=entry.installation_id,
+        )
+        tokens = bind_contextvars(delivery_id=event.id, eventName=event.name)
+        current = CURRENT_DELIVERY.set(event.id)
+        try:
+            await dispatch_and_settle(
+                self.router,
+                event,
+                skip=frozenset(entry.handlers_done),
+                progress=_PgProgress(self.journal, self._clock),
+                metrics=self._metrics,
+                log=self._log,
+            )
+        except asyncio.CancelledError:
+            self._log.warning(
+                "Job interrupted by shutdown; back in the queue for another worker",
+                deliveryId=event.id,
+                attempts=entry.attempts,
+            )
+            # not the job's fault: no attempt used (shielded: the task is being cancelled)
+            await asyncio.shield(self.journal.off_loop(self.journal.release, event.id))
+            raise
+        finally:
+            CURRENT_DELIVERY.reset(current)
+            reset_contextvars(**tokens)
+
+    async def _retry_stalled(self, timestamp: int) -> None:
+        """Jobs of workers without a heartbeat for ``stalled_seconds``: back in line, or dead."""
+        stalled = await self.app.job_manager.get_stalled_jobs(
+            task_name=TASK, seconds_since_heartbeat=self.options.stalled_seconds
+        )
+        jobs = [
+            StalledJob(int(job.id), str(job.task_kwargs.get("delivery_id")))
+            for job in stalled
+            if job.id is not None
+        ]
+        if jobs:
+            report = await self.journal.off_loop(
+                self.journal.settle_stalled, jobs, max_attempts=self.options.max_attempts, now=self._clock()
+            )
+            for delivery in report.retried:
+                self._log.warning("Job of a stopped worker put back in the queue", deliveryId=delivery)
+            for delivery, event_name, attempts in report.dead:
+                log_dead_letter(self._log, delivery, event_name, attempts)
+                if self._metrics:
+                    self._metrics.jobs_dead.inc()
+        await self.app.job_manager.prune_stalled_workers(self.options.stalled_seconds)
+
+
+async def refresh_queue_metrics(journal: PgJobJournal, metrics: Metrics) -> None:
+    """Read the queue's and the journal's counts into the gauges (at each /metrics scrape)."""
+    queue, journal_counts = await journal.off_loop(lambda: (journal.queue_counts(), journal.open_counts()))
+    for state in ("todo", "doing", "succeeded", "failed", "cancelled", "aborted"):
+        metrics.queue_jobs.labels(state).set(queue.get(state, 0))
+    for status in ("pending", "running", "requeued", "dead"):
+        metrics.journal_deliveries.labels(status).set(journal_counts.get(status, 0))
