@@ -84,6 +84,11 @@ def _seed_jobs(path: Path) -> None:
                 journal.finish(f"job-{i}", now=NOW, status="done" if i < 3 else "failed", error=None)
     finally:
         journal.close()
+    with sqlite3.connect(path) as conn:  # a body as an early version stored it: JSON text, not zstd
+        conn.execute(
+            "UPDATE delivery_payloads SET payload = '{\"legacy\": true}' "
+            "WHERE seq = (SELECT seq FROM delivery_journal WHERE delivery_id = 'job-4')"
+        )
     state = MentionState.open(path)
     try:
         state.record_write("1:acme/api", NOW)
@@ -141,6 +146,10 @@ def test_port_files_copy_whole_and_the_docs_sql_agrees(tmp_path: Path, postgres_
             "SELECT payload FROM delivery_payloads p JOIN delivery_journal j USING (seq) WHERE delivery_id = 'job-5'"
         ).fetchone()
         assert row is not None and PayloadCodec().decode(bytes(row[0])) == {"n": 5, "text": "é ünïcode"}
+        legacy = conn.execute(
+            "SELECT payload FROM delivery_payloads p JOIN delivery_journal j USING (seq) WHERE delivery_id = 'job-4'"
+        ).fetchone()
+        assert legacy is not None and PayloadCodec().decode(bytes(legacy[0])) == {"legacy": True}
 
     # A second run refuses (nothing changes); --force replaces the store's rows with the SQLite data again.
     again = _cli(postgres_url, tmp_path, f"--telemetry={files['telemetry']}")
