@@ -112,7 +112,7 @@ def test_port_files_copy_whole_and_the_docs_sql_agrees(tmp_path: Path, postgres_
     assert "s3cr3t-pw" not in result.output
     assert "row counts equal" in result.output
     assert "journal_meta" in result.output and "skipped" in result.output
-    assert "2 deliveries are not finished" in result.output
+    assert "2 unfinished deliveries arrived as dead" in result.output
     for store, path in files.items():
         tables = _data_tables(path)
         assert _counts(postgres_url, tables) == _counts(path, tables), store
@@ -146,6 +146,10 @@ def test_port_files_copy_whole_and_the_docs_sql_agrees(tmp_path: Path, postgres_
             "SELECT payload FROM delivery_payloads p JOIN delivery_journal j USING (seq) WHERE delivery_id = 'job-5'"
         ).fetchone()
         assert row is not None and PayloadCodec().decode(bytes(row[0])) == {"n": 5, "text": "é ünïcode"}
+        parked = conn.execute(
+            "SELECT delivery_id, error FROM delivery_journal WHERE status = 'dead' ORDER BY seq"
+        ).fetchall()
+        assert [r[0] for r in parked] == ["job-4", "job-5"] and "kodiai jobs retry" in str(parked[0][1])
         legacy = conn.execute(
             "SELECT payload FROM delivery_payloads p JOIN delivery_journal j USING (seq) WHERE delivery_id = 'job-4'"
         ).fetchone()

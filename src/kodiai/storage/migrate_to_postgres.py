@@ -448,6 +448,24 @@ def _set_sequences(pg: Any, plan: TablePlan, target: TargetTable) -> None:
             pg.execute("SELECT setval(%s::regclass, 1, false)", (sequence,))
 
 
+PARKED = "the queue never saw them: `kodiai jobs retry --all-dead` runs them on PostgreSQL"
+PARKED_ERROR = (
+    "not finished when kodiai db migrate-to-postgres copied the SQLite journal; `kodiai jobs retry` runs it"
+)
+
+
+def _park_unfinished(pg: Any) -> int:
+    """Deliveries the SQLite server had not finished (pending, running, requeued) have no job in the
+    PostgreSQL queue, so nothing would ever run them: they arrive as ``dead`` (body kept, finished handlers
+    remembered), which `kodiai jobs retry` puts back in the queue; the operator decides."""
+    marks = ", ".join(["%s"] * len(UNFINISHED_STATUSES))
+    cur = pg.execute(
+        f"UPDATE delivery_journal SET status = 'dead', error = %s WHERE status IN ({marks})",
+        (PARKED_ERROR, *UNFINISHED_STATUSES),
+    )
+    return int(cur.rowcount)
+
+
 def _count(pg: Any, table: str) -> int:
     return int(pg.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0])
 
@@ -509,11 +527,9 @@ def migrate(
     planned = plan_sources(sources)
     try:
         for plan, conn in planned:
-            if plan.store == "jobs" and (open_jobs := unfinished_jobs(conn)):
+            if plan.store == "jobs" and dry_run and (open_jobs := unfinished_jobs(conn)):
                 report.notes.append(
-                    f"jobs: {open_jobs} deliveries are not finished in the SQLite journal (status pending, "
-                    "running or requeued); they are copied as they are: check them with `kodiai jobs list` "
-                    "once the servers run on PostgreSQL"
+                    f"jobs: {open_jobs} unfinished deliveries would arrive as dead ({PARKED})"
                 )
         pg = _connect(url)  # first: an unreachable server is named before yoyo tries
         try:
@@ -589,6 +605,10 @@ def _migrate_store(
                 log(f"{store}.{p.table}: copying {p.source_rows} rows")
                 _copy_table(pg, src, store, p, targets[p.table])
                 _set_sequences(pg, p, targets[p.table])
+            if store == "jobs" and any(p.table == "delivery_journal" for p in plan.tables):
+                parked = _park_unfinished(pg)
+                if parked:
+                    report.notes.append(f"jobs: {parked} unfinished deliveries arrived as dead ({PARKED})")
             counted = [(p.table, p.source_rows, _count(pg, p.table)) for p in plan.tables]
             wrong = [f"{t}: SQLite {s}, PostgreSQL {n}" for t, s, n in counted if s != n]
             if wrong:
