@@ -163,6 +163,76 @@ def retrieval(
     _print(results, held_out, datasets, as_json=as_json, all_fixed=all_fixed)
 
 
+@app.command("stages")
+def stages(
+    data: Annotated[Path, typer.Option("--data", help="Directory with corpus.jsonl and queries.jsonl.")],
+    cache: Annotated[
+        Path, typer.Option("--cache", help="Embedding cache directory (model + text hash).")
+    ] = Path(DEFAULT_CACHE_DIR),
+    bootstrap: Annotated[
+        int, typer.Option("--bootstrap", min=0, help="Bootstrap replicates for the 95% intervals (0 = none).")
+    ] = BOOTSTRAP_REPS,
+    write_model: Annotated[
+        Path | None,
+        typer.Option(
+            "--write-model",
+            help="Also train both stages on every query and write the model JSON here "
+            "(the package's own: src/kodiai/learning/stages_model.json).",
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="The figures as one JSON object.")] = False,
+) -> None:
+    """Abstention and the second stage (learned ranker) over the first stage's pools, trained and scored
+    leave-one-repository-out on the past-fixes track (local embedder, lexical channel on)."""
+    from rich.console import Console
+
+    from kodiai.cli.progress import stage_progress
+    from kodiai.learning.evaluation.data import DataError, load_dataset
+    from kodiai.learning.evaluation.embedding_cache import EmbeddingFailedError
+    from kodiai.learning.evaluation.evaluate import evaluate
+    from kodiai.learning.evaluation.report import stages_tables
+    from kodiai.learning.evaluation.runner import ChainOptions
+    from kodiai.learning.evaluation.stages import (
+        dataset_queries,
+        evaluate_stages,
+        first_stage_fit,
+        stages_json,
+        train_shipped,
+    )
+
+    try:
+        dataset = load_dataset(data)
+    except DataError as exc:
+        raise _fail(str(exc)) from exc
+    provider = provider_for("local", None)
+    try:
+        with stage_progress() as progress:
+            _, pools = evaluate(
+                dataset,
+                provider,
+                cache,
+                options=ChainOptions(),
+                bootstrap_reps=0,
+                on_embedded=progress.report(f"{dataset.name}: embedding with {provider.model}"),
+                on_query=progress.report(f"{dataset.name}: queries through the chain"),
+            )
+        queries = dataset_queries(dataset, pools)
+        result = evaluate_stages(queries, first_stage_fit(provider.model), bootstrap_reps=bootstrap)
+    except (EmbeddingFailedError, ValueError) as exc:
+        raise _fail(str(exc)) from exc
+    if write_model is not None:
+        shipped = train_shipped(queries, f"{data.name} ({dataset.name}, {provider.model})")
+        write_model.write_text(json.dumps(shipped.model_dump(mode="json"), indent=1) + "\n", encoding="utf-8")
+    if as_json:
+        typer.echo(json.dumps(stages_json(result), indent=2))
+        return
+    console = Console(width=240, soft_wrap=False, highlight=False)
+    for table in stages_tables(result):
+        console.print(table)
+    if write_model is not None:
+        console.print(f"Model written to {write_model}")
+
+
 def _print(
     results: dict[str, EvalResult],
     held_out: LooResult | None,

@@ -197,6 +197,16 @@ class RetrievalConfig(ConfigModel):
     calibration: RetrievalCalibrationConfig | None = Field(
         None, description="Cut constants for the embedding model (unset = built-in profile)."
     )
+    abstain: Annotated[bool | None, Js()] = Field(
+        None,
+        description="headgap: keep no memory when the pool's evidence is too weak (unset = off; see "
+        "retrieval-quality.md).",
+    )
+    second_stage: Annotated[bool | None, Js()] = Field(
+        None,
+        description="headgap: re-rank the pool with the learned ranker over (PR, memory) pairs (unset = off; "
+        "see retrieval-quality.md).",
+    )
 
     def advisories(self) -> list[str]:
         """Valid but questionable settings, for the loader to log (nothing here is an error)."""

@@ -35,6 +35,7 @@ from kodiai.log import get_logger
 
 if TYPE_CHECKING:
     from kodiai.learning.same_pr import SamePrMode
+    from kodiai.learning.stages import StageSwitches
 
 
 class CutContext(BaseModel):
@@ -128,6 +129,10 @@ class RetrievalQuality(BaseModel):
     """Pool members only the lexical channel found (None when it did not run)."""
     same_pr_memories: int | None = None
     """The PR's own earlier memories found by the re-review scope (None on a first review)."""
+    second_stage: str | None = None
+    """The learned ranker: ``used`` or ``skipped:<rule>`` (None when it is off or did not run)."""
+    abstain_reason: str | None = None
+    """Why a stage abstained (or, when the abstain stage ran and kept, its probability); None otherwise."""
 
 
 class RetrievalOutcome(BaseModel):
@@ -222,6 +227,8 @@ def retrieve_context(
     query_text: str | None = None,
     same_pr_review_ids: frozenset[int] | None = None,
     same_pr_mode: SamePrMode = "only",
+    stages: StageSwitches | None = None,
+    pr_files: Sequence[str] = (),
 ) -> RetrievalOutcome:
     """Run the chain once. ``confidence``/``ambiguity`` switch those signals on (None = off).
 
@@ -234,6 +241,10 @@ def retrieve_context(
     by review id (not only from the vector pool) and, in the default mode ``only``, are the whole answer:
     the ``top_k`` most similar, nothing from other PRs, nothing at all when the PR has none
     (:mod:`kodiai.learning.same_pr`). None (a first review) leaves the chain exactly as it was.
+
+    ``stages`` (:mod:`kodiai.learning.stages`): the learned ranker and/or abstention over the pool after a
+    cut that owns recency (``headgap``), with ``pr_files`` the PR's changed files; never after ``maxgap``
+    or a non-adaptive cut, nor when the re-review scope answers alone (mode ``only``). None: unchanged.
     """
     isolated = isolation.retrieve_with_isolation(
         query_embedding=query_embedding,
@@ -281,6 +292,21 @@ def retrieve_context(
         lexical=scores,
     )
     decision = cut(reranked, ctx)
+    stage_status: str | None = None
+    abstain_reason: str | None = None
+    if (
+        stages is not None
+        and stages.active
+        and adaptive
+        and getattr(cut, "owns_recency", False)
+        and not (same_pr_review_ids is not None and same_pr_mode == "only")
+    ):
+        from kodiai.learning.stages import apply_stages
+
+        decision, staged = apply_stages(
+            reranked, decision, ctx, pr_files=pr_files, pr_languages=pr_languages, switches=stages
+        )
+        stage_status, abstain_reason = staged.second_stage, staged.abstain_reason
     own: list[RerankedResult] | None = None
     if same_pr_review_ids is not None:
         own, decision = _same_pr_scope(
@@ -319,6 +345,8 @@ def retrieve_context(
         channels="vector" if scores is None else "vector+lexical",
         lexical_candidates=None if scores is None else extra,
         same_pr_memories=None if own is None else len(own),
+        second_stage=stage_status,
+        abstain_reason=abstain_reason,
     )
     return RetrievalOutcome(
         candidates=candidates,

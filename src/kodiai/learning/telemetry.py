@@ -49,6 +49,10 @@ class RetrievalQualityRow(BaseModel):
     the caller had no feedback source."""
     channels: str | None = None
     """``vector`` or ``vector+lexical``: the channels that fed the pool (``0102_retrieval_channels.sql``)."""
+    second_stage: str | None = None
+    """The learned ranker: ``used`` / ``skipped:<rule>`` (``0104_retrieval_stages.sql``; None when off)."""
+    abstain_reason: str | None = None
+    """Why a stage kept nothing, or the abstain stage's probability when it kept (None when off)."""
 
 
 def quality_row(
@@ -73,6 +77,8 @@ def quality_row(
         confidence_medium=q.confidence_medium,
         confidence_low=q.confidence_low,
         channels=q.channels,
+        second_stage=q.second_stage,
+        abstain_reason=q.abstain_reason,
     )
 
 

@@ -33,6 +33,10 @@ ThresholdMethod = Literal[
     "same-pr:first",
     "same-pr:fallback",
     "same-pr:abstain",
+    # kodiai.learning.stages: the abstain stage and the second stage (learned ranker) after headgap.
+    "abstain",
+    "rank:kept",
+    "rank:abstain",
 ]
 
 

@@ -18,6 +18,7 @@ from kodiai.handlers.review.sources import FeedbackLookup, GatherSources
 from kodiai.learning.calibration import resolve_cut
 from kodiai.learning.pipeline import RetrievalOutcome, retrieve_context, signal_configs
 from kodiai.learning.retrieval_query import RetrievalQuerySignals, build_retrieval_query
+from kodiai.learning.stages import StageSwitches
 from kodiai.review.diff_analysis import DiffAnalysis
 from kodiai.review.pr_intent import ParsedPRIntent
 from kodiai.review.pull_request import PullRequestFacts
@@ -123,6 +124,7 @@ async def gather_retrieval(
         return RetrievalStep(status="no-embedding", query=query)
     confidence, ambiguity = signal_configs(settings.confidence_labels, settings.ambiguity_signal)
     cut = resolve_cut(memory.embeddings.model, settings.cut_strategy, settings.calibration)
+    stages = StageSwitches(abstain=bool(settings.abstain), second_stage=bool(settings.second_stage))
 
     def run() -> RetrievalOutcome:
         # In a worker thread: the lexical channel may build its full-text indexes (first use) and fold new
@@ -144,6 +146,8 @@ async def gather_retrieval(
             lexical=memory.lexical,
             query_text=query,
             same_pr_review_ids=re_review_scope(cut.name, sources, log),
+            stages=stages if stages.active else None,
+            pr_files=list(review_files[:TOP_FILE_PATHS]),
         )
 
     outcome = await asyncio.to_thread(run)
@@ -163,6 +167,8 @@ async def gather_retrieval(
         candidates=outcome.quality.candidate_count,
         lexicalCandidates=outcome.quality.lexical_candidates,
         samePrMemories=outcome.quality.same_pr_memories,
+        secondStage=outcome.quality.second_stage,
+        abstainReason=outcome.quality.abstain_reason,
         results=outcome.quality.result_count,
         rejected=sum(1 for t in feedback or [] if t is not None and t.rejected),
     )

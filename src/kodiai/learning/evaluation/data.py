@@ -82,6 +82,8 @@ class EvalQuery(BaseModel):
     languages: list[str] = Field(default_factory=list)
     relevant_ids: list[str] = Field(default_factory=list)
     graded: dict[str, int] = Field(default_factory=dict)
+    file_paths: list[str] = Field(default_factory=list)
+    """The PR's changed files (as its retrieval query lists them); the second stage's file evidence."""
 
     @field_validator("created_at", mode="before")
     @classmethod

@@ -205,3 +205,66 @@ def metrics_row(m: StrategyMetrics) -> Mapping[str, Any]:
         "abstain": m.abstain,
         "ci": m.ci,
     }
+
+
+def stages_tables(result: Any) -> list[Table]:
+    """``kodiai eval stages``: the held-out figures per variant, F0.5 per repository, the skip figures."""
+    main = Table(
+        title="Abstention and the second stage — past-fixes, leave-one-repository-out (each repository scored "
+        "by the models fitted without it)",
+        caption="P, R@5, F0.5, nDCG@5 over the queries with relevant history; empty over those, abstain over "
+        "the others; spread = each fold's models scored on the whole track (max − min)",
+    )
+    for column in (
+        "variant",
+        "F0.5",
+        "P",
+        "R@5",
+        "nDCG@5",
+        "kept/q",
+        "empty",
+        "abstain",
+        "spread",
+        "weakest repo",
+    ):
+        main.add_column(column, justify="left" if column == "variant" else "right")
+    for name, m in result.strategies.items():
+        lo, hi = result.stability[name]
+        weakest = min(by[name] for by in result.per_repo.values() if name in by)
+        main.add_row(
+            name,
+            _ci(m, "f0_5"),
+            _ci(m, "precision"),
+            _ci(m, "recall_at_5"),
+            _num(m.ndcg_at_5),
+            f"{m.kept_per_query:.2f}",
+            _ci(m, "empty", pct=True),
+            _ci(m, "abstain", pct=True),
+            f"{hi - lo:.3f}",
+            _num(weakest),
+        )
+    repos = Table(title="F0.5 per repository (held out)")
+    repos.add_column("repository")
+    for name in result.strategies:
+        repos.add_column(name, justify="right")
+    for repo, by in result.per_repo.items():
+        repos.add_row(repo, *(_num(by.get(name)) for name in result.strategies))
+    s = result.skips
+    skips = Table(title="The second stage's skip rules (held out, rank)")
+    skips.add_column("figure")
+    skips.add_column("value", justify="right")
+    skips.add_row("skip rate", _pct(s.skip_rate))
+    for rule, share in s.by_rule.items():
+        skips.add_row(f"  {rule}", _pct(share))
+    skips.add_row(
+        "lift when used: F0.5 first stage → ranker", f"{_num(s.used_f0_5_first)} → {_num(s.used_f0_5_ranked)}"
+    )
+    skips.add_row(
+        "cost of skipping: F0.5 first stage → ranker had it run",
+        f"{_num(s.skipped_f0_5_first)} → {_num(s.skipped_f0_5_forced)}",
+    )
+    skips.add_row(
+        "cost of skipping: abstain first stage → ranker had it run",
+        f"{_pct(s.skipped_abstain_first)} → {_pct(s.skipped_abstain_forced)}",
+    )
+    return [main, repos, skips]
