@@ -162,8 +162,8 @@ class Settings(BaseSettings):
     jobs_db_path: str = Field(DEFAULT_JOBS_DB_PATH, description="Webhook dedup + job journal SQLite file.")
     database_url: SecretStr | None = Field(
         None,
-        description="postgresql://… : the telemetry, knowledge and mention-state stores in PostgreSQL (in "
-        "progress; unset: the SQLite files). May carry a password: never logged.",
+        description="postgresql://… : every store in PostgreSQL (job journal and queue, mention state, "
+        "telemetry, knowledge; unset: the SQLite files). May carry a password: never logged.",
     )
     learning_memory_uri: str = Field(DEFAULT_LEARNING_MEMORY_URI, description="LanceDB learning memory URI.")
     workspace_root: str = Field(default_factory=tempfile.gettempdir, description="Where clones are made.")
@@ -190,6 +190,19 @@ class Settings(BaseSettings):
     shutdown_grace_seconds: float = Field(30, ge=0, description="Drain time on SIGTERM.")
     review_concurrency: int | None = Field(
         None, ge=1, description="Reviews running at once across installations (default: 2 per CPU, 2–16)."
+    )
+    # The queue on PostgreSQL (DATABASE_URL): `kodiai serve --role worker|all`
+    worker_concurrency: int | None = Field(
+        None, ge=1, description="Jobs one worker runs at once (default: REVIEW_CONCURRENCY's value)."
+    )
+    worker_heartbeat_seconds: float = Field(
+        10, gt=0, description="How often a worker marks itself alive (and checks for stalled jobs)."
+    )
+    worker_stalled_seconds: float = Field(
+        30, gt=0, description="A worker silent this long is dead: its running jobs are retried."
+    )
+    worker_poll_seconds: float = Field(
+        5, gt=0, description="Fallback poll for new jobs (they are normally announced at once)."
     )
     # HTTP limits (issue 15: hostile clients); see kodiai.server.http_limits
     http_max_header_bytes: int = Field(

@@ -74,9 +74,17 @@ class KodiaiServe:
     """One ``python -m kodiai.server`` over ``tmp`` (restartable: the journal and the log survive)."""
 
     def __init__(
-        self, tmp: Path, fake: FakeGitHub, *, handlers: str, jobs_db: Path | None = None, **env: str
+        self,
+        tmp: Path,
+        fake: FakeGitHub,
+        *,
+        handlers: str,
+        jobs_db: Path | None = None,
+        args: tuple[str, ...] = (),
+        **env: str,
     ) -> None:
         self.tmp = tmp
+        self.args = args  # more `kodiai serve` options (e.g. --role worker)
         self.jobs_db = jobs_db or tmp / "jobs.db"
         self.log_path = tmp / "server.log"
         self.handlers = handlers
@@ -124,6 +132,7 @@ class KodiaiServe:
                 str(self.tmp / "absent.env"),
                 "--handlers",
                 self.handlers,
+                *self.args,
             ],
             env=self.env,
             cwd=self.tmp,

@@ -1,6 +1,6 @@
 """``kodiai serve`` with ``DATABASE_URL`` as a real process: a job's telemetry write lands in PostgreSQL, the
-knowledge and mention-state tables are migrated there at start-up, no SQLite file is made for those stores
-(the job journal stays in ``JOBS_DB_PATH`` for now), and the URL's password is in no log line."""
+knowledge, mention-state and job-journal tables are migrated there at start-up, no SQLite file is made for
+any store, and the URL's password is in no log line."""
 
 from __future__ import annotations
 
@@ -32,17 +32,18 @@ def test_serve_with_database_url_writes_its_stores_to_postgres(
         assert server.get("/readiness").status_code == 200
         assert server.deliver(opened_issue(8100), "pg-8100").status_code == 200
         wait_until(lambda: record.exists() and "wrote pg-8100" in record.read_text(), 60, "the job", server)
-        wait_until(lambda: server.statuses().get("pg-8100") == "done", 30, "done in the journal", server)
+        pg = DbBackend("postgres", tmp_path, postgres_url)
+        status = "SELECT status FROM delivery_journal WHERE delivery_id = 'pg-8100'"
+        wait_until(lambda: pg.scalar("jobs", status) == "done", 30, "done in the journal", server)
     finally:
         server.stop()
-    pg = DbBackend("postgres", tmp_path, postgres_url)
     assert pg.rows("telemetry", "SELECT delivery_id, repo FROM executions") == [
         {"delivery_id": "pg-8100", "repo": "acme/widgets"}
     ]
     applied = {r["migration_id"] for r in pg.rows("telemetry", "SELECT migration_id FROM _yoyo_migration")}
     assert {"0001_telemetry_baseline", "0005_pending_memories", "0003_mention_state"} <= applied
     assert not (tmp_path / "telemetry.db").exists() and not (tmp_path / "knowledge.db").exists()
-    assert (tmp_path / "jobs.db").exists()
+    assert not (tmp_path / "jobs.db").exists()
     log = server.log_text()
     assert "Telemetry store on PostgreSQL" in log and "database_url" in log
     assert password not in log

@@ -22,9 +22,14 @@ import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from kodiai.jobs.pg_queue import WorkerOptions
+    from kodiai.server.runtime import Role
+    from kodiai.settings import Settings
 
 
 def _load_registrar(spec: str) -> Callable[..., None]:
@@ -60,6 +65,15 @@ def serve(
             help="Extra handler registrars as module:function(runtime), after the built-in ones; may be repeated.",
         ),
     ] = None,
+    role: Annotated[
+        str,
+        typer.Option(
+            "--role",
+            envvar="KODIAI_ROLE",
+            help="web (webhooks in, jobs queued), worker (runs jobs; /health and /metrics only) or all "
+            "(both). web and worker need DATABASE_URL.",
+        ),
+    ] = "all",
 ) -> None:
     """Start the webhook server."""
     import uvicorn  # here, not at module level: `kodiai serve --help` stays fast
@@ -89,6 +103,7 @@ def serve(
     from kodiai.server.setup_mode import LOOPBACK_NOTE, listen_host
 
     config = ServerConfig.from_settings(settings, env_file=str(env_file))
+    config.role = _role(role, settings.database() is not None, config.setup_mode)
     if port is not None:
         config.port = port
     chosen = bool(host or settings.host)  # the operator picked the interface (even 0.0.0.0)
@@ -108,7 +123,10 @@ def serve(
             else:
                 apply_migrations(settings.telemetry_db_path, "telemetry")
                 apply_migrations(settings.knowledge_db().path, "knowledge")
-            apply_migrations(config.jobs_db_path, "jobs")
+            if settings.database():
+                apply_postgres_migrations(settings.database() or "", "jobs")
+            else:
+                apply_migrations(config.jobs_db_path, "jobs")
         except Exception as exc:
             raise _fatal(redact(f"Database migration failed: {exc}")) from None
         log.info("Databases migrated (setup mode)")
@@ -125,7 +143,13 @@ def serve(
     try:
         if not config.setup_mode:
             stores = open_stores(settings)
-        runtime = build_runtime(config, register_handlers=register, stores=stores, metrics=metrics)
+        runtime = build_runtime(
+            config,
+            register_handlers=register,
+            stores=stores,
+            metrics=metrics,
+            worker_options=_worker_options(settings),
+        )
     except GitHubAppError as exc:
         if stores is not None:
             stores.close()
@@ -163,6 +187,41 @@ def serve(
     server.run(sockets=[sock])
     if not server.started:
         raise typer.Exit(code=3)
+
+
+def _role(role: str, on_postgres: bool, setup_mode: bool) -> Role:
+    """``--role`` checked against the deployment: web and worker need the queue on PostgreSQL, and a worker
+    the GitHub App (exit 2 with one line otherwise)."""
+    from kodiai.server.runtime import ROLES
+
+    if role not in ROLES:
+        print(f"FATAL: unknown --role {role!r}; expected web, worker or all", file=sys.stderr)
+        raise typer.Exit(code=2)
+    if role != "all" and not on_postgres:
+        print(
+            f"FATAL: --role {role} needs DATABASE_URL (the job queue on PostgreSQL); with the SQLite files"
+            " only --role all runs",
+            file=sys.stderr,
+        )
+        raise typer.Exit(code=2)
+    if role == "worker" and setup_mode:
+        print("FATAL: --role worker needs the GitHub App settings (run a web replica for setup)", file=sys.stderr)
+        raise typer.Exit(code=2)
+    return role
+
+
+def _worker_options(settings: Settings) -> WorkerOptions:
+    """The queue worker's settings; its concurrency defaults to the review concurrency."""
+    from kodiai.jobs.limit import default_review_concurrency
+    from kodiai.jobs.pg_queue import WorkerOptions
+
+    return WorkerOptions(
+        concurrency=settings.worker_concurrency or settings.review_concurrency or default_review_concurrency(),
+        heartbeat_seconds=settings.worker_heartbeat_seconds,
+        stalled_seconds=settings.worker_stalled_seconds,
+        shutdown_grace_seconds=settings.shutdown_grace_seconds,
+        poll_seconds=settings.worker_poll_seconds,
+    )
 
 
 def _bind(host: str, port: int) -> socket.socket:

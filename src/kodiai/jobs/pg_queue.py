@@ -152,9 +152,7 @@ class PgWorker:
         self._log = CachedLogger("kodiai.jobs.worker")
         self._task: asyncio.Task[None] | None = None
         self.app = App(
-            connector=PsycopgConnector(
-                conninfo=url, min_size=1, max_size=self.options.concurrency + 4, open=False
-            ),
+            connector=PsycopgConnector(conninfo=url, min_size=1, max_size=self.options.concurrency + 4),
             periodic_defaults={"max_delay": max(60.0, 3 * self.options.stalled_seconds)},
         )
         self.app.task(name=TASK, queue=QUEUE, retry=_Retry())(self._run_delivery)
@@ -208,8 +206,9 @@ class PgWorker:
         )
 
     @property
-    def running(self) -> bool:
-        return self._task is not None and not self._task.done()
+    def stopped(self) -> bool:
+        """Started, and its loop has ended without :meth:`stop` (e.g. a failed side task)."""
+        return self._task is not None and self._task.done()
 
     async def stop(self) -> None:
         """Graceful: running jobs get ``shutdown_grace_seconds``, then are cancelled and go back in line."""

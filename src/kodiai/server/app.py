@@ -129,12 +129,19 @@ def create_app(runtime: Runtime, http: HttpOptions | None = None) -> FastAPI:
             replayed = await runtime.dispatcher.replay_unfinished()
             if replayed:
                 log.info("Replayed unfinished deliveries from the job journal", replayed=replayed)
-        log.info("Kodiai server started", host=config.host, port=config.port, setupMode=runtime.setup_mode)
+        if runtime.worker is not None:  # DATABASE_URL, roles worker and all: the queue's jobs run here
+            await runtime.worker.start()
+        started = {"host": config.host, "port": config.port, "setupMode": runtime.setup_mode}
+        if runtime.pg_journal is not None:
+            started["role"] = config.role
+        log.info("Kodiai server started", **started)
         try:
             yield
         finally:
             if runtime.dispatcher is not None:
                 await runtime.dispatcher.drain(config.shutdown_grace_seconds)
+            if runtime.worker is not None:  # running jobs get the grace period, then go back in line
+                await runtime.worker.stop()
             await runtime.queue.cancel_all()  # jobs still running past the grace period (left for replay)
             runtime.close()
             log.info("Kodiai server stopped")
@@ -167,8 +174,9 @@ def create_app(runtime: Runtime, http: HttpOptions | None = None) -> FastAPI:
         max_inflight_bodies=http.max_inflight_bodies,
         inflight_body_bytes=http.inflight_body_bytes,
     )
-    app.webhook_endpoint = endpoint
-    app.router.routes.append(Route(PATH, endpoint, methods=["POST"]))
+    if config.runs_ingress:  # a worker replica serves /health and /metrics only
+        app.webhook_endpoint = endpoint
+        app.router.routes.append(Route(PATH, endpoint, methods=["POST"]))
 
     @app.api_route("/health", methods=["GET", "HEAD"])
     async def health() -> JSONResponse:
@@ -178,7 +186,36 @@ def create_app(runtime: Runtime, http: HttpOptions | None = None) -> FastAPI:
         journal = runtime.journal.health() if runtime.journal is not None else None
         if journal is not None and journal.state == "damaged":
             return JSONResponse({"status": "unhealthy", "reason": journal.reason}, 503)
+        if runtime.worker is not None and runtime.worker.stopped:  # its loop ended: restart the process
+            return JSONResponse({"status": "unhealthy", "reason": "queue worker stopped"}, 503)
         return JSONResponse({"status": "ok"})
+
+    if config.runs_ingress:
+        _add_readiness(app, runtime)
+
+    @app.api_route("/metrics", methods=["GET", "HEAD"])
+    async def metrics(request: Request) -> Response:
+        if not http.metrics_authorized(request.headers.get("authorization")):
+            return PlainTextResponse("Unauthorized", 401, headers={"WWW-Authenticate": "Bearer"})
+        if runtime.pg_journal is not None:  # queue depth and journal counts, read now from PostgreSQL
+            from kodiai.jobs.pg_queue import refresh_queue_metrics
+
+            try:
+                await refresh_queue_metrics(runtime.pg_journal, runtime.metrics)
+            except Exception as exc:  # the rest of the metrics still answer
+                log.warning("Queue metrics not read", err=f"{type(exc).__name__}: {exc}")
+        body, content_type = runtime.metrics.render()
+        return Response(body, media_type=content_type)
+
+    if runtime.setup_mode:
+        _add_setup_routes(app, runtime)
+
+    app.add_middleware(_ErrorBoundary)  # outermost of the app's own middleware
+    return app
+
+
+def _add_readiness(app: FastAPI, runtime: Runtime) -> None:
+    log = get_logger("kodiai.server")
 
     @app.api_route("/readiness", methods=["GET", "HEAD"])
     async def readiness() -> JSONResponse:
@@ -193,6 +230,13 @@ def create_app(runtime: Runtime, http: HttpOptions | None = None) -> FastAPI:
             )
             log.warning("Readiness check failed: job journal", reason=reason, heldBack=journal.held_back)
             return JSONResponse({"status": "not ready", "reason": reason}, 503)
+        if runtime.pg_journal is not None:  # deliveries cannot be journalled without PostgreSQL
+            try:
+                await runtime.pg_journal.off_loop(runtime.pg_journal.ping)
+            except Exception as exc:
+                reason = f"job journal cannot record deliveries: PostgreSQL unreachable ({type(exc).__name__})"
+                log.warning("Readiness check failed: job journal", reason=reason)
+                return JSONResponse({"status": "not ready", "reason": reason}, 503)
         unwritable = _unwritable_stores(runtime)
         if unwritable:  # fail-open writes (reviews still post) are being lost: logged once per change
             return JSONResponse({"status": "not ready", "reason": "; ".join(unwritable)}, 503)
@@ -200,19 +244,6 @@ def create_app(runtime: Runtime, http: HttpOptions | None = None) -> FastAPI:
             return JSONResponse({"status": "ready"})
         log.warning("Readiness check failed: GitHub API unreachable")
         return JSONResponse({"status": "not ready", "reason": "GitHub API unreachable"}, 503)
-
-    @app.api_route("/metrics", methods=["GET", "HEAD"])
-    async def metrics(request: Request) -> Response:
-        if not http.metrics_authorized(request.headers.get("authorization")):
-            return PlainTextResponse("Unauthorized", 401, headers={"WWW-Authenticate": "Bearer"})
-        body, content_type = runtime.metrics.render()
-        return Response(body, media_type=content_type)
-
-    if runtime.setup_mode:
-        _add_setup_routes(app, runtime)
-
-    app.add_middleware(_ErrorBoundary)  # outermost of the app's own middleware
-    return app
 
 
 def _unwritable_stores(runtime: Runtime) -> list[str]:

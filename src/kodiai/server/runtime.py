@@ -13,7 +13,7 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, SecretStr
 
@@ -30,7 +30,12 @@ from kodiai.webhook.ingress import WebhookIngress
 from kodiai.webhook.router import EventRouter
 
 if TYPE_CHECKING:
+    from kodiai.jobs.pg_journal import PgJobJournal
+    from kodiai.jobs.pg_queue import PgWorker, WorkerOptions
     from kodiai.server.stores import Stores
+
+Role = Literal["web", "worker", "all"]
+ROLES: tuple[Role, ...] = ("web", "worker", "all")
 
 MAX_BODY_BYTES = 25 * 1024 * 1024  # GitHub caps webhook payloads at 25 MiB
 
@@ -54,6 +59,16 @@ class ServerConfig(BaseModel):
     env_file: str = ".env"
     host: str = "0.0.0.0"  # the interface bound (for the setup link in the log)
     port: int = 3000
+    role: Role = "all"  # `kodiai serve --role`: web (ingress), worker (runs jobs) or both
+    database_url: SecretStr | None = None  # DATABASE_URL: the journal and the queue on PostgreSQL
+
+    @property
+    def runs_ingress(self) -> bool:
+        return self.role in ("web", "all")
+
+    @property
+    def runs_jobs(self) -> bool:
+        return self.role in ("worker", "all")
 
     @property
     def setup_mode(self) -> bool:
@@ -84,6 +99,7 @@ class ServerConfig(BaseModel):
             missing_settings=missing,
             env_file=env_file,
             port=int(get("port", 3000) or 0),  # type: ignore[call-overload]
+            database_url=_secret(get("database_url")),
         )
 
 
@@ -122,6 +138,8 @@ class Runtime:
     """Closed at shutdown after the journal (e.g. the mention state a registrar opened)."""
     setup_state: set[str] = field(default_factory=set)
     setup_token: str = ""  # one-time token (printed in the log) that guards the setup flow
+    pg_journal: PgJobJournal | None = None  # DATABASE_URL: the journal and queue intake on PostgreSQL
+    worker: PgWorker | None = None  # DATABASE_URL, roles worker and all: runs the queue's jobs
 
     @property
     def setup_mode(self) -> bool:
@@ -132,6 +150,8 @@ class Runtime:
             close()
         if self.journal is not None:
             self.journal.close()
+        if self.pg_journal is not None:
+            self.pg_journal.close()
         if self.stores is not None:
             self.stores.close()
 
@@ -143,8 +163,12 @@ def build_runtime(
     register_handlers: HandlerRegistrar | None = None,
     metrics: Metrics | None = None,
     stores: Stores | None = None,
+    worker_options: WorkerOptions | None = None,
 ) -> Runtime:
-    """Run the start-up sequence and return the runtime. Raises ``GitHubAppError`` on a bad app set-up."""
+    """Run the start-up sequence and return the runtime. Raises ``GitHubAppError`` on a bad app set-up.
+
+    With ``config.database_url`` the journal and the queue are on PostgreSQL (:func:`_build_on_postgres`);
+    without, the SQLite journal and the in-process dispatcher (role ``all`` only)."""
     log = get_logger("kodiai.server")
     metrics = metrics or Metrics()
     if config.setup_mode and github is None:
@@ -191,6 +215,19 @@ def build_runtime(
     if stale:
         log.info("Cleaned up stale workspaces from previous run", staleCount=stale)
 
+    if config.database_url is not None:
+        return _build_on_postgres(
+            config,
+            github=github,
+            slug=slug,
+            queue=queue,
+            workspaces=workspaces,
+            register_handlers=register_handlers,
+            metrics=metrics,
+            stores=stores,
+            secrets_=(config.webhook_secret.get_secret_value(), previous),
+            worker_options=worker_options,
+        )
     journal = JobJournal.open(config.jobs_db_path)  # damaged, missing or swapped: JournalDamagedError
     journal.start_writer(metrics)
     router = EventRouter(BotFilter(slug, config.bot_allow_list))
@@ -223,4 +260,68 @@ def build_runtime(
     except BaseException:
         journal.close()
         raise
+    return runtime
+
+
+def _build_on_postgres(
+    config: ServerConfig,
+    *,
+    github: GitHubApp,
+    slug: str,
+    queue: JobQueue,
+    workspaces: WorkspaceManager,
+    register_handlers: HandlerRegistrar | None,
+    metrics: Metrics,
+    stores: Stores | None,
+    secrets_: tuple[str, str | None],
+    worker_options: WorkerOptions | None,
+) -> Runtime:
+    """The journal, dedup and queue on PostgreSQL: a web role journals and defers (no job runs in it), a
+    worker role runs the queue's jobs, ``all`` does both. Handlers are registered in every role: the web
+    role needs them to tell deliveries with work from the rest."""
+    from kodiai.jobs.pg_journal import PgJobJournal
+    from kodiai.jobs.pg_queue import PgWorker
+
+    assert config.database_url is not None
+    url = config.database_url.get_secret_value()
+    journal = PgJobJournal.open(url)
+    router = EventRouter(BotFilter(slug, config.bot_allow_list))
+    runtime = Runtime(
+        config=config,
+        metrics=metrics,
+        router=router,
+        queue=queue,
+        github=github,
+        workspaces=workspaces,
+        stores=stores,
+        pg_journal=journal,
+    )
+    try:
+        if register_handlers is not None:
+            register_handlers(runtime)
+        if config.runs_ingress:
+            secret, previous = secrets_
+            runtime.ingress = WebhookIngress(
+                secret=secret,
+                previous_secret=previous,
+                router=router,
+                journal=journal,
+                dispatcher=None,  # the queue's workers run the jobs
+                metrics=metrics,
+            )
+        if config.runs_jobs:
+            runtime.worker = PgWorker(
+                url,
+                journal,
+                router,
+                options=worker_options,
+                metrics=metrics,
+                memory_store=stores.memory if stores is not None else None,
+            )
+    except BaseException:
+        journal.close()
+        raise
+    get_logger("kodiai.server").info(
+        "Job journal and queue on PostgreSQL", role=config.role, database=journal.describe()
+    )
     return runtime

@@ -18,12 +18,13 @@ import hashlib
 import re
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
 from kodiai.jobs.dispatcher import DeliveryDispatcher
-from kodiai.jobs.journal import Intake, JobJournal
+from kodiai.jobs.journal import Intake
+from kodiai.jobs.journal_rows import Acceptance
 from kodiai.log import CachedLogger, get_logger
 from kodiai.metrics import Metrics
 from kodiai.webhook.body import parse_json
@@ -53,8 +54,15 @@ class IngressResult(BaseModel):
     outcome: str
 
 
+class DeliveryIntake(Protocol):
+    """Dedup + journal (the SQLite journal, or the PostgreSQL one that also defers the job)."""
+
+    async def intake_async(self, intake: Intake, *, now: datetime, journal: bool = True) -> Acceptance: ...
+
+
 class WebhookIngress:
-    """Verifies, dedups, journals and hands a delivery to the dispatcher."""
+    """Verifies, dedups, journals and hands a delivery to the dispatcher (none on PostgreSQL: intake
+    deferred the job, which a worker runs)."""
 
     def __init__(
         self,
@@ -62,8 +70,8 @@ class WebhookIngress:
         secret: str,
         previous_secret: str | None = None,
         router: EventRouter,
-        journal: JobJournal,
-        dispatcher: DeliveryDispatcher,
+        journal: DeliveryIntake,
+        dispatcher: DeliveryDispatcher | None,
         metrics: Metrics,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
@@ -177,7 +185,8 @@ class WebhookIngress:
         except Exception as exc:
             _after_commit_failed("log", event.id, exc)
         try:
-            self.dispatcher.submit(event, journaled=has_work)
+            if self.dispatcher is not None:
+                self.dispatcher.submit(event, journaled=has_work)
         except Exception as exc:  # journaled work still runs at the next start (it stays pending)
             _after_commit_failed("dispatch", event.id, exc)
         try:

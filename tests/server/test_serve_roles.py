@@ -1,0 +1,38 @@
+"""``kodiai serve --role``: web and worker replicas need the queue on PostgreSQL (``DATABASE_URL``); with the
+SQLite files only ``all`` runs, and anything else stops before binding with one line and exit code 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kodiai.cli.main import app
+
+
+@pytest.mark.parametrize(("args", "env_role"), [(["--role", "web"], None), ([], "worker")])
+def test_web_and_worker_roles_need_database_url(
+    tmp_path: Path, args: list[str], env_role: str | None
+) -> None:
+    env = {"DATABASE_URL": "", "JOBS_DB_PATH": str(tmp_path / "jobs.db"), "KODIAI_ROLE": env_role or ""}
+    result = CliRunner().invoke(
+        app, ["serve", "--port", "0", "--env-file", str(tmp_path / "absent.env"), *args], env=env
+    )
+    assert result.exit_code == 2, result.output
+    role = args[1] if args else env_role
+    assert result.stderr.strip().splitlines() == [
+        f"FATAL: --role {role} needs DATABASE_URL (the job queue on PostgreSQL); with the SQLite files"
+        " only --role all runs"
+    ]
+    assert not (tmp_path / "jobs.db").exists()  # stopped before opening anything
+
+
+def test_unknown_role_is_refused(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app,
+        ["serve", "--role", "replica", "--env-file", str(tmp_path / "absent.env")],
+        env={"DATABASE_URL": ""},
+    )
+    assert result.exit_code == 2
+    assert "unknown --role 'replica'" in result.stderr
