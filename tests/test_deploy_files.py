@@ -6,7 +6,8 @@
 - Its hardening is replayed without systemd (a private mount namespace with the mounts each directive
   makes, then no capabilities, no new privileges and an unprivileged uid) and the server's own start-up
   sandbox probe must pass in it; covering part of /proc, as ProtectKernelTunables would, must not.
-- The compose file validates against the Compose specification's JSON schema (check-jsonschema's copy).
+- The compose files (one process; the scale-out cluster) validate against the Compose specification's JSON
+  schema (check-jsonschema's copy), and the cluster's services use the settings and roles Kodiai reads.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from kodiai.settings import Settings
 ROOT = Path(__file__).resolve().parents[1]
 UNIT = ROOT / "deploy" / "kodiai.service"
 COMPOSE = ROOT / "deploy" / "compose.yaml"
+SCALE_OUT = ROOT / "deploy" / "compose.scale-out.yaml"
 
 #: Directives that would stop bubblewrap: no namespaces for it, parts of /proc covered (the kernel then
 #: refuses bwrap a fresh /proc), or no JIT for the Claude Code CLI.
@@ -205,9 +207,10 @@ def test_unit_hardening_leaves_the_agent_sandbox_working() -> None:
     assert "Can't mount proc" in covered.stderr and "sandbox ready" not in covered.stdout
 
 
-def test_compose_file_validates_against_the_compose_specification() -> None:
+@pytest.mark.parametrize("compose", [COMPOSE, SCALE_OUT], ids=lambda p: p.name)
+def test_compose_file_validates_against_the_compose_specification(compose: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.compose-spec", str(COMPOSE)],
+        [sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.compose-spec", str(compose)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -224,3 +227,36 @@ def test_compose_essentials() -> None:
     grace = Settings.model_fields["shutdown_grace_seconds"].default
     assert svc["stop_signal"] == "SIGTERM" and int(svc["stop_grace_period"].rstrip("s")) >= 2 * grace + 15
     assert (ROOT / svc["build"]["context"].replace("..", ".") / "Dockerfile").is_file()
+
+
+def test_scale_out_compose_essentials() -> None:
+    """PostgreSQL and an S3 store, two web replicas and N workers, every Kodiai service on both (by the
+    variables Kodiai reads) and each process's role on its command line."""
+    compose = yaml.safe_load(SCALE_OUT.read_text())
+    services = compose["services"]
+    assert {"postgres", "minio", "bucket", "web", "worker", "proxy"} <= set(services)
+    settings = {name.upper() for name in Settings.model_fields}
+    grace = Settings.model_fields["shutdown_grace_seconds"].default
+    for name, role, replicas in (("web", "web", 2), ("worker", "worker", 2)):
+        svc = services[name]
+        command = svc["command"]
+        assert command[:2] == ["kodiai", "serve"] and command[command.index("--role") + 1] == role
+        assert svc["deploy"]["replicas"] == replicas
+        env = svc["environment"]
+        assert env["DATABASE_URL"].startswith("postgresql://") and "@postgres:5432/" in env["DATABASE_URL"]
+        assert env["LEARNING_MEMORY_URI"].startswith("s3://")
+        assert {"DATABASE_URL", "LEARNING_MEMORY_URI"} <= settings
+        assert {"AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"} <= set(env)
+        assert env["AWS_ALLOW_HTTP"] == "true" and env["AWS_ENDPOINT_URL"] == "http://minio:9000"
+        assert svc["depends_on"]["postgres"]["condition"] == "service_healthy"
+        assert "/health" in " ".join(svc["healthcheck"]["test"])
+        assert svc["stop_signal"] == "SIGTERM" and int(svc["stop_grace_period"].rstrip("s")) >= 2 * grace + 15
+    # Only workers run the agent, so only they get the sandbox's options; web replicas are reached through
+    # the proxy, the one published port.
+    assert (
+        "seccomp=unconfined" in services["worker"]["security_opt"] and "security_opt" not in services["web"]
+    )
+    assert "ports" not in services["web"] and services["proxy"]["ports"] == ["3000:3000"]
+    assert "web:3000" in services["proxy"]["command"]
+    # The bucket is created with versioning on (what the backup advice relies on).
+    assert "mc version enable" in services["bucket"]["command"][0]
