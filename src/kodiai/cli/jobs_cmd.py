@@ -1,22 +1,30 @@
 """`kodiai jobs list|retry`: see and recover what the job journal holds (the dead-letter state above all).
 
-The jobs database is the one ``kodiai serve`` uses: ``--db``, else ``JOBS_DB_PATH`` from the environment or
-the ``--env-file`` (default ``.env``), else ``./data/kodiai-jobs.db``. Both commands work beside a running
-server; a retried delivery is picked up by it within seconds, or at its next start.
+The jobs database is the one ``kodiai serve`` uses: ``--db`` (a file or a ``postgresql://`` URL), else
+``DATABASE_URL``, else ``JOBS_DB_PATH`` from the environment or the ``--env-file`` (default ``.env``), else
+``./data/kodiai-jobs.db``. Both commands work beside a running server; a retried delivery is picked up by it
+within seconds, or at its next start (on PostgreSQL its job is queued at once, under its installation's
+lock, for any worker).
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+if TYPE_CHECKING:
+    from kodiai.jobs.pg_journal import PgJobJournal
+
 app = typer.Typer(help="List and retry webhook deliveries in the job journal.", no_args_is_help=True)
 
-DbOpt = Annotated[str | None, typer.Option("--db", help="Jobs DB (default: JOBS_DB_PATH, as kodiai serve).")]
-EnvFileOpt = Annotated[Path, typer.Option("--env-file", help="Dotenv file read for JOBS_DB_PATH.")]
+DbOpt = Annotated[
+    str | None,
+    typer.Option("--db", help="Jobs DB file or postgresql:// URL (default: DATABASE_URL, else JOBS_DB_PATH)."),
+]
+EnvFileOpt = Annotated[Path, typer.Option("--env-file", help="Dotenv file read for DATABASE_URL/JOBS_DB_PATH.")]
 
 
 def _fail(message: str) -> typer.Exit:
@@ -24,16 +32,28 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(1)
 
 
-def _db_path(db: str | None, env_file: Path) -> Path:
+def _db_path(db: str | None, env_file: Path) -> Path | str:
+    """The SQLite file, or the ``postgresql://`` URL (a ``str``) of the jobs database."""
+    from kodiai.storage.database import is_postgres_url
+
     if db:
-        return Path(db)
+        return db if is_postgres_url(db) else Path(db)
     from kodiai.settings import Settings, SettingsError
 
     try:
         settings = Settings.load(env_file=env_file, require_github_app=False)
     except SettingsError as exc:
         raise _fail(f"Settings are invalid: {exc}") from None
-    return Path(settings.jobs_db_path)
+    return settings.database() or Path(settings.jobs_db_path)
+
+
+def _pg(url: str) -> PgJobJournal:
+    from kodiai.jobs.pg_journal import PgJobJournal
+
+    try:
+        return PgJobJournal(url, max_size=1)
+    except ConnectionError as exc:
+        raise _fail(f"No jobs database: {exc}") from None
 
 
 def _existing(path: Path) -> Path:
@@ -64,11 +84,23 @@ def list_cmd(
     unknown = [s for s in states if s not in STATES]
     if unknown:
         raise _fail(f"Unknown state {', '.join(unknown)}; expected one of {', '.join(STATES)}")
-    conn = connect(_existing(_db_path(db, env_file)), read_only=True)
-    try:
-        rows = list_deliveries(conn, states, limit=limit)
-    finally:
-        conn.close()
+    target = _db_path(db, env_file)
+    if isinstance(target, str):
+        import psycopg
+
+        journal = _pg(target)
+        try:
+            rows = journal.list_deliveries(states, limit=limit)
+        except psycopg.Error as exc:
+            raise _fail(f"Listing failed: {exc}") from None
+        finally:
+            journal.close()
+    else:
+        conn = connect(_existing(target), read_only=True)
+        try:
+            rows = list_deliveries(conn, states, limit=limit)
+        finally:
+            conn.close()
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
@@ -114,13 +146,25 @@ def retry_cmd(
 
     if bool(delivery_ids) == all_dead:
         raise _fail("Name one or more delivery ids, or pass --all-dead")
-    conn = connect(_existing(_db_path(db, env_file)))
-    try:
-        result = retry(conn, list(delivery_ids or []), all_dead=all_dead)
-    except sqlite3.Error as exc:
-        raise _fail(f"Retry failed (nothing changed): {exc}") from None
-    finally:
-        conn.close()
+    target = _db_path(db, env_file)
+    if isinstance(target, str):
+        import psycopg
+
+        journal = _pg(target)
+        try:
+            result = journal.retry(list(delivery_ids or []), all_dead=all_dead)
+        except psycopg.Error as exc:
+            raise _fail(f"Retry failed (nothing changed): {exc}") from None
+        finally:
+            journal.close()
+    else:
+        conn = connect(_existing(target))
+        try:
+            result = retry(conn, list(delivery_ids or []), all_dead=all_dead)
+        except sqlite3.Error as exc:
+            raise _fail(f"Retry failed (nothing changed): {exc}") from None
+        finally:
+            conn.close()
     for delivery in result.requeued:
         typer.echo(f"requeued {delivery}")
     for delivery, reason in result.refused.items():
