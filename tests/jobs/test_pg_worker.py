@@ -1,0 +1,94 @@
+"""The queue's worker on a real PostgreSQL: two worker apps (each its own procrastinate worker and pool) run
+deliveries journalled by intake; per installation the jobs run one at a time, in acknowledgement order,
+whichever worker takes them; a handler's failure is the delivery's ``failed`` status, as in-process."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+from datetime import UTC, datetime
+
+import psycopg
+
+from kodiai.jobs.journal_rows import Intake
+from kodiai.jobs.pg_journal import PgJobJournal
+from kodiai.jobs.pg_queue import PgWorker, WorkerOptions
+from kodiai.webhook.bot_filter import BotFilter
+from kodiai.webhook.events import WebhookEvent
+from kodiai.webhook.router import EventRouter
+
+FAST = WorkerOptions(
+    concurrency=3, heartbeat_seconds=0.5, stalled_seconds=3, shutdown_grace_seconds=1, poll_seconds=0.2
+)
+
+
+def _router(name: str, runs: list[tuple[str, int, str, float, float]]) -> EventRouter:
+    router = EventRouter(BotFilter("kodiai"))
+
+    async def record(event: WebhookEvent) -> None:
+        if event.payload.get("fail"):
+            raise RuntimeError("handler broke")
+        started = time.monotonic()
+        await asyncio.sleep(0.05)
+        runs.append((event.id, event.installation_id, name, started, time.monotonic()))
+
+    router.register("issues.opened", record, name="record")
+    return router
+
+
+async def _wait_finished(url: str, n: int, timeout: float = 60) -> dict[str, tuple[str, str | None]]:
+    deadline = time.monotonic() + timeout
+    while True:
+        with psycopg.connect(url) as conn:
+            rows = conn.execute("SELECT delivery_id, status, error FROM delivery_journal").fetchall()
+        finished = {d: (s, e) for d, s, e in rows if s in ("done", "failed", "dead")}
+        if len(finished) >= n or time.monotonic() > deadline:
+            return finished
+        await asyncio.sleep(0.1)
+
+
+def test_two_workers_keep_each_installation_in_order_and_never_overlap(postgres_url: str) -> None:
+    journal = PgJobJournal.open(postgres_url)
+    runs: list[tuple[str, int, str, float, float]] = []
+    order: dict[int, list[str]] = {1: [], 2: [], 3: []}
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    for i in range(15):
+        inst, delivery = i % 3 + 1, f"d-{i:02d}"
+        body = json.dumps({"action": "opened", "installation": {"id": inst}, "n": i}).encode()
+        assert journal.intake(Intake(delivery, "issues", "opened", inst, body), now=now) is True
+        order[inst].append(delivery)
+    journal.intake(Intake("broken", "issues", "opened", 4, b'{"action": "opened", "fail": true}'), now=now)
+
+    async def scenario() -> dict[str, tuple[str, str | None]]:
+        workers = [
+            PgWorker(postgres_url, journal, _router(name, runs), options=FAST, name=name)
+            for name in ("w1", "w2")
+        ]
+        for worker in workers:
+            await worker.start()
+        try:
+            return await _wait_finished(postgres_url, 16)
+        finally:
+            for worker in workers:
+                await worker.stop()
+
+    try:
+        finished = asyncio.run(scenario())
+    finally:
+        journal.close()
+    assert finished.pop("broken") == ("failed", "record: RuntimeError: handler broke")
+    assert set(finished.values()) == {("done", None)} and len(finished) == 15
+    for inst, expected in order.items():
+        mine = [r for r in runs if r[1] == inst]
+        assert [r[0] for r in mine] == expected  # acknowledgement order
+        for earlier, later in itertools.pairwise(mine):
+            assert later[3] >= earlier[4], (
+                f"installation {inst}: {later[0]} started before {earlier[0]} ended"
+            )
+    assert {r[2] for r in runs} == {"w1", "w2"}  # both workers took jobs
+    with psycopg.connect(postgres_url) as conn:  # succeeded jobs are deleted; nothing left to run
+        assert conn.execute(
+            "SELECT COUNT(*) FROM procrastinate_jobs WHERE queue_name = 'deliveries'"
+        ).fetchone() == (0,)
