@@ -385,3 +385,47 @@ def train_shipped(queries: Sequence[StageQuery], source: str) -> StagesModel:
 def stages_json(result: StagesResult) -> dict[str, object]:
     """The result as JSON (metrics per variant, per repository, stability, skip figures, folds)."""
     return result.model_dump()
+
+
+def export_queries(queries: Sequence[StageQuery], track: str) -> list[dict[str, object]]:
+    """The stage inputs as plain rows (a test fixture of real pools: ids, distances, multipliers, BM25,
+    files, language matches, the PR's files and the relevant ids — no texts)."""
+    return [
+        {
+            "track": track,
+            "query": q.pool.query_id,
+            "repo": q.repo,
+            "relevant": sorted(q.relevant),
+            "pr_files": sorted(q.pr.files),
+            "pool": [
+                [c.id, round(c.distance, 6), round(c.multiplier, 6), round(c.lexical, 6), p.file_path, p.language_match]
+                for c, p in zip(q.pool.pool(True), q.pairs, strict=True)
+            ],
+        }
+        for q in queries
+    ]
+
+
+def import_queries(rows: Sequence[Mapping[str, object]]) -> list[StageQuery]:
+    """:func:`export_queries` back into stage queries (the fused pool; recency on)."""
+    from kodiai.learning.cut_strategy import Candidate
+
+    out = []
+    for row in rows:
+        pool_rows: list[list[object]] = row["pool"]  # type: ignore[assignment]
+        candidates = [Candidate(str(r[0]), float(r[1]), float(r[2]), float(r[3])) for r in pool_rows]  # type: ignore[arg-type]
+        pairs = [
+            PairInput(c.distance, c.multiplier, c.lexical, str(r[4]), r[5])  # type: ignore[arg-type]
+            for c, r in zip(candidates, pool_rows, strict=True)
+        ]
+        relevant = frozenset(str(i) for i in row["relevant"])  # type: ignore[attr-defined]
+        pool = LabelledPool(
+            query_id=str(row["query"]),
+            repo=str(row["repo"]),
+            relevant=relevant,
+            graded=dict.fromkeys(relevant, 2),
+            vector=candidates,
+            fused=candidates,
+        )
+        out.append(StageQuery(pool, pairs, PrFiles.of([str(f) for f in row["pr_files"]])))  # type: ignore[attr-defined]
+    return out
