@@ -5,6 +5,7 @@ monotonically with its evidence — so it cannot silently become "always" or "ne
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 from functools import cache
 from pathlib import Path
@@ -47,9 +48,7 @@ def _pool(rng: np.random.Generator, n: int, head: float, spread: float) -> list[
     d = np.sort(head + rng.uniform(0.0, spread, size=n))
     files = [f"src/other/mod{int(i)}.py" for i in rng.integers(0, 50, size=n)]
     lexical = rng.uniform(0.0, 8.0, size=n)
-    return [
-        PairInput(float(x), 1.5, float(s), f, True) for x, s, f in zip(d, lexical, files, strict=True)
-    ]
+    return [PairInput(float(x), 1.5, float(s), f, True) for x, s, f in zip(d, lexical, files, strict=True)]
 
 
 PR = PrFiles.of(["src/app/handler.py", "src/app/routes.py"])
@@ -70,7 +69,9 @@ def _with_evidence(pool: list[PairInput], level: int) -> list[PairInput]:
     head=st.floats(0.2, 1.0),
     spread=st.floats(0.05, 0.8),
 )
-def test_more_file_evidence_never_makes_it_abstain_more(seed: int, n: int, head: float, spread: float) -> None:
+def test_more_file_evidence_never_makes_it_abstain_more(
+    seed: int, n: int, head: float, spread: float
+) -> None:
     model = shipped_model().abstain
     pool = _pool(np.random.default_rng(seed), n, head, spread)
     p = [model.probability(pool_signals(_with_evidence(pool, level), PR)) for level in (0, 1, 2)]
@@ -89,14 +90,16 @@ def test_a_more_prominent_head_never_makes_it_abstain_more(seed: int, n: int, sp
         head = base[0]
         moved = [PairInput(head.distance - shift, 1.5, head.lexical, head.file_path, True), *base[1:]]
         probs.append(model.probability(pool_signals(moved, PR)))
-    assert all(a <= b + 1e-12 for a, b in zip(probs, probs[1:], strict=False))
+    assert all(a <= b + 1e-12 for a, b in itertools.pairwise(probs))
 
 
 def test_on_synthetic_pools_the_firing_rate_is_strictly_between_0_and_1_and_falls_with_evidence() -> None:
     model = shipped_model().abstain
     rng = np.random.default_rng(7)
     pools = [_pool(rng, int(rng.integers(5, 60)), float(rng.uniform(0.3, 1.0)), 0.5) for _ in range(300)]
-    rates = [np.mean([decide(_with_evidence(p, level), PR, model).abstain for p in pools]) for level in (0, 1, 2)]
+    rates = [
+        np.mean([decide(_with_evidence(p, level), PR, model).abstain for p in pools]) for level in (0, 1, 2)
+    ]
     assert 0.0 < np.mean(rates) < 1.0
     assert rates[0] > 0.5 and rates[2] < 0.5
     assert rates[0] >= rates[1] >= rates[2]

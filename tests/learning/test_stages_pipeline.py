@@ -141,7 +141,8 @@ def test_the_telemetry_row_carries_the_stage_and_the_reason(tmp_path: Path, db_b
     finally:
         telemetry.close()
     stored = db_backend.rows(
-        "telemetry", "SELECT threshold_method, second_stage, abstain_reason, result_count FROM retrieval_quality"
+        "telemetry",
+        "SELECT threshold_method, second_stage, abstain_reason, result_count FROM retrieval_quality",
     )
     assert stored == [
         {

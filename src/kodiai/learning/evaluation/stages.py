@@ -398,7 +398,14 @@ def export_queries(queries: Sequence[StageQuery], track: str) -> list[dict[str, 
             "relevant": sorted(q.relevant),
             "pr_files": sorted(q.pr.files),
             "pool": [
-                [c.id, round(c.distance, 6), round(c.multiplier, 6), round(c.lexical, 6), p.file_path, p.language_match]
+                [
+                    c.id,
+                    round(c.distance, 6),
+                    round(c.multiplier, 6),
+                    round(c.lexical, 6),
+                    p.file_path,
+                    p.language_match,
+                ]
                 for c, p in zip(q.pool.pool(True), q.pairs, strict=True)
             ],
         }
