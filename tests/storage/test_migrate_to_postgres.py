@@ -303,3 +303,26 @@ def test_plan_orders_referenced_tables_first_and_refuses_unknown_columns() -> No
 def test_redact_removes_the_password_from_a_driver_message() -> None:
     url = "postgresql://u:p%40ss@h/db"
     assert redact(f'invalid dsn "{url}" and p@ss, p%40ss', url) == 'invalid dsn "postgresql://…" and ***, ***'
+
+
+def test_unfinished_deliveries_run_again_through_jobs_retry(tmp_path: Path, empty_postgres_url: str) -> None:
+    """The documented step after the copy: once a worker has started (the queue's schema exists),
+    `kodiai jobs retry --all-dead` queues the deliveries the single process had not finished."""
+    from kodiai.jobs.pg_journal import PgJobJournal
+
+    jobs = tmp_path / "kodiai-jobs.db"
+    _seed_jobs(jobs)
+    copied = _cli(empty_postgres_url, tmp_path, f"--jobs={jobs}")
+    assert copied.exit_code == 0, copied.output
+    PgJobJournal.open(empty_postgres_url).close()  # what a worker's start does
+    env = {"DATABASE_URL": empty_postgres_url, "JOBS_DB_PATH": ""}
+    retried = CliRunner().invoke(
+        app, ["jobs", "retry", "--all-dead", "--env-file", str(tmp_path / "none.env")], env=env
+    )
+    assert retried.exit_code == 0, retried.output
+    assert "requeued job-4" in retried.output and "requeued job-5" in retried.output
+    with psycopg.connect(empty_postgres_url) as conn:
+        rows = conn.execute("SELECT delivery_id, status FROM delivery_journal ORDER BY seq").fetchall()
+        queued = conn.execute("SELECT count(*) FROM procrastinate_jobs WHERE status = 'todo'").fetchone()
+    assert [s for _, s in rows] == ["done", "done", "done", "failed", "requeued", "requeued"]
+    assert queued == (2,)
