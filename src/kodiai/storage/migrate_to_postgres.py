@@ -68,7 +68,8 @@ class SourceTable:
 
 @dataclass(frozen=True)
 class TargetTable:
-    """A table of the PostgreSQL database: column → PostgreSQL type, its row count, its id sequences."""
+    """A table of the PostgreSQL database: column → PostgreSQL type, its row count (-1: not counted, not
+    copied into), its id sequences."""
 
     name: str
     types: Mapping[str, str]
@@ -381,12 +382,15 @@ OVERRIDES: Mapping[str, Mapping[str, Converter]] = {"jobs": {"delivery_payloads.
 # --- I/O: PostgreSQL ----------------------------------------------------------------------------------
 
 
-def _target_tables(conn: Any) -> dict[str, TargetTable]:
-    """Every table of the current schema: column types, row counts, identity/serial sequences."""
+def _target_tables(conn: Any, counted: Iterable[str]) -> dict[str, TargetTable]:
+    """Every table of the current schema: column types, identity/serial sequences, and the row count of
+    the ``counted`` ones (the tables about to be copied; -1 for the others)."""
     types: dict[str, dict[str, str]] = {}
     for table, column, kind in conn.execute(
-        "SELECT table_name, column_name, data_type FROM information_schema.columns "
-        "WHERE table_schema = current_schema() ORDER BY table_name, ordinal_position"
+        "SELECT c.table_name, c.column_name, c.data_type FROM information_schema.columns c "
+        "JOIN information_schema.tables t USING (table_schema, table_name) "
+        "WHERE c.table_schema = current_schema() AND t.table_type = 'BASE TABLE' "
+        "ORDER BY c.table_name, c.ordinal_position"
     ).fetchall():
         types.setdefault(str(table), {})[str(column)] = str(kind)
     sequences: dict[str, dict[str, str]] = {}
@@ -398,9 +402,10 @@ def _target_tables(conn: Any) -> dict[str, TargetTable]:
     ).fetchall():
         if seq:
             sequences.setdefault(str(table), {})[str(column)] = str(seq)
+    wanted = set(counted)
     out = {}
     for table, cols in types.items():
-        rows = int(conn.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0])
+        rows = _count(conn, table) if table in wanted else -1
         out[table] = TargetTable(table, cols, rows, sequences.get(table, {}))
     return out
 
@@ -580,7 +585,7 @@ def _migrate_store(
         with pg.transaction():
             if not dry_run:  # one migration run at a time, and no store transaction of a server meanwhile
                 pg.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"kodiai:{store}",))
-            targets = _target_tables(pg)
+            targets = _target_tables(pg, (t.name for t in source_tables))
             plan = plan_store(
                 store, source_plan.source, source_tables, targets, _dependencies(pg), strict=not dry_run
             )
