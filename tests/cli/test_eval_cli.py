@@ -259,3 +259,55 @@ def test_eval_and_calibrate_show_progress_on_stderr(data_dir: Path, tmp_path: Pa
     assert calibrated.stdout.startswith("# kodiai memory calibrate")
     for stage in ("past-fixes: embedding", "rereview: queries through the chain"):
         assert stage in calibrated.stderr
+
+
+def test_eval_stages_scores_each_repository_with_models_fitted_on_the_others_and_writes_the_model(
+    tmp_path: Path, cache_dir: Path
+) -> None:
+    """``kodiai eval stages``: abstention and the learned ranker, leave-one-repository-out, and the model
+    JSON the package ships (trained on every query) — loadable by the review's own loader."""
+    from kodiai.learning.stages import StagesModel
+
+    root = write_tiny_set(tmp_path / "stages")
+    path = root / "queries.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    rows = [{**r, "file_paths": [r["query_text"].splitlines()[-1]]} for r in rows]
+    copies = [
+        {
+            **r,
+            "id": "b-" + r["id"],
+            "repo": "acme/api",
+            "owner": "acme",
+            "relevant_ids": ["b-" + x for x in r["relevant_ids"]],
+            "graded": {"b-" + k: v for k, v in r["graded"].items()},
+        }
+        for r in rows
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows + copies), encoding="utf-8")
+    corpus = root / "corpus.jsonl"
+    findings = [json.loads(line) for line in corpus.read_text().splitlines()]
+    findings += [{**f, "id": "b-" + f["id"], "repo": "acme/api", "owner": "acme"} for f in findings]
+    corpus.write_text("".join(json.dumps(f) + "\n" for f in findings), encoding="utf-8")
+    model = tmp_path / "model.json"
+    result = run(
+        "eval",
+        "stages",
+        "--data",
+        str(root),
+        "--cache",
+        str(cache_dir),
+        "--json",
+        "--bootstrap",
+        "0",
+        "--write-model",
+        str(model),
+    )
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert [f["repo"] for f in out["folds"]] == ["acme/api", "gofiber/fiber"]
+    for variant in ("headgap", "abstain", "rank", "rank>abstain", "rank:no-files"):
+        assert out["strategies"][variant]["queries"] == 6  # every query scored once, by the other fold
+    assert set(out["per_repo"]) == {"acme/api", "gofiber/fiber"}
+    assert 0.0 <= out["skips"]["skip_rate"] <= 1.0
+    shipped = StagesModel.model_validate_json(model.read_text())
+    assert "6 queries" in shipped.trained_on

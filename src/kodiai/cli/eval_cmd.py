@@ -181,9 +181,16 @@ def stages(
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="The figures as one JSON object.")] = False,
+    provider_name: Annotated[
+        str,
+        typer.Option("--provider", envvar="EMBEDDING_PROVIDER", help="Embedder: auto, voyage or local."),
+    ] = "local",
+    voyage_api_key: Annotated[
+        str | None, typer.Option("--voyage-api-key", envvar="VOYAGE_API_KEY", hidden=True, show_default=False)
+    ] = None,
 ) -> None:
     """Abstention and the second stage (learned ranker) over the first stage's pools, trained and scored
-    leave-one-repository-out on the past-fixes track (local embedder, lexical channel on)."""
+    leave-one-repository-out on the past-fixes track (lexical channel on)."""
     from rich.console import Console
 
     from kodiai.cli.progress import stage_progress
@@ -204,7 +211,7 @@ def stages(
         dataset = load_dataset(data)
     except DataError as exc:
         raise _fail(str(exc)) from exc
-    provider = provider_for("local", None)
+    provider = provider_for(provider_name, voyage_api_key)
     try:
         with stage_progress() as progress:
             _, pools = evaluate(
