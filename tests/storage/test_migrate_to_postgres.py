@@ -326,3 +326,24 @@ def test_unfinished_deliveries_run_again_through_jobs_retry(tmp_path: Path, empt
         queued = conn.execute("SELECT count(*) FROM procrastinate_jobs WHERE status = 'todo'").fetchone()
     assert [s for _, s in rows] == ["done", "done", "done", "failed", "requeued", "requeued"]
     assert queued == (2,)
+
+
+def test_without_options_every_store_comes_from_the_settings(tmp_path: Path) -> None:
+    """No path option: the three files the server uses; any one missing stops it before connecting, and
+    without DATABASE_URL there is nothing to copy into."""
+    telemetry = tmp_path / "t.db"
+    seed_telemetry(str(telemetry))
+    env = {
+        "DATABASE_URL": "postgresql://kodiai:pw-not-shown@127.0.0.1:1/kodiai",  # never reached
+        "TELEMETRY_DB_PATH": str(telemetry),
+        "KNOWLEDGE_DB_PATH": str(tmp_path / "k.db"),
+        "JOBS_DB_PATH": str(tmp_path / "j.db"),
+    }
+    args = ["db", "migrate-to-postgres", "--env-file", str(tmp_path / "none.env")]
+    missing = CliRunner().invoke(app, args, env=env)
+    assert missing.exit_code == 1
+    assert f"knowledge: no SQLite file at {tmp_path / 'k.db'}" in missing.output
+    assert f"jobs: no SQLite file at {tmp_path / 'j.db'}" in missing.output
+    assert "telemetry: no SQLite file" not in missing.output and "pw-not-shown" not in missing.output
+    unset = CliRunner().invoke(app, args, env={**env, "DATABASE_URL": ""})
+    assert unset.exit_code == 1 and "DATABASE_URL is not set" in unset.output
