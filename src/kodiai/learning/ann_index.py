@@ -105,6 +105,7 @@ class AnnIndex(_FaissIndex):
             index.train(vectors)
         index.set_direct_map_type(faiss.DirectMap.Hashtable)  # type: ignore[attr-defined]
         self._index = index
+        self._ids = np.empty(0, dtype=np.int64)
         for part in _batches(rows, skip):
             self.add(ids[part], vectors[part])
         self.dimensions = dimensions
@@ -143,9 +144,15 @@ class AnnIndex(_FaissIndex):
         self._index.add_with_ids(
             np.ascontiguousarray(matrix, dtype=np.float32), np.asarray(ids, dtype=np.int64)
         )
+        self._ids = np.concatenate([self._ids, np.asarray(ids, dtype=np.int64)])
 
     def remove(self, ids: np.ndarray) -> None:
         self._index.remove_ids(np.asarray(ids, dtype=np.int64))  # type: ignore[arg-type]
+        self._ids = self._ids[~np.isin(self._ids, np.asarray(ids, dtype=np.int64))]
+
+    def live_ids(self) -> np.ndarray:
+        """The ids searched (to reconcile with another writer's commits)."""
+        return self._ids.copy()
 
 
 class HnswIndex(_FaissIndex):
@@ -250,6 +257,10 @@ class HnswIndex(_FaissIndex):
             self.rebuilds += 1
         else:
             self._mask()
+
+    def live_ids(self) -> np.ndarray:
+        """The ids searched (to reconcile with another writer's commits)."""
+        return self._ids[self._live].copy()
 
     def _mask(self) -> None:
         """Search only live positions (the bitmap and selector are kept alive on the instance)."""

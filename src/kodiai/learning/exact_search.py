@@ -66,6 +66,9 @@ class ExactIndex:
         self.vectors = np.concatenate([self.vectors, extra])
         self.sq_norms = np.concatenate([self.sq_norms, np.einsum("ij,ij->i", extra, extra)])
 
+    def live_ids(self) -> np.ndarray:
+        return self.ids.copy()
+
     def remove(self, ids: np.ndarray) -> None:
         keep = ~np.isin(self.ids, np.asarray(ids, dtype=np.int64))
         self.ids, self.vectors, self.sq_norms = self.ids[keep], self.vectors[keep], self.sq_norms[keep]

@@ -69,6 +69,14 @@ class MemoryStoreOptions(BaseModel):
     """In-memory vectors (exact scans and faiss indexes, LRU by repo, bytes); 0 leaves every search to
     LanceDB."""
     reindex_unindexed_share: float = 0.1
+    multi_writer: bool = False
+    """Several processes write this table (an object-store URI): ids are derived from each memory's content
+    key and written with ``merge_insert`` instead of counted up in-process, caches follow other writers'
+    commits every ``refresh_seconds``, and writers never compact (one periodic job does:
+    :func:`kodiai.learning.memory_compaction.compact_memory`)."""
+    refresh_seconds: float = 30.0
+    """With ``multi_writer``: the longest a process serves its caches before looking for other writers'
+    commits (``LEARNING_MEMORY_REFRESH_SECONDS``)."""
 
     def effective_refine_factor(self) -> int:
         if self.refine_factor is not None:

@@ -15,12 +15,14 @@ Writes and retirements update the cached indexes in place.
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
 import threading
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar, cast
 
 import numpy as np
@@ -50,6 +52,7 @@ from kodiai.learning.memory_schema import (
     validate_repo,
     vector_dimensions,
 )
+from kodiai.learning.object_store import is_remote
 from kodiai.learning.types import LearningMemoryRecord, MemoryHit
 from kodiai.learning.vector_cache import RepoIndex, VectorCache
 from kodiai.log import get_logger
@@ -74,6 +77,24 @@ def _locked(method: _F) -> _F:
 
 
 _SQLITE_TIME = "%Y-%m-%d %H:%M:%S"
+_PRIMARY_KEY = b"lance-schema:unenforced-primary-key"
+"""Field metadata marking ``id`` as a multi-writer table's primary key: LanceDB then detects (and retries) a
+``merge_insert`` whose new keys a concurrent commit inserted, so two processes writing one memory store one row."""
+MIN_KEEP_VERSIONS = timedelta(hours=1)
+"""Compaction never removes versions younger than this: they are what concurrent readers are reading."""
+
+
+def content_id(record: LearningMemoryRecord) -> int:
+    """A memory's id in a multi-writer table: 63 bits of a hash of its uniqueness key ``(repo, finding_id,
+    outcome)``, so every process writing the same memory picks the same id; a memory without a finding id is
+    never a duplicate and gets a random one. Collisions between different keys: ~n²/2⁶⁴ (none in practice)."""
+    if record.finding_id is None:
+        key = f"random\0{uuid.uuid4().hex}"
+    else:
+        key = f"{record.repo}\0{int(record.finding_id)}\0{record.outcome}"
+    value = int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "big") >> 1
+    return value or 1
+
 
 __all__ = ["LanceMemoryStore", "MemoryStats", "MemoryStoreOptions", "open_memory_store"]
 
@@ -112,7 +133,12 @@ class LanceMemoryStore:
         self._options = options
         self._clock = clock
         self._log = get_logger("kodiai.learning.memory_store")
-        self._next_id = self._max_id() + 1
+        self._multi = options.multi_writer
+        # One writer: ids counted up in-process (1, 2, 3… as the original). Several: content-key ids.
+        self._next_id = 0 if self._multi else self._max_id() + 1
+        self._version = self._table_version()
+        """The table version the caches below reflect (multi-writer: compared at each refresh)."""
+        self._checked_at = time.monotonic()
         self._repo_counts: dict[str, int] = {}
         self._owner_repos: dict[str, Counter[str]] = {}
         self._writes_since_check = 0
@@ -164,6 +190,7 @@ class LanceMemoryStore:
         for record in records:
             validate_repo(record.repo)
             validate_owner(record.owner)
+        self._maybe_refresh()
         existing = self._existing_keys()
         pending: set[tuple[str, int | None, str]] = set()
         now_text = self._clock().astimezone(UTC).strftime(_SQLITE_TIME)
@@ -180,8 +207,11 @@ class LanceMemoryStore:
                 continue
             if record.finding_id is not None:
                 pending.add(key)
-            memory_id = self._next_id
-            self._next_id += 1
+            if self._multi:
+                memory_id = content_id(record)
+            else:
+                memory_id = self._next_id
+                self._next_id += 1
             out.append(memory_id)
             keep_rows.append(i)
             new_records.append(
@@ -189,18 +219,90 @@ class LanceMemoryStore:
             )
         if new_records:
             ids = [r.id for r in new_records if r.id is not None]
-            try:
-                self._table.add(rows_table(new_records, ids, vectors[keep_rows], self._dimensions))
-            except BaseException:
-                self._next_id -= len(new_records)
-                raise
+            rows = rows_table(new_records, ids, vectors[keep_rows], self._dimensions)
+            if self._multi:
+                self._merge_rows(rows)
+            else:
+                try:
+                    self._table.add(rows)
+                except BaseException:
+                    self._next_id -= len(new_records)
+                    raise
+                self._own_commit(self._version)
             existing |= pending
             self._cache_added(new_records, vectors[keep_rows])
             self._writes_since_check += len(new_records)
-            if self._writes_since_check >= self._options.index_check_every and not self.ensure_index():
+            if (
+                not self._multi  # several writers: one periodic job compacts (memory_compaction)
+                and self._writes_since_check >= self._options.index_check_every
+                and not self.ensure_index()
+            ):
                 # Single writes leave one small fragment each; compact them (and fold rows into indexes).
                 self._table.optimize()
         return out
+
+    def _merge_rows(self, rows: Any) -> None:
+        """Insert the rows whose id is not stored yet (several writers): a memory written by two processes
+        at once is stored once, with the same id in both (its content key's)."""
+        before = self._version
+        rows = rows.cast(self._table.schema)  # the table's field metadata (the primary key) included
+        self._table.merge_insert("id").when_not_matched_insert_all().execute(rows)
+        self._own_commit(before)
+
+    def _table_version(self) -> int:
+        return int(self._table.version)
+
+    def _own_commit(self, before: int) -> None:
+        """After one commit of this process: the caches still reflect the table unless another writer
+        committed in between (then the next refresh, due now, reconciles them)."""
+        after = self._table_version()
+        if self._version == before and after == before + 1:
+            self._version = after
+        elif self._multi:
+            self._checked_at = -math.inf
+
+    def _maybe_refresh(self) -> None:
+        """Several writers: every ``refresh_seconds``, move the table handle to the newest version and bring
+        the caches (live counts, duplicate keys, each cached repo's vectors) up to it. Called under the lock."""
+        if not self._multi or time.monotonic() - self._checked_at < self._options.refresh_seconds:
+            return
+        with self._lock:
+            self._refresh()
+
+    def _refresh(self) -> None:
+        self._table.checkout_latest()
+        self._checked_at = time.monotonic()
+        latest = self._table_version()
+        if latest == self._version:
+            return
+        self._keys = None
+        self._repo_counts.clear()
+        self._owner_repos.clear()
+        self._has_index = None
+        limit = self._options.exact_search_max_rows
+        for repo in self._vectors.repos():
+            entry = self._vectors.peek(repo)
+            if entry is None:
+                continue
+            if entry.kind == "exact" and self._repo_count(repo) > limit:
+                self._vectors.pop(repo)  # outgrew exact search: the next query builds its ANN index
+            else:
+                self._sync_entry(repo, entry, entry.live_ids())
+        self._version = latest
+
+    def _sync_entry(self, repo: str, entry: RepoIndex, known: np.ndarray) -> None:
+        """Bring a cached repo index holding ``known`` ids up to the table's live rows of ``repo``."""
+        where = _live_where(repo)
+        live = load_ids(self._table, where)
+        gone = np.setdiff1d(known, live, assume_unique=True)
+        new = np.setdiff1d(live, known, assume_unique=True)
+        if len(gone):
+            entry.remove(gone)
+        if len(new):
+            new_ids, new_matrix = load_vectors(
+                self._table, f"{where} AND id IN ({sql_int_list(new.tolist())})", self._dimensions
+            )
+            entry.add(new_ids, new_matrix)
 
     def _existing_keys(self) -> set[tuple[str, int | None, str]]:
         """The uniqueness keys already stored (kept in memory after one scan: one writer per store)."""
@@ -228,6 +330,7 @@ class LanceMemoryStore:
         validate_repo(repo)
         if top_k <= 0:
             return []
+        self._maybe_refresh()
         query = as_vector(query_embedding, self._dimensions)
         where = _live_where(repo)
         count = self._repo_count(repo)
@@ -254,6 +357,7 @@ class LanceMemoryStore:
         validate_repo(repo)
         if top_k <= 0 or not review_ids:
             return []
+        self._maybe_refresh()
         query = as_vector(query_embedding, self._dimensions)
         where = f"{_live_where(repo)} AND review_id IN ({sql_int_list(review_ids)})"
         return lance_search(self._table, query, where, top_k, self._options, use_index=False)
@@ -268,6 +372,7 @@ class LanceMemoryStore:
         validate_repo(exclude_repo)
         if top_k <= 0:
             return []
+        self._maybe_refresh()
         query = as_vector(query_embedding, self._dimensions)
         counts = self._owner_repo_counts(owner)
         ranked = sorted((r for r in counts if r != exclude_repo), key=lambda r: (-counts[r], r))
@@ -405,26 +510,19 @@ class LanceMemoryStore:
         if self.warm_built_hook is not None:
             self.warm_built_hook(repo)
         with self._lock:
-            live = load_ids(self._table, where)
-            gone = np.setdiff1d(ids, live, assume_unique=True)
-            new = np.setdiff1d(live, ids, assume_unique=True)
-            if len(gone):
-                entry.remove(gone)
-            if len(new):
-                new_ids, new_matrix = load_vectors(
-                    self._table, f"{where} AND id IN ({sql_int_list(new.tolist())})", self._dimensions
-                )
-                entry.add(new_ids, new_matrix)
+            self._sync_entry(repo, entry, ids)
             self._put(repo, entry, report)
         return True
 
     @_locked
     def has_memory(self, repo: str, finding_id: int, outcome: str) -> bool:
         """Whether ``(repo, finding_id, outcome)`` is stored (lets a caller skip embedding a duplicate)."""
+        self._maybe_refresh()
         return (repo, int(finding_id), outcome) in self._existing_keys()
 
     def list_records(self, repo: str | None = None) -> list[LearningMemoryRecord]:
         """Every stored record (without vectors), optionally of one repo, by id."""
+        self._maybe_refresh()
         query = self._table.search()
         if repo is not None:
             query = query.where(f"repo = {sql_string(validate_repo(repo))}")
@@ -438,6 +536,7 @@ class LanceMemoryStore:
         """Records by id (missing ids are absent from the result)."""
         if not memory_ids:
             return {}
+        self._maybe_refresh()
         rows = (
             self._table.search()
             .where(f"id IN ({sql_int_list(memory_ids)})")
@@ -490,11 +589,13 @@ class LanceMemoryStore:
         return len(ids)
 
     def count(self, repo: str | None = None) -> int:
+        self._maybe_refresh()
         if repo is None:
             return int(self._table.count_rows())
         return int(self._table.count_rows(f"repo = {sql_string(validate_repo(repo))}"))
 
     def stats(self) -> MemoryStats:
+        self._maybe_refresh()
         rows = self._table.search().select(["repo", "embedding_model", "stale", "outcome"]).to_arrow()
         repos = Counter(rows.column("repo").to_pylist())
         models = Counter(rows.column("embedding_model").to_pylist())
@@ -548,6 +649,19 @@ class LanceMemoryStore:
             self._table.optimize()
             return True
         return False
+
+    @reports_writes
+    @_locked
+    def compact(self, keep_versions: timedelta) -> None:
+        """Fold small fragments together, fold new rows into the indexes, and delete table versions older
+        than ``keep_versions`` (at least :data:`MIN_KEEP_VERSIONS`: a concurrent reader may be reading one).
+        With several writers only one periodic job calls this (:mod:`kodiai.learning.memory_compaction`)."""
+        if keep_versions < MIN_KEEP_VERSIONS:
+            raise ValueError(f"keep_versions must be at least {MIN_KEEP_VERSIONS}, got {keep_versions}")
+        if self._multi:
+            self._refresh()
+        self.ensure_index()
+        self._table.optimize(cleanup_older_than=keep_versions)
 
     def close(self) -> None:
         """Stop the write-health probe; LanceDB itself holds no open connection."""
@@ -615,6 +729,23 @@ class LanceMemoryStore:
         self._reports.clear()
 
 
+def _declare_primary_key(table: Any) -> None:
+    """Mark ``id`` as the table's (unenforced) primary key once, so concurrent ``merge_insert`` commits of
+    the same new id conflict and are retried instead of both inserting it."""
+    if _is_primary_key(table.schema.field("id")):
+        return
+    try:
+        table.set_unenforced_primary_key("id")
+    except Exception:
+        table.checkout_latest()  # another process declared it at the same moment
+        if not _is_primary_key(table.schema.field("id")):
+            raise
+
+
+def _is_primary_key(field: Any) -> bool:
+    return any(key.startswith(_PRIMARY_KEY) for key in (field.metadata or {}))
+
+
 def _live_where(repo: str) -> str:
     return f"repo = {sql_string(repo)} AND stale = false"
 
@@ -627,15 +758,22 @@ def open_memory_store(
     clock: Callable[[], datetime] | None = None,
     storage_options: dict[str, str] | None = None,
     table_name: str = TABLE_NAME,
+    multi_writer: bool | None = None,
 ) -> LanceMemoryStore:
     """Open (creating if needed) the memory table at ``uri`` with ``dimensions``-sized vectors.
 
     An existing table with another vector size is a clear error: one store holds one embedding size.
+    ``multi_writer`` (default: whether ``uri`` is an object store, or ``options.multi_writer``) switches to
+    content-key ids, ``merge_insert`` writes, periodic refreshes and no compaction on write.
     """
     if dimensions <= 0:
         raise ValueError(f"dimensions must be positive, got {dimensions}")
     import lancedb  # here: importing LanceDB costs seconds, paid only by a process that opens a store
 
+    options = options or MemoryStoreOptions()
+    if multi_writer is None:
+        multi_writer = options.multi_writer or is_remote(str(uri))
+    options = options.model_copy(update={"multi_writer": multi_writer})
     db = lancedb.connect(str(uri), storage_options=storage_options)
     if table_name in db.list_tables().tables:
         table = db.open_table(table_name)
@@ -647,10 +785,12 @@ def open_memory_store(
             f"memory store at {uri} holds {existing}-dimension vectors, not {dimensions}; "
             "use a separate store per embedding size"
         )
+    if multi_writer:
+        _declare_primary_key(table)
     return LanceMemoryStore(
         table,
         dimensions,
-        options or MemoryStoreOptions(),
+        options,
         clock or (lambda: datetime.now(UTC)),
         WriteHealth("memory", local_directory(uri)),
     )

@@ -8,13 +8,16 @@ never compared with a query embedded by a different model.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from kodiai.learning.embeddings import EmbeddingProvider
 from kodiai.learning.memory_schema import TABLE_NAME
 from kodiai.learning.memory_store import LanceMemoryStore, MemoryStoreOptions, open_memory_store
+from kodiai.learning.object_store import env_flag, is_remote, refresh_seconds, remote_storage_options
 from kodiai.log import get_logger
 
 ORIGINAL_DIMENSIONS = 1024
@@ -31,17 +34,34 @@ def open_store_for_provider(
     options: MemoryStoreOptions | None = None,
     storage_options: dict[str, str] | None = None,
     mark_stale: bool = True,
+    env: Mapping[str, str] | None = None,
 ) -> LanceMemoryStore | None:
     """The store matching ``provider``'s vector size (None for the no-op provider), with rows of other
-    models marked stale (logged when any were)."""
+    models marked stale (logged when any were).
+
+    An object-store ``uri`` (``s3://bucket/prefix``) is reached with the AWS variables of ``env`` (the
+    process environment by default) and opened for several writers; so is a directory shared by several
+    processes with ``LEARNING_MEMORY_MULTI_WRITER=true``. Raises
+    :class:`~kodiai.learning.object_store.MemoryStoreRefused` when the store is unsafe or misconfigured.
+    """
     if provider.dimensions <= 0:
         return None
+    env = os.environ if env is None else env
+    options = options or MemoryStoreOptions()
+    multi = is_remote(uri) or env_flag(env, "LEARNING_MEMORY_MULTI_WRITER") or options.multi_writer
+    if multi:
+        options = options.model_copy(
+            update={"multi_writer": True, "refresh_seconds": refresh_seconds(env, options.refresh_seconds)}
+        )
+    if is_remote(uri) and storage_options is None:
+        storage_options = remote_storage_options(uri, env)
     store = open_memory_store(
         uri,
         dimensions=provider.dimensions,
         options=options,
         storage_options=storage_options,
         table_name=memory_table_name(provider.dimensions),
+        multi_writer=multi,
     )
     if mark_stale:
         flagged = store.mark_stale(provider.model)

@@ -29,6 +29,10 @@ class RepoIndex(Protocol):
 
     def remove(self, ids: np.ndarray) -> None: ...
 
+    def live_ids(self) -> np.ndarray:
+        """The ids the index answers with (to reconcile it with commits made by another process)."""
+        ...
+
 
 class VectorCache:
     """Repo → index, LRU; entries beyond ``max_bytes`` are evicted (the newest one is always kept)."""
@@ -65,6 +69,9 @@ class VectorCache:
     @property
     def nbytes(self) -> int:
         return sum(entry.nbytes for entry in self._entries.values())
+
+    def repos(self) -> list[str]:
+        return list(self._entries)
 
     def clear(self) -> None:
         self._entries.clear()

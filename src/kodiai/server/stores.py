@@ -15,6 +15,7 @@ from typing import Any
 from kodiai.learning.embeddings import EmbeddingProvider, build_embedding_provider
 from kodiai.learning.isolation import IsolationLayer
 from kodiai.learning.memory_store import LanceMemoryStore
+from kodiai.learning.object_store import MemoryStoreRefused
 from kodiai.learning.setup import open_store_for_provider, warm_in_background
 from kodiai.log import get_logger, redact
 from kodiai.storage.knowledge import KnowledgeStore
@@ -76,6 +77,10 @@ def open_stores(settings: Any) -> Stores:
     memory: LanceMemoryStore | None = None
     try:
         memory = open_store_for_provider(settings.learning_memory_uri, embeddings)
+    except MemoryStoreRefused:  # an unsafe or misconfigured object store stops the start (not fail-open)
+        knowledge.close()
+        telemetry.close()
+        raise
     except Exception as exc:
         log.warning(
             "Learning memory store failed to initialize (fail-open, learning disabled)",
