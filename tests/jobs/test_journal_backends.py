@@ -249,7 +249,7 @@ def test_a_failed_defer_leaves_no_journal_row(postgres_url: str) -> None:
         pg.close()
         with psycopg.connect(postgres_url, autocommit=True) as conn:
             conn.execute("DROP TRIGGER refuse_boom ON procrastinate_jobs; DROP FUNCTION refuse_boom()")
-    backend = DbBackend("postgres", None, postgres_url)  # type: ignore[arg-type]
+    backend = DbBackend("postgres", None, postgres_url)
     assert backend.rows("jobs", "SELECT delivery_id FROM delivery_journal") == [{"delivery_id": "fine"}]
     assert backend.scalar("jobs", "SELECT COUNT(*) FROM delivery_payloads") == 1
     assert [j["args"] for j in _jobs(postgres_url)] == [{"delivery_id": "fine"}]
