@@ -226,6 +226,8 @@ def stages_tables(result: Any) -> list[Table]:
         "abstain",
         "spread",
         "weakest repo",
+        "dev F0.5",
+        "dev abstain",
     ):
         main.add_column(column, justify="left" if column == "variant" else "right")
     for name, m in result.strategies.items():
@@ -242,6 +244,8 @@ def stages_tables(result: Any) -> list[Table]:
             _ci(m, "abstain", pct=True),
             f"{hi - lo:.3f}",
             _num(weakest),
+            _num(result.dev[name].f0_5) if name in result.dev else "—",
+            _pct(result.dev[name].abstain) if name in result.dev else "—",
         )
     repos = Table(title="F0.5 per repository (held out)")
     repos.add_column("repository")

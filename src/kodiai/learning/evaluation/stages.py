@@ -231,6 +231,9 @@ class StagesResult(BaseModel):
     """variant → (min, max) of each fold's models' F0.5 on the whole track."""
     skips: SkipFigures
     folds: list[dict[str, str]]
+    dev: dict[str, StrategyMetrics] = {}
+    """variant → the figures of the models fitted on every query, scored on the same queries (in
+    sample: what the shipped model does on the data it was trained on)."""
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -254,13 +257,7 @@ def evaluate_stages(
     skip_rows: list[_SkipRow] = []
     for repo in repos:
         train = [q for q in queries if q.repo != repo]
-        models = Models(
-            first=fit_first({track: [q.pool for q in train]}),
-            abstain=train_abstain(train),
-            abstain_nofiles=train_abstain(train, files=False),
-            ranker=train_ranker(train),
-            ranker_nofiles=train_ranker(train, files=False),
-        )
+        models = fit_models(train, fit_first, track)
         folds.append(
             {
                 "repo": repo,
@@ -278,6 +275,8 @@ def evaluate_stages(
             first = _first(q, models.first)
             forced, status = _ranked(q, models.ranker, force=True)
             skip_rows.append(_SkipRow(q, status, first, forced))
+    everything = fit_models(queries, fit_first, track)
+    dev = {v: aggregate([_judge(q, *answer(q, v, everything)) for q in queries]) for v in variants}
     per_repo: dict[str, dict[str, float]] = defaultdict(dict)
     for variant, js in held.items():
         by: dict[str, list[QueryJudgement]] = defaultdict(list)
@@ -291,6 +290,18 @@ def evaluate_stages(
         stability={v: (min(s), max(s)) for v, s in stability.items()},
         skips=_skip_figures(skip_rows),
         folds=folds,
+        dev=dev,
+    )
+
+
+def fit_models(train: Sequence[StageQuery], fit_first: FirstFit, track: str = "past-fixes") -> Models:
+    """Every stage fitted on ``train``: the first stage's band, both abstain models, both rankers."""
+    return Models(
+        first=fit_first({track: [q.pool for q in train]}),
+        abstain=train_abstain(train),
+        abstain_nofiles=train_abstain(train, files=False),
+        ranker=train_ranker(train),
+        ranker_nofiles=train_ranker(train, files=False),
     )
 
 
