@@ -253,3 +253,30 @@ def test_a_failed_defer_leaves_no_journal_row(postgres_url: str) -> None:
     assert backend.rows("jobs", "SELECT delivery_id FROM delivery_journal") == [{"delivery_id": "fine"}]
     assert backend.scalar("jobs", "SELECT COUNT(*) FROM delivery_payloads") == 1
     assert [j["args"] for j in _jobs(postgres_url)] == [{"delivery_id": "fine"}]
+
+
+def test_open_deliveries_without_a_job_are_queued_once(postgres_url: str) -> None:
+    """Rows copied from a SQLite journal (``kodiai db migrate-to-postgres``) have no job: a worker's start
+    queues one for each open row, in journal order, and only once."""
+    pg = PgJobJournal.open(postgres_url)
+    try:
+        for delivery, status in (
+            ("m-1", "pending"),
+            ("m-2", "done"),
+            ("m-3", "requeued"),
+            ("m-4", "running"),
+        ):
+            with psycopg.connect(postgres_url, autocommit=True) as conn:
+                conn.execute(
+                    "INSERT INTO delivery_journal (delivery_id, event_name, installation_id, status, received_at)"
+                    " VALUES (%s, 'issues', 5, %s, '2026-01-01T00:00:00+00:00')",
+                    (delivery, status),
+                )
+        assert pg.intake(Intake("fresh", "issues", "opened", 5, b"{}"), now=T0) is True  # has its job
+        assert pg.requeue_orphans() == ["m-1", "m-3", "m-4"]
+        assert pg.requeue_orphans() == []
+    finally:
+        pg.close()
+    assert [(j["lock"], j["args"]["delivery_id"]) for j in _jobs(postgres_url)] == [
+        ("installation:5", d) for d in ("fresh", "m-1", "m-3", "m-4")
+    ]

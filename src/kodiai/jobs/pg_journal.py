@@ -306,6 +306,28 @@ class PgJobJournal:
                 )
         return report
 
+    def requeue_orphans(self) -> list[str]:
+        """Open deliveries with no job to run them (rows copied from a SQLite journal by ``kodiai db
+        migrate-to-postgres``, or a job deleted by hand): queue one each, oldest first, under the
+        installation's lock. Intake and retry write a row and its job together, so a running system has
+        none; two workers starting at once do this one after the other (an advisory lock)."""
+        queued: list[str] = []
+        with self._transaction() as conn:
+            conn.execute(_LOCK_SQL, ("kodiai:requeue-orphans",))
+            rows = conn.execute(
+                "SELECT j.delivery_id, j.installation_id FROM delivery_journal j"
+                " WHERE j.status IN ('pending', 'running', 'requeued') AND NOT EXISTS (SELECT 1 FROM"
+                " procrastinate_jobs q WHERE q.task_name = %s AND q.args->>'delivery_id' = j.delivery_id"
+                " AND q.status IN ('todo', 'doing')) ORDER BY j.seq",
+                (TASK,),
+            ).fetchall()
+            for delivery, installation in rows:
+                lock = installation_lock(int(installation))
+                conn.execute(_LOCK_SQL, (lock,))
+                self._defer_in(conn, str(delivery), lock)
+                queued.append(str(delivery))
+        return queued
+
     # ------------------------------------------------------------------ reads and upkeep
     def get(self, delivery_id: str) -> dict[str, Any] | None:
         with self._pool.connection() as conn:

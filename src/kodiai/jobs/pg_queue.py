@@ -182,7 +182,15 @@ class PgWorker:
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
-        """Open the queue's pool and start the worker loop (returns at once)."""
+        """Queue a job for any open delivery without one, open the queue's pool and start the worker loop
+        (returns at once)."""
+        orphans = await self.journal.off_loop(self.journal.requeue_orphans)
+        if orphans:
+            self._log.info(
+                "Open deliveries without a queued job were queued",
+                deliveries=orphans[:50],
+                count=len(orphans),
+            )
         await self.app.open_async()
         self._task = asyncio.create_task(
             self.app.run_worker_async(
