@@ -34,7 +34,7 @@ from kodiai.learning.calibration import MINILM_PROFILE  # noqa: E402
 from kodiai.learning.isolation import IsolationLayer  # noqa: E402
 from kodiai.learning.lexical import LexicalChannel  # noqa: E402
 from kodiai.learning.memory_store import open_memory_store  # noqa: E402
-from kodiai.learning.pipeline import CutContext, retrieve_context  # noqa: E402
+from kodiai.learning.pipeline import CutContext, CutDecision, RetrievalOutcome, retrieve_context  # noqa: E402
 from kodiai.learning.stages import StageSwitches, apply_stages, shipped_model  # noqa: E402
 
 DIM = 384
@@ -114,7 +114,7 @@ def main() -> None:
             text = f"Fix {WORDS[int(rng.integers(0, 13))]} race\nLanguages: Go\n" + "\n".join(pr_files)
             queries.append((q / np.linalg.norm(q), text, pr_files))
 
-        def chain(i: int, stages: StageSwitches | None) -> object:
+        def chain(i: int, stages: StageSwitches | None) -> RetrievalOutcome:
             q, text, pr_files = queries[i]
             return retrieve_context(
                 isolation,
@@ -141,8 +141,8 @@ def main() -> None:
         staged = ms(lambda: chain(next(counter) % len(queries), both), len(queries))
         outcomes = [chain(i, None) for i in range(len(queries))]
         ctx = CutContext(top_k=5, distance_threshold=0.3, adaptive=True, now=NOW, recency=True)
-        sizes = [len(o.reranked) for o in outcomes]  # type: ignore[attr-defined]
-        pools = [(o.reranked[: args.candidates], o, queries[i][2]) for i, o in enumerate(outcomes)]  # type: ignore[attr-defined]
+        sizes = [len(o.reranked) for o in outcomes]
+        pools = [(o.reranked[: args.candidates], o, queries[i][2]) for i, o in enumerate(outcomes)]
         counter = iter(range(10**9))
 
         def stages_alone() -> object:
@@ -158,7 +158,7 @@ def main() -> None:
             )
 
         alone = ms(stages_alone, len(pools) * 4)
-        statuses = [chain(i, both).quality.second_stage for i in range(len(queries))]  # type: ignore[attr-defined]
+        statuses = [chain(i, both).quality.second_stage for i in range(len(queries))]
     print(f"rows {args.rows}, queries {args.queries}, pool per query (median) {statistics.median(sizes):.0f}")
     print(f"first stage (the chain, headgap + lexical)   p50 {first[0]:7.2f} ms  p95 {first[1]:7.2f} ms")
     print(f"the chain with abstain + second stage        p50 {staged[0]:7.2f} ms  p95 {staged[1]:7.2f} ms")
@@ -167,13 +167,11 @@ def main() -> None:
         "  (budget: 20 ms)"
     )
     used = sum(1 for s in statuses if s == "used")
-    print(f"second stage used on {used}/{len(statuses)} queries ({sorted(set(statuses))})")
+    print(f"second stage used on {used}/{len(statuses)} queries ({sorted({str(s) for s in statuses})})")
 
 
-def _decision(outcome: object) -> object:
-    from kodiai.learning.pipeline import CutDecision
-
-    return CutDecision(results=outcome.results, threshold=outcome.threshold)  # type: ignore[attr-defined]
+def _decision(outcome: RetrievalOutcome) -> CutDecision:
+    return CutDecision(results=outcome.results, threshold=outcome.threshold)
 
 
 if __name__ == "__main__":
