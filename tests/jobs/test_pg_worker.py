@@ -9,12 +9,15 @@ import itertools
 import json
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 import psycopg
+from structlog.testing import capture_logs
 
 from kodiai.jobs.journal_rows import Intake
 from kodiai.jobs.pg_journal import PgJobJournal
 from kodiai.jobs.pg_queue import PgWorker, WorkerOptions
+from kodiai.learning.setup import open_store_for_provider
 from kodiai.webhook.bot_filter import BotFilter
 from kodiai.webhook.events import WebhookEvent
 from kodiai.webhook.router import EventRouter
@@ -92,3 +95,31 @@ def test_two_workers_keep_each_installation_in_order_and_never_overlap(postgres_
         assert conn.execute(
             "SELECT COUNT(*) FROM procrastinate_jobs WHERE queue_name = 'deliveries'"
         ).fetchone() == (0,)
+
+
+def test_learned_memory_compaction_is_a_periodic_task_of_the_worker(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """With the learned memory on, the worker app runs its compaction every 10 minutes (procrastinate
+    defers each period's run once, for one worker); without it there is no such task."""
+
+    class Provider:
+        dimensions = 16
+        model = "m"
+
+    store = open_store_for_provider(str(tmp_path / "memory.lance"), Provider())  # type: ignore[arg-type]
+    assert store is not None
+    journal = PgJobJournal.open(postgres_url)
+    try:
+        worker = PgWorker(postgres_url, journal, EventRouter(BotFilter("kodiai")), memory_store=store)
+        assert worker.compaction
+        periodic = {t.task.name: t.cron for t in worker.app.periodic_registry.periodic_tasks.values()}
+        assert periodic == {"kodiai.retry_stalled": "*/10 * * * * *", "kodiai.compact_memory": "*/10 * * * *"}
+        with capture_logs() as logs:
+            asyncio.run(worker.app.tasks["kodiai.compact_memory"](timestamp=0))
+        assert [e["event"] for e in logs] == ["Learning memory compacted"]
+        bare = PgWorker(postgres_url, journal, EventRouter(BotFilter("kodiai")))
+        assert not bare.compaction and "kodiai.compact_memory" not in bare.app.tasks
+    finally:
+        journal.close()
+        store.close()
