@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -49,7 +50,7 @@ def _spawn(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
     )
 
 
-def _result(proc: subprocess.Popen[str], timeout: float = 240) -> dict:  # type: ignore[type-arg]
+def _result(proc: subprocess.Popen[str], timeout: float = 240) -> dict:
     out, err = proc.communicate(timeout=timeout)
     assert proc.returncode == 0, err[-3000:]
     return json.loads(out.strip().splitlines()[-1])
@@ -74,7 +75,9 @@ def test_three_writers_and_a_compactor_on_one_s3_table(s3_bucket: S3Bucket, tmp_
     assert store is not None
     rows = store.list_records()
     keys = Counter((r.repo, r.finding_id, r.outcome) for r in rows)
-    expected = {SHARED_BASE + i for i in range(shared)} | {w * 1000 + i for w in (1, 2, 3) for i in range(unique)}
+    expected = {SHARED_BASE + i for i in range(shared)} | {
+        w * 1000 + i for w in (1, 2, 3) for i in range(unique)
+    }
     assert {finding for _, finding, _ in keys} == expected
     assert max(keys.values()) == 1, [k for k, n in keys.items() if n > 1]  # no duplicate of a shared memory
     ids = [r.id for r in rows]
@@ -119,9 +122,9 @@ def test_a_cache_sees_another_processs_row_within_the_refresh_interval(
 class _IgnoresConditions(BaseHTTPRequestHandler):
     """An "S3-compatible" endpoint that accepts every PUT, If-None-Match or not (the data-loss case)."""
 
-    puts: list[str | None] = []
+    puts: ClassVar[list[str | None]] = []
 
-    def do_PUT(self) -> None:  # noqa: N802
+    def do_PUT(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length", "0")))
         type(self).puts.append(self.headers.get("If-None-Match"))
         self.send_response(200)
@@ -129,7 +132,7 @@ class _IgnoresConditions(BaseHTTPRequestHandler):
         self.send_header("Content-Length", "0")
         self.end_headers()
 
-    def do_DELETE(self) -> None:  # noqa: N802
+    def do_DELETE(self) -> None:
         self.send_response(204)
         self.end_headers()
 
@@ -168,7 +171,7 @@ def test_probe_passes_on_a_store_honouring_conditional_puts(s3_bucket: S3Bucket)
 
 def test_a_store_ignoring_conditional_puts_stops_the_server_start(lax_s3: str, tmp_path: Path) -> None:
     """The start-up path of ``kodiai serve``: refused (not fail-open), with the risk named, nothing opened."""
-    settings = Settings(  # type: ignore[call-arg]
+    settings = Settings(
         _env_file=None,
         telemetry_db_path=str(tmp_path / "t.db"),
         knowledge_db_path=str(tmp_path / "k.db"),

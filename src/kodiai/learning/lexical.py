@@ -8,6 +8,8 @@ identifiers), so there is no second store to keep in step. LanceDB does search r
 index was built, but scores them differently from indexed rows (measured: another top 10 for the same
 query), so before searching the channel folds unindexed rows into the index (``table.optimize()``, the
 same call the store makes for its vector index); a retrieval right after new memories pays for that once.
+With several writers (an object-store memory) searches leave that to the periodic compaction job, so rows
+written since its last run are scored as unindexed rows meanwhile.
 
 Scores are raw BM25 and only comparable within one query; :func:`kodiai.learning.cut_strategy.head_gap_decide`
 normalises each channel within the pool before fusing them. For every vector candidate the channel also
@@ -51,6 +53,11 @@ class TableAccess(Protocol):
     """What the channel needs from the memory store: its LanceDB table, under the store's lock."""
 
     def with_table(self, fn: Callable[[Any], _T]) -> _T: ...
+
+    @property
+    def multi_writer(self) -> bool:
+        """Several processes write the table: a search must not compact it (the periodic job does)."""
+        ...
 
 
 def ensure_fts_indexes(table: Any) -> list[str]:
@@ -130,8 +137,11 @@ class LexicalChannel:
         where = f"repo = {sql_string(repo)} AND stale = false"
         query = np.asarray(query_embedding, dtype=np.float32)
 
+        fold = not self._store.multi_writer
+
         def run(table: Any) -> tuple[Any, Any]:
-            fold_unindexed(table)
+            if fold:
+                fold_unindexed(table)
             top = _search(table, text, where, limit)
             found = set(top.column("id").to_pylist())
             rest = [i for i in known if i not in found]

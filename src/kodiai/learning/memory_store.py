@@ -161,6 +161,11 @@ class LanceMemoryStore:
     def dimensions(self) -> int:
         return self._dimensions
 
+    @property
+    def multi_writer(self) -> bool:
+        """Several processes write this table (content-key ids, refreshes, compaction by one job only)."""
+        return self._multi
+
     # ---- writes -----------------------------------------------------------------------------------
 
     def write_memory(
