@@ -2,11 +2,11 @@
 
 - ``--role web`` and ``--role worker``, two processes on one database: a signed delivery sent to the web
   replica is acknowledged there and run by the worker (the web replica runs no job; the worker serves only
-  ``/health`` and ``/metrics``).
-- Worker processes stopped under a running job: SIGTERM gives the attempt back and the job returns to the
-  queue; ``kill -9`` leaves it to the stalled-job check, which puts it back in line for the next worker; a
-  delivery whose job was running when its worker died three times is ``dead`` (journal) and ``failed``
-  (queue), and the installation's next delivery then runs.
+  ``/health`` and ``/metrics``); SIGTERM to the worker under a running job gives the attempt back and puts
+  the job back in the queue.
+- Worker processes killed (``kill -9``) under a running job: the stalled-job check puts it back in line for
+  the next worker; a delivery whose job was running when its worker died three times is ``dead``
+  (journal) and ``failed`` (queue), and the installation's next delivery then runs.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def test_web_and_worker_replicas_complete_a_signed_delivery(
 ) -> None:
     record = tmp_path / "record.txt"
     web = _serve(tmp_path, "web", fake, postgres_url, "web", record)
-    worker = _serve(tmp_path, "worker", fake, postgres_url, "worker", record)
+    worker = _serve(tmp_path, "worker", fake, postgres_url, "worker", record, KODIAI_TEST_BLOCK="1")
     web.start()
     try:
         body = json.dumps({"action": "opened", "installation": {"id": 1}, "issue": {"number": 1}}).encode()
@@ -93,18 +93,22 @@ def test_web_and_worker_replicas_complete_a_signed_delivery(
         assert "kodiai_queue_jobs" in worker.get("/metrics").text
         assert worker.get("/readiness").status_code == 404  # a worker takes no webhooks
         assert httpx.post(f"{worker.url}/webhooks/github", content=body, timeout=10).status_code == 404
+
+        blocked = json.dumps({"action": "opened", "installation": {"id": 1}, "block": True}).encode()
+        assert web.deliver(blocked, "blocked-1").status_code == 200
+        wait_until(lambda: _row(postgres_url, "blocked-1") == ("running", 1), 30, "the blocked job", worker)
+        assert worker.stop(signal.SIGTERM) == 0  # graceful: the attempt is given back, the job queued again
+        assert _row(postgres_url, "blocked-1") == ("pending", 0)
+        assert _job(postgres_url, "blocked-1") == "todo"
     finally:
         web.stop()
         worker.stop()
-    assert (
-        "Job journal and queue on PostgreSQL" in web.log_text()
-        and "Queue worker started" in worker.log_text()
-    )
+    assert "Job journal and queue on PostgreSQL" in web.log_text()
+    assert "Queue worker started" in worker.log_text()
+    assert "Job interrupted by shutdown; back in the queue for another worker" in worker.log_text()
 
 
-def test_stopped_workers_give_back_or_lose_attempts_until_dead(
-    tmp_path: Path, fake: FakeGitHub, postgres_url: str
-) -> None:
+def test_killed_workers_lose_attempts_until_dead(tmp_path: Path, fake: FakeGitHub, postgres_url: str) -> None:
     record = tmp_path / "record.txt"
     journal = PgJobJournal.open(postgres_url)
     try:
@@ -118,14 +122,12 @@ def test_stopped_workers_give_back_or_lose_attempts_until_dead(
 
     workers = [
         _serve(tmp_path, f"w{i}", fake, postgres_url, "worker", record, KODIAI_TEST_BLOCK="1")
-        for i in range(5)
+        for i in range(4)
     ]
     _start_together(workers)  # they boot side by side; whichever is free takes the job
     try:
-        holder = _holder(workers, 1)
-        assert holder.stop(signal.SIGTERM) == 0  # graceful: the attempt is given back, the job queued again
-        for attempt in (1, 2, 3):  # attempt 1 again: the SIGTERM used none
-            holder = _holder(workers, attempt + (attempt == 1))  # the next worker's first dispatch of it
+        for attempt in (1, 2, 3):
+            holder = _holder(workers, attempt)
             wait_until(
                 lambda a=attempt: _row(postgres_url, "poison") == ("running", a), 30, f"attempt {attempt}"
             )
@@ -139,12 +141,11 @@ def test_stopped_workers_give_back_or_lose_attempts_until_dead(
         for worker in workers:
             worker.stop(signal.SIGKILL)
     logs = "".join(w.log_text() for w in workers)
-    assert logs.count("Job of a stopped worker put back in the queue") == 2  # the kills; not the SIGTERM
+    assert logs.count("Job of a stopped worker put back in the queue") == 2  # after kills 1 and 2
     dead = [
         json.loads(line) for line in logs.splitlines() if "Delivery moved to the dead-letter state" in line
     ]
     assert len(dead) == 1 and dead[0]["deliveryId"] == "poison" and dead[0]["attempts"] == 3
-    assert logs.count("Job interrupted by shutdown; back in the queue for another worker") == 1
 
 
 def _start_together(workers: list[KodiaiServe], timeout: float = 120) -> None:
