@@ -3,7 +3,8 @@
 Order: signature over the exact bytes → JSON check and routing fields (invalid → 400, *not* marked seen:
 PARITY fix; the full payload is parsed when a handler reads it, see :mod:`kodiai.webhook.routing`) →
 dedup (by delivery id, and by the body's sha256 inside the dedup window) + journal in one SQLite
-transaction (before the 200) → background dispatch → 200 at once.
+transaction (before the 200) → background dispatch → 200 at once. With ``DATABASE_URL`` the transaction is
+PostgreSQL's and also queues the delivery's job (:mod:`kodiai.jobs.pg_journal`); a worker runs it.
 
 A journal that cannot record the delivery answers 500: it was not acknowledged (GitHub shows it failed and
 it can be redelivered). Once the delivery is committed nothing may turn it into an error answer: a failure
