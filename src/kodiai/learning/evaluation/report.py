@@ -271,4 +271,18 @@ def stages_tables(result: Any) -> list[Table]:
         "cost of skipping: abstain first stage → ranker had it run",
         f"{_pct(s.skipped_abstain_first)} → {_pct(s.skipped_abstain_forced)}",
     )
-    return [main, repos, skips]
+    from kodiai.learning.evaluation.stages import stage_targets
+
+    targets = Table(
+        title="Targets, held out (the :no-files rows are the controls without the label's own rule)"
+    )
+    targets.add_column("variant")
+    targets.add_column("target")
+    targets.add_column("value", justify="right")
+    targets.add_column("met")
+    for name in result.strategies:
+        if name == "headgap":
+            continue
+        for target, value, met in stage_targets(result, name):
+            targets.add_row(name, target, value, "met" if met else "MISSED")
+    return [main, repos, skips, targets]

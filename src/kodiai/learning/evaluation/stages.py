@@ -394,8 +394,14 @@ def train_shipped(queries: Sequence[StageQuery], source: str) -> StagesModel:
 
 
 def stages_json(result: StagesResult) -> dict[str, object]:
-    """The result as JSON (metrics per variant, per repository, stability, skip figures, folds)."""
-    return result.model_dump()
+    """The result as JSON (metrics per variant, per repository, stability, skip figures, folds, and the
+    targets of every variant)."""
+    out = result.model_dump()
+    out["targets"] = {
+        v: [{"target": t, "value": value, "met": met} for t, value, met in stage_targets(result, v)]
+        for v in result.strategies
+    }
+    return out
 
 
 def export_queries(queries: Sequence[StageQuery], track: str) -> list[dict[str, object]]:
@@ -447,3 +453,25 @@ def import_queries(rows: Sequence[Mapping[str, object]]) -> list[StageQuery]:
         )
         out.append(StageQuery(pool, pairs, PrFiles.of([str(f) for f in row["pr_files"]])))  # type: ignore[attr-defined]
     return out
+
+
+#: The issue's targets for the stages, held out: F0.5 overall and in every repository, abstain on the
+#: queries without a relevant memory, empty on those with one, and the fold spread.
+STAGE_GOALS = {"f0_5": 0.65, "repo_f0_5": 0.45, "abstain": 0.50, "empty": 0.10, "spread": 0.03}
+
+
+def stage_targets(result: StagesResult, variant: str) -> list[tuple[str, str, bool]]:
+    """``(target, value, met)`` for ``variant``'s held-out figures."""
+    m = result.strategies[variant]
+    lo, hi = result.stability[variant]
+    weakest = min(by[variant] for by in result.per_repo.values() if variant in by)
+    g = STAGE_GOALS
+    abstain = m.abstain if m.abstain is not None else 0.0
+    empty = m.empty if m.empty is not None else 0.0
+    return [
+        (f"F0.5 ≥ {g['f0_5']}", f"{m.f0_5:.3f}", m.f0_5 >= g["f0_5"]),
+        (f"every repository F0.5 ≥ {g['repo_f0_5']}", f"{weakest:.3f}", weakest >= g["repo_f0_5"]),
+        (f"abstain ≥ {g['abstain']:.0%}", f"{abstain:.0%}", abstain >= g["abstain"]),
+        (f"empty ≤ {g['empty']:.0%}", f"{empty:.0%}", empty <= g["empty"]),
+        (f"fold spread ≤ {g['spread']}", f"{hi - lo:.3f}", hi - lo <= g["spread"]),
+    ]
