@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -280,3 +282,38 @@ def test_open_deliveries_without_a_job_are_queued_once(postgres_url: str) -> Non
     assert [(j["lock"], j["args"]["delivery_id"]) for j in _jobs(postgres_url)] == [
         ("installation:5", d) for d in ("fresh", "m-1", "m-3", "m-4")
     ]
+
+
+def test_job_ids_of_one_installation_follow_commit_order(postgres_url: str) -> None:
+    """A delivery whose transaction is slow after its job got an id (a trigger sleeps in PostgreSQL) holds
+    back a later delivery of the same installation until it commits, so the later one is acknowledged
+    after it and runs after it; another installation's delivery does not wait."""
+    pg = PgJobJournal.open(postgres_url)
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(
+            "CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+            " IF NEW.args->>'delivery_id' = 'slow' THEN PERFORM pg_sleep(0.6); END IF; RETURN NEW; END $$;"
+            " CREATE TRIGGER slow_commit AFTER INSERT ON procrastinate_jobs FOR EACH ROW EXECUTE FUNCTION slow_commit()"
+        )
+    acked: list[str] = []
+
+    def deliver(delivery: str, inst: int) -> None:
+        assert pg.intake(Intake(delivery, "issues", "opened", inst, delivery.encode()), now=T0) is True
+        acked.append(delivery)
+
+    try:
+        slow = threading.Thread(target=deliver, args=("slow", 8))
+        slow.start()
+        time.sleep(0.2)  # "slow" has its job id and sleeps before its commit
+        others = [threading.Thread(target=deliver, args=args) for args in (("later", 8), ("elsewhere", 9))]
+        for thread in others:
+            thread.start()
+        for thread in (slow, *others):
+            thread.join()
+    finally:
+        pg.close()
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            conn.execute("DROP TRIGGER slow_commit ON procrastinate_jobs; DROP FUNCTION slow_commit()")
+    assert acked == ["elsewhere", "slow", "later"]
+    ids = [j["args"]["delivery_id"] for j in _jobs(postgres_url) if j["lock"] == "installation:8"]
+    assert ids == ["slow", "later"]
