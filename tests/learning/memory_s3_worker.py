@@ -75,7 +75,7 @@ def main(argv: list[str]) -> None:
         while done < 2 or not stop.exists():
             compact_memory(store)
             done += 1
-            time.sleep(0.2)
+            time.sleep(1.0)
         print(json.dumps({"compactions": done}))
     else:
         raise SystemExit(f"unknown command {argv[0]}")

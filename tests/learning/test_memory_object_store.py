@@ -12,7 +12,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import ClassVar
@@ -23,7 +23,7 @@ from pydantic import SecretStr
 from typer.testing import CliRunner
 
 from kodiai.cli.main import app
-from kodiai.learning.memory_compaction import compact_memory
+from kodiai.learning.memory_store import open_memory_store
 from kodiai.learning.object_store import (
     MemoryStoreRefused,
     probe_conditional_put,
@@ -62,7 +62,7 @@ def test_three_writers_and_a_compactor_on_one_s3_table(s3_bucket: S3Bucket, tmp_
     uri = s3_bucket.uri("memory")
     env = {**os.environ, "LEARNING_MEMORY_REFRESH_SECONDS": "1"}
     go, stop = tmp_path / "go", tmp_path / "stop"
-    unique, shared = 5, 4
+    unique, shared = 3, 3
     writers = [_spawn("write", uri, str(w), str(unique), str(shared), str(go), env=env) for w in (1, 2, 3)]
     compactor = _spawn("compact", uri, str(stop), env=env)
     time.sleep(0.5)
@@ -230,17 +230,20 @@ def test_sigv4_signature_matches_botocore() -> None:
 
 
 def test_compaction_keeps_recent_versions(tmp_path: Path) -> None:
-    """The periodic job keeps recent table versions (a concurrent reader's); a shorter window is refused."""
-    store = open_store_for_provider(str(tmp_path / "m.lance"), Provider())  # type: ignore[arg-type]
-    assert store is not None
+    """`kodiai memory compact` (the periodic job's call, for cron where no job runs it) compacts and keeps the
+    recent table versions a concurrent reader may be reading; a shorter window is refused."""
+    uri = str(tmp_path / "m.lance")
+    vectors = np.eye(1024, dtype=np.float32)[:3]
+    store = open_memory_store(uri, 1024)
     for finding in range(3):
-        store.write_memory(record("acme/api", finding), vector(finding))
+        store.write_memory(record("acme/api", finding), vectors[finding])
     versions = store.with_table(lambda t: len(t.list_versions()))
-    compact_memory(store)
-    assert store.with_table(lambda t: len(t.list_versions())) > versions  # compacted, nothing deleted
-    assert store.count() == 3
-    from datetime import timedelta
-
+    args = ["memory", "compact", "--uri", uri, "--provider", "voyage", "--voyage-api-key", "pa-test"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "Compacted" in result.output and "3 memories" in result.output
+    again = open_memory_store(uri, 1024)
+    assert again.with_table(lambda t: len(t.list_versions())) > versions  # compacted, nothing deleted
     with pytest.raises(ValueError, match="at least 1:00:00"):
-        store.compact(timedelta(0))
-    assert np.isfinite(store.retrieve_memories(vector(0), "acme/api", 1)[0].distance)
+        again.compact(timedelta(0))
+    assert [h.memory_id for h in again.retrieve_memories(vectors[0], "acme/api", 1)] == [1]

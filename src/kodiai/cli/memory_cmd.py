@@ -624,6 +624,22 @@ def purge_stale(
     )
 
 
+@app.command("compact")
+def compact(
+    uri: UriOpt = DEFAULT_URI,
+    provider_name: ProviderOpt = "auto",
+    voyage_api_key: VoyageKeyOpt = None,
+) -> None:
+    """Compact the store once: merge small fragments, bring its indexes up to date, delete table versions
+    older than 6 hours. For a memory several processes write (s3://…) where no periodic job does it
+    (without DATABASE_URL): run it from cron, e.g. hourly."""
+    from kodiai.learning.memory_compaction import compact_memory
+
+    store = _store(uri, _provider(provider_name, voyage_api_key), mark_stale=False)
+    compact_memory(store)
+    _console().print(f"Compacted {uri}: {store.count()} memories.")
+
+
 @app.command("retire")
 def retire(
     repo: Annotated[str, typer.Option("--repo", help="Repository (owner/name).")],
