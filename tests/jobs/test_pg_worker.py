@@ -63,6 +63,12 @@ def test_two_workers_keep_each_installation_in_order_and_never_overlap(postgres_
         assert journal.intake(Intake(delivery, "issues", "opened", inst, body), now=now) is True
         order[inst].append(delivery)
     journal.intake(Intake("broken", "issues", "opened", 4, b'{"action": "opened", "fail": true}'), now=now)
+    with psycopg.connect(
+        postgres_url, autocommit=True
+    ) as conn:  # a job no worker knows: procrastinate's error
+        conn.execute(
+            "INSERT INTO procrastinate_jobs (queue_name, task_name, args) VALUES ('deliveries', 'nope', '{}')"
+        )
 
     async def scenario() -> dict[str, tuple[str, str | None]]:
         workers = [
@@ -72,15 +78,21 @@ def test_two_workers_keep_each_installation_in_order_and_never_overlap(postgres_
         for worker in workers:
             await worker.start()
         try:
-            return await _wait_finished(postgres_url, 16)
+            finished = await _wait_finished(postgres_url, 16)
+            while _queued(postgres_url):
+                await asyncio.sleep(0.1)
+            return finished
         finally:
             for worker in workers:
                 await worker.stop()
 
     try:
-        finished = asyncio.run(scenario())
+        with capture_logs() as logs:
+            finished = asyncio.run(scenario())
     finally:
         journal.close()
+    unknown = [e for e in logs if e["event"] == "Task was not found"]
+    assert unknown and unknown[0]["log_level"] == "error"  # procrastinate's log, as a Kodiai log line
     assert finished.pop("broken") == ("failed", "record: RuntimeError: handler broke")
     assert set(finished.values()) == {("done", None)} and len(finished) == 15
     for inst, expected in order.items():
@@ -92,9 +104,18 @@ def test_two_workers_keep_each_installation_in_order_and_never_overlap(postgres_
             )
     assert {r[2] for r in runs} == {"w1", "w2"}  # both workers took jobs
     with psycopg.connect(postgres_url) as conn:  # succeeded jobs are deleted; nothing left to run
-        assert conn.execute(
-            "SELECT COUNT(*) FROM procrastinate_jobs WHERE queue_name = 'deliveries'"
-        ).fetchone() == (0,)
+        left = conn.execute(
+            "SELECT task_name, status::text FROM procrastinate_jobs WHERE queue_name = 'deliveries'"
+        )
+        assert left.fetchall() == [("nope", "failed")]
+
+
+def _queued(url: str) -> int:
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT COUNT(*) FROM procrastinate_jobs WHERE status IN ('todo', 'doing')"
+        ).fetchone()
+    return int(row[0]) if row else 0
 
 
 def test_learned_memory_compaction_is_a_periodic_task_of_the_worker(

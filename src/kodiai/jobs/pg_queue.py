@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.util
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -76,6 +77,26 @@ def _safe(url: str) -> str:
     from kodiai.storage.database import safe_url
 
     return safe_url(url)
+
+
+class _ToStructlog(logging.Handler):
+    """procrastinate logs through the standard library; its warnings and errors (a failed side task, a job
+    that raised) go to Kodiai's log as JSON lines like every other, not as bare text on stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        log = get_logger(record.name)
+        fields: dict[str, Any] = {"action": getattr(record, "action", None)}
+        if record.exc_info and record.exc_info[1] is not None:
+            fields["err"] = f"{type(record.exc_info[1]).__name__}: {record.exc_info[1]}"
+        (log.error if record.levelno >= logging.ERROR else log.warning)(record.getMessage()[:500], **fields)
+
+
+def bridge_procrastinate_logs() -> None:
+    logger = logging.getLogger("procrastinate")
+    if not any(isinstance(h, _ToStructlog) for h in logger.handlers):
+        handler = _ToStructlog(logging.WARNING)
+        logger.addHandler(handler)
+        logger.propagate = False
 
 
 class _Retry(BaseRetryStrategy):
@@ -151,6 +172,7 @@ class PgWorker:
         self._name = name
         self._log = CachedLogger("kodiai.jobs.worker")
         self._task: asyncio.Task[None] | None = None
+        bridge_procrastinate_logs()
         self.app = App(
             connector=PsycopgConnector(conninfo=url, min_size=1, max_size=self.options.concurrency + 4),
             periodic_defaults={"max_delay": max(60.0, 3 * self.options.stalled_seconds)},
