@@ -113,7 +113,8 @@ def test_two_workers_keep_each_installation_in_order_and_never_overlap(postgres_
 def _queued(url: str) -> int:
     with psycopg.connect(url) as conn:
         row = conn.execute(
-            "SELECT COUNT(*) FROM procrastinate_jobs WHERE status IN ('todo', 'doing')"
+            "SELECT COUNT(*) FROM procrastinate_jobs WHERE queue_name = 'deliveries'"
+            " AND status IN ('todo', 'doing')"
         ).fetchone()
     return int(row[0]) if row else 0
 
