@@ -145,7 +145,9 @@ class PgJobJournal:
     def intake(self, intake: Intake, *, now: datetime, journal: bool = True) -> Acceptance:
         """Dedup, journal and (with work) defer the delivery's job, in one transaction. Raises when the
         delivery could not be recorded (it must not be acknowledged then)."""
-        with self._transaction() as conn:
+        # Pipeline mode: BEGIN, the lock and the digest check go in one round trip, the writes in a second,
+        # COMMIT in a third (one statement each would be seven).
+        with self._pool.connection() as conn, conn.pipeline(), conn.transaction():
             verdict = self._intake_in(conn, intake, now=now, journal=journal)
         if verdict is True:
             self._inserts += 1
@@ -172,28 +174,33 @@ class PgJobJournal:
             ).fetchone()
             if row is not None and row[0] != intake.delivery_id:
                 return Duplicate(of=str(row[0]), by="body")
+        # One statement: the journal row, then (with work) its body and its job; nothing for a duplicate id.
         row = conn.execute(
-            "INSERT INTO delivery_journal (delivery_id, event_name, action, installation_id, status, attempts,"
-            " received_at, body_sha256) VALUES (%s, %s, %s, %s, %s, 0, %s, %s)"
-            " ON CONFLICT (delivery_id) DO NOTHING RETURNING seq",
-            (
-                intake.delivery_id,
-                intake.event_name,
-                intake.action,
-                intake.installation_id,
-                "pending" if journal else "ignored",
-                iso(now),
-                intake.digest,
-            ),
+            "WITH j AS (INSERT INTO delivery_journal (delivery_id, event_name, action, installation_id, status,"
+            " attempts, received_at, body_sha256) VALUES (%(id)s, %(event)s, %(action)s, %(inst)s, %(status)s, 0,"
+            " %(at)s, %(digest)s) ON CONFLICT (delivery_id) DO NOTHING RETURNING seq),"
+            " p AS (INSERT INTO delivery_payloads (seq, payload) SELECT seq, %(body)s FROM j WHERE %(work)s"
+            " RETURNING seq)"
+            " SELECT j.seq, (SELECT procrastinate_defer_jobs_v1(ARRAY[ROW(%(queue)s, %(task)s, 0, %(lock)s, NULL,"
+            " %(args)s::jsonb, NULL)::procrastinate_job_to_defer_v1]) FROM p) FROM j",
+            {
+                "id": intake.delivery_id,
+                "event": intake.event_name,
+                "action": intake.action,
+                "inst": intake.installation_id,
+                "status": "pending" if journal else "ignored",
+                "at": iso(now),
+                "digest": intake.digest,
+                "body": self._codec.encode(intake.body) if journal else b"",
+                "work": journal,
+                "queue": self.queue,
+                "task": TASK,
+                "lock": lock,
+                "args": json.dumps({"delivery_id": intake.delivery_id}),
+            },
         ).fetchone()
         if row is None:
             return Duplicate(of=intake.delivery_id, by="id")
-        if journal:
-            conn.execute(
-                "INSERT INTO delivery_payloads (seq, payload) VALUES (%s, %s)",
-                (row[0], self._codec.encode(intake.body)),
-            )
-            self._defer_in(conn, intake.delivery_id, lock)
         return True
 
     def _defer_in(self, conn: psycopg.Connection[Any], delivery_id: str, lock: str) -> int:
