@@ -56,6 +56,14 @@ def _result(proc: subprocess.Popen[str], timeout: float = 240) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
+def _reap(procs: list[subprocess.Popen[str]]) -> None:
+    """Kill what a failed assertion left running (and close its pipes)."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+
+
 def test_three_writers_and_a_compactor_on_one_s3_table(s3_bucket: S3Bucket, tmp_path: Path) -> None:
     """Every memory present once, ids unique, and a memory written by all three writers at once is one row
     whose id every writer returned (its content key's)."""
@@ -65,11 +73,14 @@ def test_three_writers_and_a_compactor_on_one_s3_table(s3_bucket: S3Bucket, tmp_
     unique, shared = 3, 3
     writers = [_spawn("write", uri, str(w), str(unique), str(shared), str(go), env=env) for w in (1, 2, 3)]
     compactor = _spawn("compact", uri, str(stop), env=env)
-    time.sleep(0.5)
-    go.touch()
-    results = [_result(w) for w in writers]
-    stop.touch()
-    assert _result(compactor)["compactions"] >= 2
+    try:
+        time.sleep(0.5)
+        go.touch()
+        results = [_result(w) for w in writers]
+        stop.touch()
+        assert _result(compactor)["compactions"] >= 2
+    finally:
+        _reap([*writers, compactor])
 
     store = open_store_for_provider(uri, Provider(), mark_stale=False)  # type: ignore[arg-type]
     assert store is not None
@@ -104,7 +115,10 @@ def test_a_cache_sees_another_processs_row_within_the_refresh_interval(
     go = tmp_path / "go"
     go.touch()
     writer = _spawn("write", uri, "9", "1", "0", str(go), env=dict(os.environ))  # finding 9000
-    written = _result(writer)["ids"]["9000"]
+    try:
+        written = _result(writer)["ids"]["9000"]
+    finally:
+        _reap([writer])
     seen_at = time.monotonic()
     while True:
         hits = [h.memory_id for h in store.retrieve_memories(vector(9000), "acme/api", 5)]

@@ -783,7 +783,12 @@ def open_memory_store(
     if table_name in db.list_tables().tables:
         table = db.open_table(table_name)
     else:
-        table = db.create_table(table_name, schema=memory_schema(dimensions), exist_ok=True)
+        try:
+            table = db.create_table(table_name, schema=memory_schema(dimensions), exist_ok=True)
+        except ValueError:  # another process created it meanwhile, and already declared its primary key
+            if table_name not in db.list_tables().tables:
+                raise
+            table = db.open_table(table_name)
     existing = vector_dimensions(table.schema)
     if existing != dimensions:
         raise ValueError(
