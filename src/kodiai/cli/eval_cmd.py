@@ -200,6 +200,7 @@ def stages(
     from kodiai.learning.evaluation.report import stages_tables
     from kodiai.learning.evaluation.runner import ChainOptions
     from kodiai.learning.evaluation.stages import (
+        check_chain,
         dataset_queries,
         evaluate_stages,
         first_stage_fit,
@@ -225,17 +226,21 @@ def stages(
             )
         queries = dataset_queries(dataset, pools)
         result = evaluate_stages(queries, first_stage_fit(provider.model), bootstrap_reps=bootstrap)
-    except (EmbeddingFailedError, ValueError) as exc:
+        checked = check_chain(dataset, provider, cache, queries, first_stage_fit(provider.model))
+    except (EmbeddingFailedError, ValueError, RuntimeError) as exc:
         raise _fail(str(exc)) from exc
     if write_model is not None:
         shipped = train_shipped(queries, f"{data.name} ({dataset.name}, {provider.model})")
         write_model.write_text(json.dumps(shipped.model_dump(mode="json"), indent=1) + "\n", encoding="utf-8")
     if as_json:
-        typer.echo(json.dumps(stages_json(result), indent=2))
+        typer.echo(json.dumps({**stages_json(result), "chain_checked": checked}, indent=2))
         return
     console = Console(width=240, soft_wrap=False, highlight=False)
     for table in stages_tables(result):
         console.print(table)
+    console.print(
+        f"Chain check: the real chain with both stages on kept exactly what the replay kept ({checked} queries)."
+    )
     if write_model is not None:
         console.print(f"Model written to {write_model}")
 

@@ -40,6 +40,7 @@ from kodiai.learning.memory_store import LanceMemoryStore, open_memory_store
 from kodiai.learning.pipeline import CutContext, CutDecision, LexicalMatches, retrieve_context
 from kodiai.learning.rerank import RerankConfig
 from kodiai.learning.same_pr import SamePrStrategy
+from kodiai.learning.stages import StageSwitches
 from kodiai.learning.types import LearningMemoryRecord, MemoryHit, RerankedResult
 
 NO_RERANK = RerankConfig(same_language_boost=1.0, cross_language_penalty=1.0)
@@ -207,11 +208,14 @@ def run_chain(
     options: ChainOptions | None = None,
     workdir: str | Path | None = None,
     on_query: Callable[[int, int], None] | None = None,
+    stages: StageSwitches | None = None,
 ) -> tuple[dict[str, list[QueryJudgement]], list[LabelledPool]]:
     """Judgements per strategy name (in query order), and each query's uncut pool (for replays).
 
     ``query_vectors[i]`` embeds ``dataset.queries[i].query_text``; ``finding_vectors[j]`` embeds
-    ``dataset.findings[j].memory_text()``.
+    ``dataset.findings[j].memory_text()``. ``stages``: run the stages after every strategy's cut (the
+    query's ``file_paths`` as the PR's files), as the review does with them switched on; the pools are
+    captured before them.
     """
     opts = options or ChainOptions()
     if len(query_vectors) != len(dataset.queries) or len(finding_vectors) != len(dataset.findings):
@@ -285,6 +289,8 @@ def run_chain(
                         query_text=query.query_text,
                         same_pr_review_ids=scope if scoped else None,
                         same_pr_mode=cut.mode if isinstance(cut, SamePrStrategy) else "only",
+                        stages=stages if name is not None else None,
+                        pr_files=query.file_paths,
                     )
                     if scoped and own is None and outcome.same_pr is not None:
                         ctx = CutContext(

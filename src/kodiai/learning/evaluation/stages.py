@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -50,9 +52,12 @@ from kodiai.learning.second_stage import (
     pair_features,
     rank_pool,
 )
-from kodiai.learning.stages import StagesModel, run_stages
+from kodiai.learning.stages import StagesModel, StageSwitches, run_stages
 
 FirstFit = Callable[[Mapping[str, Sequence[LabelledPool]]], NamedCut]
+if TYPE_CHECKING:
+    from kodiai.learning.embeddings import EmbeddingProvider
+
 MAX_EMPTY = 0.10
 FILE_FEATURES = frozenset({"same_file", "same_dir", "path_overlap", "same_stem"})
 FILE_SIGNALS = frozenset({"file_evidence"})
@@ -475,3 +480,42 @@ def stage_targets(result: StagesResult, variant: str) -> list[tuple[str, str, bo
         (f"empty ≤ {g['empty']:.0%}", f"{empty:.0%}", empty <= g["empty"]),
         (f"fold spread ≤ {g['spread']}", f"{hi - lo:.3f}", hi - lo <= g["spread"]),
     ]
+
+
+def check_chain(
+    dataset: EvalDataset,
+    provider: EmbeddingProvider,
+    cache_dir: str | Path,
+    queries: Sequence[StageQuery],
+    fit_first: FirstFit,
+) -> int:
+    """Run the real chain (store, channels, ``retrieve_context`` with both stages on, as the review runs
+    them) with the models fitted on every query, and raise when it keeps anything other than the replay
+    this module scores; returns the number of queries checked. The figures above are replays on captured
+    pools: this is what ties them to the review's code path."""
+    from kodiai.learning.evaluation.embedding_cache import EmbeddingCache
+    from kodiai.learning.evaluation.runner import ChainOptions, run_chain
+
+    models = fit_models(queries, fit_first)
+    switches = StageSwitches(
+        abstain=True, second_stage=True, model=StagesModel(ranker=models.ranker, abstain=models.abstain)
+    )
+    findings, vectors = EmbeddingCache(cache_dir, provider).embed_corpus(
+        [f.memory_text() for f in dataset.findings], [q.query_text for q in dataset.queries]
+    )
+    judged, _ = run_chain(
+        dataset,
+        vectors,
+        findings,
+        {"rank>abstain": models.first},
+        model=provider.model,
+        options=ChainOptions(),
+        stages=switches,
+    )
+    replay = {q.pool.query_id: answer(q, "rank>abstain", models)[0] for q in queries}
+    for j in judged["rank>abstain"]:
+        if j.kept != replay[j.query_id]:
+            raise RuntimeError(
+                f"stages: the chain keeps {j.kept} for {j.query_id}, the replay {replay[j.query_id]}"
+            )
+    return len(judged["rank>abstain"])
