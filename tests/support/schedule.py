@@ -25,6 +25,7 @@ SLOWEST_FIRST: tuple[str, ...] = (
     "tests/handlers/test_review_checklist.py",  # 47
     "tests/server/test_full_disk_stores.py",  # 44
     "tests/server/test_hostile_clients.py",  # 43
+    "tests/server/test_queue_workers.py",  # 40 (measured under load: 6 kodiai serve processes)
     "tests/e2e/test_attacks_agent_e2e.py",  # 34
     "tests/e2e/test_attacks_write_e2e.py",  # 32
     "tests/handlers/test_hostile_diffs.py",  # 30
