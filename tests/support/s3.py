@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import itertools
 import os
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import pytest
 
@@ -65,49 +63,13 @@ class S3Bucket:
         return [obj["Key"] for page in pages for obj in page.get("Contents", [])]
 
 
-def _atomic_conditional_puts(app: Any) -> Any:
-    """WSGI wrapper: one conditional PUT (``If-None-Match``/``If-Match``) at a time. moto checks the condition
-    and then stores the object in two steps, so two concurrent ``If-None-Match: *`` PUTs of one key can both
-    succeed — which AWS S3 never allows, and which is how LanceDB commits: without this, concurrent commits
-    on the test server can overwrite each other (a lost commit, then a manifest naming deleted files)."""
-    lock = threading.Lock()
-
-    def wrapped(environ: dict[str, Any], start_response: Any) -> Any:
-        conditional = "HTTP_IF_NONE_MATCH" in environ or "HTTP_IF_MATCH" in environ
-        if environ.get("REQUEST_METHOD") == "PUT" and conditional:
-            with lock:
-                return list(app(environ, start_response))
-        return app(environ, start_response)
-
-    return wrapped
-
-
-def _moto_server(port: int) -> Any:
-    from moto.moto_server.werkzeug_app import (
-        DomainDispatcherApplication,
-        MotoRequestHandler,
-        create_backend_app,
-    )
-    from moto.server import ThreadedMotoServer
-    from werkzeug.serving import make_server
-
-    class Server(ThreadedMotoServer):
-        def _server_entry(self) -> None:
-            app = _atomic_conditional_puts(DomainDispatcherApplication(create_backend_app))
-            self._server = make_server(
-                self._ip_address, self._port, app, True, request_handler=MotoRequestHandler
-            )
-            self._server_ready_event.set()
-            self._server.serve_forever()
-
-    return Server(ip_address="127.0.0.1", port=port, verbose=False)
-
-
 @pytest.fixture(scope="session")
 def s3_server() -> Iterator[S3Server]:
     """The session's S3 server on 127.0.0.1, stopped at the end."""
+    from moto.server import ThreadedMotoServer
+
     port = free_port()
-    server = _moto_server(port)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     try:
         yield S3Server(endpoint=f"http://127.0.0.1:{port}")
