@@ -105,6 +105,8 @@ def test_web_and_worker_replicas_complete_a_signed_delivery(
         worker.stop()
     assert "Job journal and queue on PostgreSQL" in web.log_text()
     assert "Queue worker started" in worker.log_text()
+    assert "Review path warmed up" in worker.log_text()  # a web replica only routes: nothing to warm
+    assert "Review path warmed up" not in web.log_text() and "Queue worker started" not in web.log_text()
     assert "Job interrupted by shutdown; back in the queue for another worker" in worker.log_text()
 
 

@@ -135,15 +135,18 @@ def builtin_registrar(
             # index builds (the start-up warm runs already: builds made before this are replayed)
             runtime.stores.memory.observe_builds(runtime.metrics.memory_index.observe)
         count_store_write_failures(runtime)
-        log_startup_status(agent_sandbox(settings))
-        log_model_credentials_status(model_credentials(settings))
+        runs_jobs = runtime.config.runs_jobs  # a web replica only routes: no sandbox, model or warm-up
+        if runs_jobs:
+            log_startup_status(agent_sandbox(settings))
+            log_model_credentials_status(model_credentials(settings))
         guard_outbound_secrets(runtime, settings)
         # write keys, rate limit, turns: shared by workers (and by every process on DATABASE_URL)
         state = MentionState.open(settings.database() or runtime.config.jobs_db_path)
         runtime.closers.append(state.close)
         register_builtin_handlers(runtime.router, deps, state)
         # without model credentials no run can succeed: the SDK is then imported by the first run only
-        warm_review_path(deps, agent_sdk=model_credentials(settings).configured)
+        if runs_jobs:
+            warm_review_path(deps, agent_sdk=model_credentials(settings).configured)
         for extra in extras or []:
             extra(runtime)
         get_logger("kodiai.server").info(
