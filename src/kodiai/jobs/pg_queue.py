@@ -114,6 +114,9 @@ class _Retry(BaseRetryStrategy):
 
 @dataclass
 class WorkerOptions:
+    """``WORKER_CONCURRENCY``, ``WORKER_HEARTBEAT_SECONDS`` (also the stalled check's period),
+    ``WORKER_STALLED_SECONDS``, ``SHUTDOWN_GRACE_SECONDS`` and ``WORKER_POLL_SECONDS``."""
+
     concurrency: int = 4
     heartbeat_seconds: float = 10.0
     stalled_seconds: float = 30.0
@@ -297,7 +300,11 @@ class PgWorker:
         ]
         if jobs:
             report = await self.journal.off_loop(
-                self.journal.settle_stalled, jobs, max_attempts=self.options.max_attempts, now=self._clock()
+                self.journal.settle_stalled,
+                jobs,
+                max_attempts=self.options.max_attempts,
+                now=self._clock(),
+                stalled_seconds=self.options.stalled_seconds,
             )
             for delivery in report.retried:
                 self._log.warning("Job of a stopped worker put back in the queue", deliveryId=delivery)
