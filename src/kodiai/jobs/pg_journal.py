@@ -279,16 +279,30 @@ class PgJobJournal:
                 (delivery_id,),
             )
 
-    def settle_stalled(self, jobs: list[StalledJob], *, max_attempts: int, now: datetime) -> StalledReport:
+    def settle_stalled(
+        self, jobs: list[StalledJob], *, max_attempts: int, now: datetime, stalled_seconds: float = 30.0
+    ) -> StalledReport:
         """Jobs of dead workers: retried (back to ``todo``, same lock and place in line), or, for a delivery
         whose job was running ``max_attempts`` times when its worker died, ``dead`` in the journal and
-        ``failed`` in the queue — each in one transaction with the journal row."""
+        ``failed`` in the queue — each in one transaction with the journal row.
+
+        ``jobs`` is a list taken earlier, and another worker's check may have acted on it since (the job
+        retried, then taken by a live worker): each job is tested again under its row lock — still
+        ``doing``, its worker gone or silent for ``stalled_seconds`` — else it is left to whoever runs it."""
         from kodiai.jobs.dispatcher import dead_letter_error
 
         report = StalledReport()
         for job in jobs:
             try:
                 with self._transaction() as conn:
+                    still = conn.execute(
+                        "SELECT 1 FROM procrastinate_jobs q LEFT JOIN procrastinate_workers w ON w.id = q.worker_id"
+                        " WHERE q.id = %s AND q.status = 'doing' AND (q.worker_id IS NULL"
+                        " OR w.last_heartbeat < now() - make_interval(secs => %s)) FOR UPDATE OF q",
+                        (job.job_id, float(stalled_seconds)),
+                    ).fetchone()
+                    if still is None:
+                        continue
                     row = conn.execute(
                         "SELECT status, attempts, event_name, error FROM delivery_journal"
                         " WHERE delivery_id = %s FOR UPDATE",
@@ -454,11 +468,14 @@ class PgJobJournal:
                 assert row is not None
                 lock = installation_lock(int(row[0]))
                 conn.execute(_LOCK_SQL, (lock,))
-                conn.execute(
+                requeued = conn.execute(
                     "UPDATE delivery_journal SET status = 'requeued', attempts = 0, finished_at = NULL"
                     " WHERE delivery_id = %s AND status = 'dead'",
                     (delivery,),
-                )
+                ).rowcount
+                if not requeued:  # another retry (a second shell, --all-dead) took it while we waited
+                    result.refused[delivery] = "not dead (retried by another request meanwhile)"
+                    continue
                 self._defer_in(conn, delivery, lock)
                 result.requeued.append(delivery)
         return result

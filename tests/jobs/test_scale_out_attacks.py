@@ -1,0 +1,165 @@
+"""Attacks on the queue on a real PostgreSQL: races between workers' stalled-job checks, operators' retries
+running at the same time, and the job a worker is running being taken from it."""
+
+from __future__ import annotations
+
+import json
+import threading
+from datetime import UTC, datetime
+
+import psycopg
+
+from kodiai.jobs.journal_rows import Intake
+from kodiai.jobs.pg_journal import PgJobJournal, StalledJob
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _intake(journal: PgJobJournal, delivery: str, installation: int = 7) -> None:
+    body = json.dumps({"action": "opened", "installation": {"id": installation}, "d": delivery}).encode()
+    assert journal.intake(Intake(delivery, "issues", "opened", installation, body), now=NOW) is True
+
+
+def _fetch_as_new_worker(conn: psycopg.Connection[tuple[object, ...]]) -> tuple[int, int]:
+    """A worker registers (heartbeat now) and takes the next job, as procrastinate's worker does."""
+    row = conn.execute("SELECT worker_id FROM procrastinate_register_worker_v1()").fetchone()
+    assert row is not None
+    worker = int(row[0])
+    job = conn.execute(
+        "SELECT id FROM procrastinate_fetch_job_v2(ARRAY['deliveries']::varchar[], %s)", (worker,)
+    )
+    got = job.fetchone()
+    assert got is not None and got[0] is not None
+    return worker, int(got[0])
+
+
+def _job(conn: psycopg.Connection[tuple[object, ...]], job_id: int) -> tuple[str, int | None]:
+    row = conn.execute(
+        "SELECT status::text, worker_id FROM procrastinate_jobs WHERE id = %s", (job_id,)
+    ).fetchone()
+    assert row is not None
+    return str(row[0]), row[1]  # type: ignore[return-value]
+
+
+def test_a_stale_stalled_check_never_takes_a_job_from_the_live_worker_now_running_it(
+    postgres_url: str,
+) -> None:
+    """Two workers' stalled checks (periodic jobs of two periods) both list the job of a dead worker. The
+    first puts it back in line and a live worker takes it; the second, acting on its old list, must leave
+    it alone: neither back to ``todo`` (a third worker would run the same delivery at the same time,
+    breaking the installation's one-at-a-time order) nor ``dead`` while it runs."""
+    journal = PgJobJournal.open(postgres_url)
+    try:
+        _intake(journal, "d-stalled")
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            dead_worker, job_id = _fetch_as_new_worker(conn)
+            assert journal.begin("d-stalled", now=NOW) is not None  # attempt 1 on the worker that dies
+            conn.execute(
+                "UPDATE procrastinate_workers SET last_heartbeat = now() - interval '1 hour' WHERE id = %s",
+                (dead_worker,),
+            )
+            seen_by_both = [StalledJob(job_id, "d-stalled")]  # each check's list, taken before either acts
+
+            first = journal.settle_stalled(seen_by_both, max_attempts=3, now=NOW)
+            assert first.retried == ["d-stalled"]
+            live_worker, again = _fetch_as_new_worker(conn)  # a live worker takes it back at once
+            assert again == job_id
+            entry = journal.begin("d-stalled", now=NOW)
+            assert entry is not None and entry.attempts == 2
+
+            late = journal.settle_stalled(seen_by_both, max_attempts=3, now=NOW)
+            assert late.retried == [] and late.dead == []
+            assert _job(conn, job_id) == ("doing", live_worker)
+
+            late = journal.settle_stalled(seen_by_both, max_attempts=2, now=NOW)  # attempts 2 ≥ 2
+            assert late.dead == []
+            assert _job(conn, job_id) == ("doing", live_worker)
+            status = journal.get("d-stalled")
+            assert status is not None and status["status"] == "running"
+    finally:
+        journal.close()
+
+
+def test_a_stalled_job_whose_worker_was_pruned_is_still_retried(postgres_url: str) -> None:
+    """The check's re-test under the row lock must still see a job whose worker row is gone (pruned: the
+    job's worker_id is then NULL) as stalled."""
+    journal = PgJobJournal.open(postgres_url)
+    try:
+        _intake(journal, "d-pruned")
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            worker, job_id = _fetch_as_new_worker(conn)
+            journal.begin("d-pruned", now=NOW)
+            conn.execute("DELETE FROM procrastinate_workers WHERE id = %s", (worker,))
+            report = journal.settle_stalled([StalledJob(job_id, "d-pruned")], max_attempts=3, now=NOW)
+            assert report.retried == ["d-pruned"]
+            assert _job(conn, job_id) == ("todo", None)
+    finally:
+        journal.close()
+
+
+def _make_dead(journal: PgJobJournal, conn: psycopg.Connection[tuple[object, ...]], delivery: str) -> None:
+    _intake(journal, delivery)
+    _, job_id = _fetch_as_new_worker(conn)
+    journal.begin(delivery, now=NOW)
+    journal.finish(delivery, now=NOW, status="dead", error="boom")
+    conn.execute("SELECT procrastinate_finish_job_v1(%s, 'failed', false)", (job_id,))
+
+
+def _live_jobs(conn: psycopg.Connection[tuple[object, ...]], delivery: str) -> int:
+    row = conn.execute(
+        "SELECT COUNT(*) FROM procrastinate_jobs WHERE args->>'delivery_id' = %s AND status IN ('todo', 'doing')",
+        (delivery,),
+    ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_two_operators_retrying_the_same_dead_delivery_at_once_queue_one_job(postgres_url: str) -> None:
+    """``kodiai jobs retry X`` from two shells at the same moment (and ``--all-dead`` beside it): one
+    requeues it, the others are refused; never two jobs for one delivery."""
+    journal = PgJobJournal.open(postgres_url)
+    try:
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            _make_dead(journal, conn, "d-dead")
+            # Hold the journal row so the three retries line up behind it, then let them go together.
+            blocker = psycopg.connect(postgres_url)
+            blocker.execute("SELECT 1 FROM delivery_journal WHERE delivery_id = 'd-dead' FOR UPDATE")
+            results: list[object] = []
+            calls = [
+                lambda: journal.retry(["d-dead"]),
+                lambda: journal.retry(["d-dead"]),
+                lambda: journal.retry([], all_dead=True),
+            ]
+            threads = [threading.Thread(target=lambda c=c: results.append(c())) for c in calls]
+            for t in threads:
+                t.start()
+            threading.Event().wait(0.5)  # all three are waiting on the row
+            blocker.rollback()
+            blocker.close()
+            for t in threads:
+                t.join(30)
+            requeued = [r for r in results if getattr(r, "requeued", None)]
+            assert len(results) == 3 and len(requeued) == 1, results
+            assert _live_jobs(conn, "d-dead") == 1
+            row = journal.get("d-dead")
+            assert row is not None and row["status"] == "requeued"
+    finally:
+        journal.close()
+
+
+def test_retry_of_a_delivery_a_worker_has_already_taken_back_is_refused(postgres_url: str) -> None:
+    """Retried once (a job queued, a worker runs it), then retried again: refused, no second job."""
+    journal = PgJobJournal.open(postgres_url)
+    try:
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            _make_dead(journal, conn, "d-twice")
+            assert journal.retry(["d-twice"]).requeued == ["d-twice"]
+            second = journal.retry(["d-twice"])
+            assert second.requeued == [] and "not dead" in second.refused["d-twice"]
+            _fetch_as_new_worker(conn)
+            journal.begin("d-twice", now=NOW)
+            third = journal.retry(["d-twice"])
+            assert third.requeued == [] and "status running" in third.refused["d-twice"]
+            assert _live_jobs(conn, "d-twice") == 1
+    finally:
+        journal.close()
