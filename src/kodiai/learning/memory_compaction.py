@@ -22,10 +22,24 @@ clock skew between hosts and slow object-store listings)."""
 assert KEEP_VERSIONS >= MIN_KEEP_VERSIONS
 
 
+ATTEMPTS = 3
+
+
 def compact_memory(store: LanceMemoryStore) -> None:
-    """Compact ``store`` once (fragments, index upkeep, versions older than :data:`KEEP_VERSIONS`)."""
+    """Compact ``store`` once (fragments, index upkeep, versions older than :data:`KEEP_VERSIONS`).
+
+    A compaction that rewrote rows a concurrent retirement or stale-marking changed loses LanceDB's commit
+    race and fails (LanceDB does not retry a compaction); it is planned again on the newest version, up to
+    :data:`ATTEMPTS` times. New memories written meanwhile do not conflict with it."""
+    log = get_logger("kodiai.learning")
     started = time.monotonic()
-    store.compact(KEEP_VERSIONS)
-    get_logger("kodiai.learning").info(
-        "Learning memory compacted", seconds=round(time.monotonic() - started, 2)
-    )
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            store.compact(KEEP_VERSIONS)
+            break
+        except Exception as exc:
+            if attempt == ATTEMPTS:
+                raise
+            log.info("Learning memory compaction retried", attempt=attempt, err=type(exc).__name__)
+            time.sleep(0.5 * attempt)
+    log.info("Learning memory compacted", seconds=round(time.monotonic() - started, 2))
