@@ -3,6 +3,9 @@ running at the same time, and the job a worker is running being taken from it.""
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
+import hmac
 import json
 import threading
 from datetime import UTC, datetime
@@ -11,6 +14,11 @@ import psycopg
 
 from kodiai.jobs.journal_rows import Intake
 from kodiai.jobs.pg_journal import PgJobJournal, StalledJob
+from kodiai.metrics import Metrics
+from kodiai.webhook.bot_filter import BotFilter
+from kodiai.webhook.events import WebhookEvent
+from kodiai.webhook.ingress import WebhookIngress
+from kodiai.webhook.router import EventRouter
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -161,5 +169,32 @@ def test_retry_of_a_delivery_a_worker_has_already_taken_back_is_refused(postgres
             third = journal.retry(["d-twice"])
             assert third.requeued == [] and "status running" in third.refused["d-twice"]
             assert _live_jobs(conn, "d-twice") == 1
+    finally:
+        journal.close()
+
+
+def test_a_signed_delivery_whose_action_holds_a_nul_is_acknowledged_on_postgresql(postgres_url: str) -> None:
+    """``"action": "opened\\u0000"`` is valid JSON and the SQLite journal records it; PostgreSQL's text
+    columns refuse NUL, which made intake fail and the delivery answer 500 on every redelivery."""
+    router = EventRouter(BotFilter("kodiai"))
+
+    async def handler(event: WebhookEvent) -> None:
+        return None
+
+    router.register("issues", handler, name="any-issue")
+    journal = PgJobJournal.open(postgres_url)
+    try:
+        ingress = WebhookIngress(
+            secret="s3cret", router=router, journal=journal, dispatcher=None, metrics=Metrics()
+        )
+        body = b'{"action":"opened\\u0000","installation":{"id":5}}'
+        signature = "sha256=" + hmac.new(b"s3cret", body, hashlib.sha256).hexdigest()
+        headers = {"x-github-delivery": "d-nul", "x-github-event": "issues", "x-hub-signature-256": signature}
+        result = asyncio.run(ingress.handle(headers, body))
+        assert (result.status, result.outcome) == (200, "accepted")
+        with psycopg.connect(postgres_url) as conn:
+            assert _live_jobs(conn, "d-nul") == 1
+        row = journal.get("d-nul")
+        assert row is not None and row["status"] == "pending" and "\x00" not in row["action"]
     finally:
         journal.close()

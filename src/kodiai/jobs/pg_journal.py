@@ -186,7 +186,7 @@ class PgJobJournal:
             {
                 "id": intake.delivery_id,
                 "event": intake.event_name,
-                "action": intake.action,
+                "action": _pg_text(intake.action),
                 "inst": intake.installation_id,
                 "status": "pending" if journal else "ignored",
                 "at": iso(now),
@@ -509,6 +509,12 @@ def _refusal(conn: psycopg.Connection[Any], delivery: str) -> str | None:
     if not has_body:
         return "its stored body is gone"
     return None
+
+
+def _pg_text(text: str | None) -> str | None:
+    """PostgreSQL's text refuses NUL, which valid JSON may carry (``"action": "opened\\u0000"``): the
+    journal's copy of the action gets U+FFFD instead, so such a delivery is recorded, not answered 500."""
+    return text.replace("\x00", "\ufffd") if text and "\x00" in text else text
 
 
 def utcnow() -> datetime:
