@@ -8,21 +8,9 @@ from pathlib import Path
 
 import pytest
 import structlog
-from fastapi.testclient import TestClient
-from pydantic import SecretStr
 from typer.testing import CliRunner
 
 from kodiai.cli.main import app
-from kodiai.github.app_auth import GitHubApp
-from kodiai.jobs.lanes import JobQueue
-from kodiai.jobs.pg_journal import PgJobJournal
-from kodiai.metrics import Metrics
-from kodiai.server.app import create_app
-from kodiai.server.runtime import Runtime, ServerConfig
-from kodiai.webhook.bot_filter import BotFilter
-from kodiai.webhook.router import EventRouter
-from support.fake_github import FakeGitHub
-from support.postgres import PostgresServer
 
 
 @pytest.fixture(autouse=True)
@@ -60,36 +48,3 @@ def test_unknown_role_is_refused(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2
     assert "unknown --role 'replica'" in result.stderr
-
-
-def test_web_replica_is_not_ready_while_postgres_is_unreachable(
-    fake: FakeGitHub, postgres_server: PostgresServer
-) -> None:
-    """Deliveries cannot be journalled without PostgreSQL: a web replica's /readiness says so (its database
-    is dropped under it: connections refused), while /health stays up (a restart would not help)."""
-    name = postgres_server.create_database()
-    url = postgres_server.url(name)
-    journal = PgJobJournal.open(url)
-    config = ServerConfig(role="web", webhook_secret=SecretStr("s"), github_api_url=fake.url)
-    github = GitHubApp(str(fake.app_id), fake.private_key_pem, base_url=fake.url)
-    runtime = Runtime(
-        config=config,
-        metrics=Metrics(),
-        router=EventRouter(BotFilter("kodiai")),
-        queue=JobQueue(),
-        github=github,
-        pg_journal=journal,
-    )
-    client = TestClient(create_app(runtime))
-    try:
-        assert client.get("/readiness").json() == {"status": "ready"}
-        postgres_server.drop_database(name)
-        answer = client.get("/readiness")
-        assert answer.status_code == 503
-        assert answer.json()["reason"].startswith(
-            "job journal cannot record deliveries: PostgreSQL unreachable"
-        )
-        assert client.get("/health").status_code == 200
-    finally:
-        journal.close()
-        postgres_server.drop_database(name)
