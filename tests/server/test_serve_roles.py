@@ -48,3 +48,20 @@ def test_unknown_role_is_refused(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2
     assert "unknown --role 'replica'" in result.stderr
+
+
+def test_a_worker_needs_the_github_app_settings(tmp_path: Path) -> None:
+    """Setup mode (no App settings) has nothing for a worker to run: it stops before connecting anywhere."""
+    env = {
+        "DATABASE_URL": "postgresql://kodiai@127.0.0.1:1/never",
+        "GITHUB_APP_ID": "",
+        "GITHUB_PRIVATE_KEY": "",
+        "GITHUB_WEBHOOK_SECRET": "",
+    }
+    result = CliRunner().invoke(
+        app, ["serve", "--role", "worker", "--env-file", str(tmp_path / "absent.env")], env=env
+    )
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == (
+        "FATAL: --role worker needs the GitHub App settings (run a web replica for setup)"
+    )
