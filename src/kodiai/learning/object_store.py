@@ -15,11 +15,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import hmac
+import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 REMOTE_SCHEMES = ("s3", "s3+ddb", "gs", "az", "abfs")
 SKIP_PROBE_ENV = "LEARNING_MEMORY_SKIP_PUT_PROBE"
@@ -80,6 +81,7 @@ def s3_target(uri: str, env: Mapping[str, str]) -> S3Target:
         raise MemoryStoreRefused(
             f"LEARNING_MEMORY_URI must look like s3://bucket/prefix, got {parts.scheme}://…"
         )
+    _check_location(parts.netloc, parts.path, parts.query or parts.fragment or "?" in uri or "#" in uri)
     endpoint = (env.get("AWS_ENDPOINT_URL") or env.get("AWS_ENDPOINT") or "").strip() or None
     allow_http = env_flag(env, "AWS_ALLOW_HTTP")
     if endpoint is not None:
@@ -105,6 +107,28 @@ def s3_target(uri: str, env: Mapping[str, str]) -> S3Target:
         secret_key=env.get("AWS_SECRET_ACCESS_KEY") or None,
         session_token=env.get("AWS_SESSION_TOKEN") or None,
     )
+
+
+_BUCKET = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{1,254}")
+
+
+def _check_location(bucket: str, path: str, extra: object) -> None:
+    """Refuse a bucket or prefix the memory would not live at as written: LanceDB resolves ``.``/``..``
+    segments (also percent-encoded) and drops a query or fragment, so ``s3://b/team-a/../team-b`` would
+    write team-b's memory while the log names team-a's. The bucket is never echoed (``key:secret@bucket``)."""
+    if not _BUCKET.fullmatch(bucket):
+        raise MemoryStoreRefused(
+            "LEARNING_MEMORY_URI: what follows s3:// is not a bucket name (letters, digits, '.', '-', '_'; "
+            "no credentials or port: those go in the AWS_* variables)"
+        )
+    if extra:
+        raise MemoryStoreRefused("LEARNING_MEMORY_URI must not carry a query (?) or fragment (#)")
+    inner = path.strip("/")
+    if inner and any(seg in ("", ".", "..") for seg in unquote(inner).split("/")):
+        raise MemoryStoreRefused(
+            f"LEARNING_MEMORY_URI prefix {inner!r} has an empty, '.' or '..' segment: the memory would be "
+            "stored under another prefix than the one named; write the prefix as it should be"
+        )
 
 
 # ---- SigV4 (the probe's two PUTs and one DELETE; no AWS SDK needed) --------------------------------------
