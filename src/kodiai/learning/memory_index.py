@@ -31,8 +31,15 @@ class MemoryStoreOptions(BaseModel):
     ann_calibrate: bool = True
     """Choose each repo's structure and search breadth by measuring recall@20 at build time; False
     builds IVF-Flat probing ``ann_nprobe`` lists, unmeasured (the earlier behaviour)."""
-    ann_recall_target: float = 0.96
-    """Calibration target for recall@20 on every family of calibration queries (the floor is 0.95)."""
+    ann_recall_target: float = 0.95
+    """Calibration target for recall@20: the lower confidence bound (``ann_recall_confidence``) of every
+    family of calibration queries must reach it."""
+    ann_recall_confidence: float = 0.95
+    """One-sided confidence of each family's recall lower bound."""
+    ann_recalibrate_growth: float = 2.0
+    """A repo's in-memory index (approximate, or the exact scan chosen above the limit) is dropped and
+    calibrated again on its next query once its live rows reach this multiple of the rows it was
+    calibrated on; 0 = never."""
     ann_max_cost: float = 0.5
     """An approximate setting is taken only when its median query time is at most this share of the
     exact scan's, timed in the same build; otherwise the next structure, and finally the exact scan."""
@@ -44,8 +51,8 @@ class MemoryStoreOptions(BaseModel):
     ``exact_search_max_rows`` rows per query) is taken without trying the next structure; beyond it an HNSW
     graph (slower to build, faster to search when IVF must scan much of the data) is built too and the
     faster of the two kept."""
-    ann_calibration_queries: int = 300
-    """Calibration queries (four families; none is a stored row)."""
+    ann_calibration_queries: int = 480
+    """Calibration queries (eight families; none is a stored row)."""
     ann_nprobe: int = 8
     """Inverted lists probed per faiss IVF query: the first step of the calibration (doubled until the
     target is met), or the fixed value without it."""

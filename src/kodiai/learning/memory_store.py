@@ -28,7 +28,7 @@ from typing import Any, TypeVar, cast
 import numpy as np
 from pydantic import BaseModel
 
-from kodiai.learning.ann_index import AnnIndex, IndexReport, build_calibrated
+from kodiai.learning.ann_index import AnnIndex, IndexReport, build_calibrated, needs_recalibration
 from kodiai.learning.exact_search import ExactIndex
 from kodiai.learning.memory_index import (
     MemoryStoreOptions,
@@ -291,6 +291,8 @@ class LanceMemoryStore:
                 continue
             if entry.kind == "exact" and self._repo_count(repo) > limit:
                 self._vectors.pop(repo)  # outgrew exact search: the next query builds its ANN index
+            elif self._outgrew_calibration(repo, self._repo_count(repo)):
+                self._vectors.pop(repo)
             else:
                 self._sync_entry(repo, entry, entry.live_ids())
         self._version = latest
@@ -723,8 +725,19 @@ class LanceMemoryStore:
             if entry.kind == "exact" and len(entry) <= limit < len(entry) + len(rows):
                 self._vectors.pop(repo)  # outgrew exact search: the next query builds its ANN index
                 continue
+            if self._outgrew_calibration(repo, len(entry) + len(rows)):
+                self._vectors.pop(repo)
+                continue
             entry.add(np.array([records[i].id for i in rows], dtype=np.int64), vectors[rows])
         self._vectors.shrink()
+
+    def _outgrew_calibration(self, repo: str, live_rows: int) -> bool:
+        """The repo's calibrated index (approximate, or the exact scan chosen above the limit) has grown
+        by ``ann_recalibrate_growth`` since it was measured: the next query calibrates it again."""
+        report = self._reports.get(repo)
+        if report is None or report.recall_mean is None:  # not calibrated (below the limit, or unmeasured)
+            return False
+        return needs_recalibration(report.rows, live_rows, self._options.ann_recalibrate_growth)
 
     def _invalidate(self) -> None:
         self._keys = None
