@@ -356,6 +356,14 @@ class Settings(BaseSettings):
                 "GITHUB_WEBHOOK_SECRET_PREVIOUS: must differ from GITHUB_WEBHOOK_SECRET (it is the old "
                 "secret accepted during a rotation; remove it when the rotation is over)"
             )
+        if settings.worker_stalled_seconds < 2 * settings.worker_heartbeat_seconds:
+            # a live worker between two heartbeats would look dead: its running jobs retried on another
+            # worker while they still run (one delivery twice at once, the installation's order broken)
+            problems.append(
+                "WORKER_STALLED_SECONDS: must be at least twice WORKER_HEARTBEAT_SECONDS (got "
+                f"{settings.worker_stalled_seconds:g} and {settings.worker_heartbeat_seconds:g}); a live "
+                "worker would otherwise be taken for dead and its running jobs run again elsewhere"
+            )
         missing = settings.missing_github_app_settings()
         if require_github_app and missing:
             problems[:0] = [_missing_message(name) for name in missing]

@@ -9,12 +9,15 @@ import hmac
 import json
 import threading
 from datetime import UTC, datetime
+from pathlib import Path
 
 import psycopg
+import pytest
 
 from kodiai.jobs.journal_rows import Intake
 from kodiai.jobs.pg_journal import PgJobJournal, StalledJob
 from kodiai.metrics import Metrics
+from kodiai.settings import Settings, SettingsError
 from kodiai.webhook.bot_filter import BotFilter
 from kodiai.webhook.events import WebhookEvent
 from kodiai.webhook.ingress import WebhookIngress
@@ -198,3 +201,19 @@ def test_a_signed_delivery_whose_action_holds_a_nul_is_acknowledged_on_postgresq
         assert row is not None and row["status"] == "pending" and "\x00" not in row["action"]
     finally:
         journal.close()
+
+
+def test_a_stalled_timeout_shorter_than_two_heartbeats_is_refused_at_start(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``WORKER_STALLED_SECONDS=5`` beside the default 10 s heartbeat: every live worker looks dead between
+    two heartbeats, so the stalled check would hand its running jobs to other workers while they run."""
+    monkeypatch.setenv("WORKER_HEARTBEAT_SECONDS", "10")
+    monkeypatch.setenv("WORKER_STALLED_SECONDS", "5")
+    with pytest.raises(SettingsError) as refused:
+        Settings.load(env_file=tmp_path / "none.env", require_github_app=False)
+    assert "WORKER_STALLED_SECONDS" in str(refused.value)
+    monkeypatch.setenv("WORKER_STALLED_SECONDS", "20")
+    assert (
+        Settings.load(env_file=tmp_path / "none.env", require_github_app=False).worker_stalled_seconds == 20
+    )
