@@ -317,3 +317,17 @@ def test_job_ids_of_one_installation_follow_commit_order(postgres_url: str) -> N
     assert acked == ["elsewhere", "slow", "later"]
     ids = [j["args"]["delivery_id"] for j in _jobs(postgres_url) if j["lock"] == "installation:8"]
     assert ids == ["slow", "later"]
+
+
+def test_an_error_quoting_nul_still_finishes_the_delivery(postgres_url: str) -> None:
+    """A handler's error may quote payload text holding NUL (valid JSON); PostgreSQL's text refuses it, and
+    the delivery must still end ``failed`` (not retried for ever): the journal keeps U+FFFD instead."""
+    pg = PgJobJournal.open(postgres_url)
+    try:
+        assert pg.intake(Intake("nul", "issues", "opened", 1, b"{}"), now=T0) is True
+        pg.begin("nul", now=T0)
+        pg.finish("nul", now=T0, status="failed", error="review: bad ref 'main\x00'")
+        row = pg.get("nul")
+    finally:
+        pg.close()
+    assert row is not None and (row["status"], row["error"]) == ("failed", "review: bad ref 'main\ufffd'")

@@ -486,7 +486,7 @@ def _finish_in(
 ) -> None:
     conn.execute(
         "UPDATE delivery_journal SET status = %s, finished_at = %s, error = %s WHERE delivery_id = %s",
-        (status, iso(now), error, delivery_id),
+        (status, iso(now), _pg_text(error), delivery_id),  # a handler's error may quote NUL from a payload
     )
     if status in FINAL_STATUSES:
         conn.execute(
