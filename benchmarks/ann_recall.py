@@ -279,9 +279,12 @@ def main(argv: list[str] | None = None) -> list[Result]:
             results.append(result)
             if mode == "text":
                 print(f"# {name} {size} × {args.dim}: {time.perf_counter() - started:.0f} s", flush=True)
+                print_table([result])
+                print(flush=True)
     if mode == "json":
         print(json.dumps([asdict(r) | {"meets": r.meets} for r in results], indent=2))
-    else:
+    elif len(results) > 1:
+        print("# all")
         print_table(results)
     return results
 

@@ -19,11 +19,11 @@ import pytest
 from learning_helpers import make_record
 
 from kodiai.learning.ann_index import (
+    CALIBRATION_FAMILIES,
     AnnIndex,
     HnswIndex,
     IndexReport,
     build_calibrated,
-    calibration_queries,
     exact_neighbours,
     recall_at,
 )
@@ -90,8 +90,8 @@ def test_ivf_escalates_nprobe_until_fresh_queries_reach_the_floor() -> None:
     assert isinstance(index, AnnIndex) and report.structure == "ivf"
     assert report.nprobe is not None and report.nprobe > 8  # escalated
     assert report.tried[0].startswith("ivf nprobe=8: recall ")
-    assert report.recall is not None and report.recall >= 0.96
-    assert set(report.recall_by_family) == {"heldout", "between", "near", "fresh"}
+    assert report.recall is not None and report.recall >= 0.95  # the worst family's lower bound
+    assert set(report.recall_by_family) == set(CALIBRATION_FAMILIES)
     assert recall_on(index, x, ids, fresh) >= FLOOR
     assert len(index) == ROWS  # the held-out calibration rows were added back
 
@@ -124,8 +124,9 @@ def test_hnsw_escalates_ef_search_until_the_floor_holds() -> None:
 
     assert isinstance(index, HnswIndex) and report.structure == "hnsw"
     assert report.ef_search is not None and report.ef_search > 4
-    assert report.tried[0].startswith("hnsw efSearch=4: recall ") and float(report.tried[0][-5:]) < 0.96
-    assert report.recall is not None and report.recall >= 0.96
+    assert report.tried[0].startswith("hnsw efSearch=4: recall ")
+    assert float(report.tried[0].split()[3]) < 0.95  # the first step's bound missed the target
+    assert report.recall is not None and report.recall >= 0.95
     assert recall_on(index, x, ids, fresh) >= FLOOR
 
 
@@ -171,18 +172,6 @@ def test_nothing_cheap_enough_falls_back_to_the_exact_scan() -> None:
     assert report.exact_p50_ms is not None and report.exact_p50_ms > 0
     assert any(t.startswith("ivf") for t in report.tried) and any(t.startswith("hnsw") for t in report.tried)
     assert len(report.tried) == 2  # over the cost limit at the first step: no structure widened further
-
-
-def test_calibration_queries_are_not_rows_of_the_measured_index() -> None:
-    x = low_rank(np.random.default_rng(15))(3_000)
-    families, held = calibration_queries(x, 300)
-    assert set(families) == {"heldout", "between", "near", "fresh"} and len(held) == 75
-    measured = np.delete(x, held, axis=0)
-    for name, queries in families.items():
-        nearest = exact_neighbours(measured, queries, 1)[:, 0]
-        gap = np.linalg.norm(measured[nearest] - queries, axis=1)
-        assert gap.min() > 1e-4, name
-        assert np.allclose(np.linalg.norm(queries, axis=1), 1.0, atol=1e-5), name  # unit data, unit queries
 
 
 def test_hnsw_tombstones_hide_removed_ids_and_rebuild_past_the_dead_share() -> None:
@@ -235,7 +224,7 @@ def test_chosen_setting_reaches_stats_the_log_and_the_metrics_observer(tmp_path:
 
     report = store.stats().ann["acme/big"]
     assert report.structure == "ivf" and report.rows == 4_000 and report.nprobe is not None
-    assert report.recall is not None and report.recall >= 0.96 and report.build_seconds > 0
+    assert report.recall is not None and report.recall >= 0.95 and report.build_seconds > 0
     assert store.stats().model_dump()["ann"]["acme/big"]["nprobe"] == report.nprobe  # --json
     assert early == [("acme/big", report)]
 
@@ -322,3 +311,26 @@ def test_an_exact_fallback_above_the_limit_is_kept_across_writes(tmp_path: Path)
     write_all(store, x[900:], start=900)
     assert store._vectors.peek("acme/big") is index and len(index) == 1_000
     assert store.retrieve_memories(x[950], "acme/big", 1)[0].memory_id == 951
+
+
+def test_a_repo_grown_past_the_growth_factor_is_calibrated_again(tmp_path: Path) -> None:
+    """Recall at a fixed breadth falls as the lists fill: once the live rows reach
+    ``ann_recalibrate_growth`` × the calibrated rows the cached index is dropped and the next query
+    measures the grown table (smaller growth keeps the index and adds in place)."""
+    sample = tight_clusters(np.random.default_rng(20))
+    x = sample(2_400)
+    store = open_store(tmp_path, ann_structures=("ivf",), ann_recalibrate_growth=2.0)
+    write_all(store, x[:1_000])
+    assert store.warm() == ["acme/big"]
+    first = store._vectors.peek("acme/big")
+    assert first is not None and store.stats().ann["acme/big"].rows == 1_000
+
+    write_all(store, x[1_000:1_900], start=1_000)  # 1.9x: kept, added in place
+    assert store._vectors.peek("acme/big") is first and len(first) == 1_900
+
+    write_all(store, x[1_900:], start=1_900)  # 2.4x: dropped, calibrated again on the next query
+    assert store._vectors.peek("acme/big") is None
+    assert store.retrieve_memories(x[2_300], "acme/big", 1)[0].memory_id == 2_301
+    again = store._vectors.peek("acme/big")
+    assert again is not None and again is not first and len(again) == 2_400
+    assert store.stats().ann["acme/big"].rows == 2_400
