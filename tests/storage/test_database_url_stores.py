@@ -50,8 +50,9 @@ def test_database_url_puts_telemetry_and_knowledge_in_postgres(tmp_path: Path, p
 def test_db_upgrade_and_status_with_database_url(
     tmp_path: Path, empty_postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`kodiai db upgrade|status` migrate telemetry and knowledge in PostgreSQL (named by host and database
-    only) and the jobs database at its SQLite file, as the server will use them."""
+    """`kodiai db upgrade|status` migrate telemetry, knowledge and the jobs tables in PostgreSQL (named by host
+    and database only) and the queue's procrastinate schema beside them, as the server will use them: no
+    SQLite file is made, a second upgrade changes nothing."""
     import json
 
     from typer.testing import CliRunner
@@ -68,13 +69,19 @@ def test_db_upgrade_and_status_with_database_url(
     assert f"telemetry ({safe_url(url)}): applied" in result.stdout
     assert f"knowledge ({safe_url(url)}): applied" in result.stdout
     assert "hunter2-secret" not in result.output
-    assert (tmp_path / "jobs.db").is_file() and not (tmp_path / "data").exists()
+    assert not (tmp_path / "jobs.db").exists() and not (tmp_path / "data").exists()
     status = runner.invoke(app, ["db", "status", "--json"], env=env)
     assert status.exit_code == 0, status.output
     rows = json.loads(status.stdout)
     assert rows and all(r["applied"] for r in rows)
-    assert {r["path"] for r in rows} == {safe_url(url), str(tmp_path / "jobs.db")}
+    assert {r["path"] for r in rows} == {safe_url(url)}
     assert "0000_sqlite_compat_functions" in {r["id"] for r in rows if r["database"] == "telemetry"}
-    assert f"jobs ({safe_url(url)}): applied" in result.stdout  # the mention state's tables
+    assert f"jobs ({safe_url(url)}): applied" in result.stdout  # the journal, dedup and mention state
+    assert f"queue ({safe_url(url)}): applied procrastinate schema" in result.stdout
+    import psycopg
+
+    with psycopg.connect(empty_postgres_url) as conn:
+        assert conn.execute("SELECT to_regclass('procrastinate_jobs')").fetchone() == ("procrastinate_jobs",)
     again = runner.invoke(app, ["db", "upgrade"], env=env)
+    assert again.exit_code == 0, again.output
     assert again.stdout.count("up to date") == 4

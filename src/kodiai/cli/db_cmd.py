@@ -57,10 +57,8 @@ def _targets(telemetry: str | None, knowledge: str | None, jobs: str | None) -> 
         ("telemetry", database_url or env.get("TELEMETRY_DB_PATH", "").strip() or DEFAULT_TELEMETRY_DB_PATH),
         ("knowledge", database_url or resolve_knowledge_db_path(None, env)[0]),
     ]
-    if (MIGRATIONS_DIR / "jobs").is_dir():
-        targets.append(("jobs", env.get("JOBS_DB_PATH", "").strip() or DEFAULT_JOBS_DB_PATH))
-        if database_url:  # the mention state's tables; the journal stays in the file for now
-            targets.append(("jobs", database_url))
+    if (MIGRATIONS_DIR / "jobs").is_dir():  # the journal, dedup and mention state: PostgreSQL's or the file
+        targets.append(("jobs", database_url or env.get("JOBS_DB_PATH", "").strip() or DEFAULT_JOBS_DB_PATH))
     return targets
 
 
@@ -81,8 +79,25 @@ def upgrade(telemetry: TelemetryOpt = None, knowledge: KnowledgeOpt = None, jobs
             typer.echo(f"{name} ({path}): applied {len(applied)}: {', '.join(applied)}")
         else:
             typer.echo(f"{name} ({path}): up to date")
+        if postgres and name == "jobs":
+            failed = not _queue_schema(target, path) or failed
     if failed:
         raise typer.Exit(1)
+
+
+def _queue_schema(url: str, path: str) -> bool:
+    """The queue's tables (procrastinate's own schema, applied by its applier) beside the jobs tables, so a
+    deployment can migrate before any replica starts; False when that failed (reported)."""
+    from kodiai.jobs.pg_queue import ensure_procrastinate_schema
+    from kodiai.storage.migrate_to_postgres import redact
+
+    try:
+        applied = ensure_procrastinate_schema(url)
+    except Exception as exc:  # psycopg's and procrastinate's errors name host and database, never the password
+        typer.echo(f"queue ({path}): FAILED: {type(exc).__name__}: {redact(str(exc), url)}", err=True)
+        return False
+    typer.echo(f"queue ({path}): {'applied procrastinate schema' if applied else 'up to date'}")
+    return True
 
 
 @app.command()
