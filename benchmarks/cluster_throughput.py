@@ -258,6 +258,8 @@ def main() -> int:
                         server, args.installations, workers, concurrency, args.prs, args.think, args.poll
                     )
                 )
+                done = results[-1]
+                print(f"  {workers} worker(s) x {concurrency}: {done.per_minute:.1f} reviews/min", flush=True)
         print(f"\n{'workers':>7} {'conc.':>5} {'reviews':>7} {'seconds':>8} {'reviews/min':>11} {'x 1 worker':>10} "
               f"{'cpu-s/review':>12} {'cores':>5}")  # fmt: skip
         for r in results:

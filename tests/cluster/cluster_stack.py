@@ -338,9 +338,11 @@ class Sender:
         self.deadline = deadline
         self.lock = threading.Lock()
         self.outcomes: list[Outcome] = []
+        self.post_seconds: list[float] = []
         self.client = httpx.Client(timeout=15)
 
     def _post(self, web: KodiaiProcess, delivery: Delivery) -> int | str:
+        started = time.monotonic()
         try:
             return self.client.post(
                 f"http://127.0.0.1:{web.port}/webhooks/github",
@@ -349,6 +351,9 @@ class Sender:
             ).status_code
         except httpx.HTTPError as exc:
             return type(exc).__name__
+        finally:
+            with self.lock:
+                self.post_seconds.append(time.monotonic() - started)
 
     def send(self, delivery: Delivery, first: int) -> Outcome:
         outcome = Outcome(delivery)
