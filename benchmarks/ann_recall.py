@@ -70,10 +70,9 @@ class Source:
     noise: float
 
 
-def clustered(rng: np.random.Generator, dim: int) -> Source:
-    """64 clusters, each row its centre plus noise a quarter as long (the issue's 100k × 1024 case)."""
-    centres = rng.standard_normal((64, dim), dtype=np.float32)
-    spread = 0.25
+def mixture(rng: np.random.Generator, dim: int, clusters: int, spread: float) -> Source:
+    """``clusters`` Gaussian centres, each row its centre plus noise ``spread`` × as long (±50 %)."""
+    centres = rng.standard_normal((clusters, dim), dtype=np.float32)
 
     def draw(n: int) -> np.ndarray:
         out = np.empty((n, dim), dtype=np.float32)
@@ -81,10 +80,25 @@ def clustered(rng: np.random.Generator, dim: int) -> Source:
             m = min(65_536, n - start)
             scale = spread * rng.uniform(0.5, 1.5, (m, 1)).astype(np.float32)
             noise = rng.standard_normal((m, dim), dtype=np.float32)
-            out[start : start + m] = unit(centres[rng.integers(0, 64, m)] + scale * noise)
+            out[start : start + m] = unit(centres[rng.integers(0, clusters, m)] + scale * noise)
         return out
 
     return Source(draw, spread / np.sqrt(1 + spread**2) / np.sqrt(dim))  # after the normalisation
+
+
+def clustered(rng: np.random.Generator, dim: int) -> Source:
+    """64 tight clusters (noise a quarter of the centres' length): the issue's 100k × 1024 case."""
+    return mixture(rng, dim, 64, 0.25)
+
+
+def mid(rng: np.random.Generator, dim: int) -> Source:
+    """256 clusters, noise half the centres' length: neighbourhoods spill across IVF cells."""
+    return mixture(rng, dim, 256, 0.5)
+
+
+def loose(rng: np.random.Generator, dim: int) -> Source:
+    """1,024 clusters as wide as their centres' length: hardly any structure for an index to use."""
+    return mixture(rng, dim, 1024, 1.0)
 
 
 def lowrank(rng: np.random.Generator, dim: int) -> Source:
@@ -104,6 +118,8 @@ def lowrank(rng: np.random.Generator, dim: int) -> Source:
 
 SOURCES: dict[str, Callable[[np.random.Generator, int], Source]] = {
     "clustered": clustered,
+    "mid": mid,
+    "loose": loose,
     "lowrank": lowrank,
 }
 
