@@ -23,6 +23,7 @@ from pydantic import SecretStr
 from typer.testing import CliRunner
 
 from kodiai.cli.main import app
+from kodiai.learning.memory_index import MemoryStoreOptions
 from kodiai.learning.memory_store import open_memory_store
 from kodiai.learning.object_store import (
     MemoryStoreRefused,
@@ -261,3 +262,28 @@ def test_compaction_keeps_recent_versions(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="at least 1:00:00"):
         again.compact(timedelta(0))
     assert [h.memory_id for h in again.retrieve_memories(vectors[0], "acme/api", 1)] == [1]
+
+
+def test_another_writers_rows_reach_a_cached_ann_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Above the exact limit a repo is searched through its in-memory faiss index: after the refresh
+    interval it holds the rows another writer added and not those it retired (here two handles on one
+    directory with LEARNING_MEMORY_MULTI_WRITER=true; the S3 test above covers two processes)."""
+    monkeypatch.setenv("LEARNING_MEMORY_MULTI_WRITER", "true")
+    monkeypatch.setenv("LEARNING_MEMORY_REFRESH_SECONDS", "0.2")
+    uri = str(tmp_path / "m.lance")
+    options = MemoryStoreOptions(exact_search_max_rows=4, ann_calibrate=False, ann_lists=2, ann_nprobe=2)
+    reader = open_store_for_provider(uri, Provider(), options=options, mark_stale=False)  # type: ignore[arg-type]
+    writer = open_store_for_provider(uri, Provider(), options=options, mark_stale=False)  # type: ignore[arg-type]
+    assert reader is not None and writer is not None and reader.multi_writer
+    ids = reader.write_memories([record("acme/api", f) for f in range(8)], [vector(f) for f in range(8)])
+    assert reader.retrieve_memories(vector(0), "acme/api", 1)[0].distance < 1e-6
+    assert reader.stats().ann["acme/api"].structure == "ivf"  # the cached faiss index answers
+
+    added = writer.write_memory(record("acme/api", 100), vector(100))
+    assert writer.retire("acme/api", 0) == 1
+    time.sleep(0.3)
+    assert reader.retrieve_memories(vector(100), "acme/api", 1)[0].memory_id == added
+    assert ids[0] not in {h.memory_id for h in reader.retrieve_memories(vector(0), "acme/api", 9)}
+    assert reader.stats().ann["acme/api"].structure == "ivf"
