@@ -316,6 +316,15 @@ class Settings(BaseSettings):
         text = str(value).strip()
         if text.split("://", 1)[0] not in ("postgresql", "postgres") or "://" not in text:
             raise ValueError("must be a postgresql://user:password@host:port/database URL (unset: SQLite files)")
+        from psycopg.conninfo import conninfo_to_dict  # here: only a PostgreSQL deployment imports psycopg
+
+        try:  # libpq's own parse: its errors quote the bad token (a password with a bare '%'), so not shown
+            conninfo_to_dict(text)
+        except Exception:
+            raise ValueError(
+                "is not a URL libpq can read (a '%' in the password must be written %25, other reserved "
+                "characters percent-encoded too; query options must be libpq connection parameters)"
+            ) from None
         return text
 
     @field_validator(

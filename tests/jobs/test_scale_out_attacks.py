@@ -7,6 +7,9 @@ import asyncio
 import hashlib
 import hmac
 import json
+import os
+import subprocess
+import sys
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
@@ -217,3 +220,23 @@ def test_a_stalled_timeout_shorter_than_two_heartbeats_is_refused_at_start(
     assert (
         Settings.load(env_file=tmp_path / "none.env", require_github_app=False).worker_stalled_seconds == 20
     )
+
+
+@pytest.mark.parametrize("command", [["jobs", "list"], ["db", "status"]])
+def test_a_malformed_database_url_never_echoes_its_password(command: list[str], tmp_path: Path) -> None:
+    """A password with a bare ``%`` (``p%ZZ`` for ``p%25ZZ``): libpq's error quotes the token — the password
+    — and psycopg's pool logs it on every connection attempt; ``kodiai db status`` showed it in a
+    traceback. The URL is checked when the settings load, with a message that does not repeat it."""
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "DATABASE_URL": "postgresql://kodiai:Hunter%ZZ2pw@127.0.0.1:1/kodiai",
+    }
+    kodiai = Path(sys.executable).parent / "kodiai"
+    done = subprocess.run(
+        [str(kodiai), *command], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert "Hunter" not in output and "Traceback" not in output, output[-2000:]
+    assert "DATABASE_URL" in output or "postgresql://127.0.0.1:1/kodiai" in output  # what is wrong, or where

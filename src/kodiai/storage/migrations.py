@@ -229,16 +229,25 @@ def apply_all_postgres_migrations(url: str, migrations_dir: Path | None = None) 
 def postgres_migration_status(
     url: str, name: str, migrations_dir: Path | None = None
 ) -> list[MigrationState]:
-    """``[(id, applied, applied_at)]`` of database ``name``'s PostgreSQL migrations (common ones included)."""
+    """``[(id, applied, applied_at)]`` of database ``name``'s PostgreSQL migrations (common ones included).
+
+    Errors name the database by host and name only (libpq's may quote the URL's password)."""
     import psycopg
 
-    with psycopg.connect(url, autocommit=True) as conn:
-        exists = conn.execute("SELECT to_regclass(%s)", (default_migration_table,)).fetchone()
-        rows = (
-            conn.execute(f'SELECT migration_id, applied_at_utc FROM "{default_migration_table}"').fetchall()
-            if exists and exists[0] is not None
-            else []
-        )
+    from kodiai.storage.database import safe_url
+
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            exists = conn.execute("SELECT to_regclass(%s)", (default_migration_table,)).fetchone()
+            rows = (
+                conn.execute(
+                    f'SELECT migration_id, applied_at_utc FROM "{default_migration_table}"'
+                ).fetchall()
+                if exists and exists[0] is not None
+                else []
+            )
+    except psycopg.Error as exc:
+        raise MigrationError(f"cannot read {safe_url(url)}: {type(exc).__name__}") from None
     applied = {str(mid): str(at) for mid, at in rows}
     return [
         MigrationState(m.id, m.id in applied, applied.get(m.id))
