@@ -5,10 +5,14 @@ model call answered after 1–3 s).
 200 signed deliveries across 10 installations (review triggers, plain comments, replayed bodies under new
 delivery ids), each sent to one web replica and again to the other; one web replica is killed (``kill -9``)
 mid-burst, and what it had not acknowledged is resent to the other replica, as GitHub's redelivery would;
-one worker is killed mid-job (not restarted: the other worker retries its job). Then: every acknowledged delivery is ``done`` in ``delivery_journal`` (a
-replayed body never ran); each GitHub effect happened once; per installation the jobs never overlapped and
-ran in delivery order (the journal's times, and the fake model's own clock); every finding has its memory in
-the learned memory on S3, memory ids are unique; one ``retrieval_quality`` row per review's retrieval.
+one worker is killed mid-job and stays down (the other worker must retry its job). Then: every acknowledged
+delivery is ``done`` in ``delivery_journal`` (a replayed body never ran); each GitHub effect happened once,
+from the first trigger of its head; per installation the jobs never overlapped and ran in delivery order
+(the journal's times, and the fake model's own clock); every finding has its memory in the learned memory
+on S3, memory ids are unique; one ``retrieval_quality`` row per review's retrieval.
+
+Cost: about 120 CPU-seconds (4 replica starts and one restart, 30 reviews through the CLI, 170 cheap jobs);
+the worker settings below keep its waits short (a 0.5 s poll, a worker declared dead after 5 s).
 """
 
 from __future__ import annotations
