@@ -153,6 +153,9 @@ class Settings(BaseSettings):
     )
     port: int = Field(DEFAULT_PORT, description="HTTP port (JavaScript Number() parsing; empty means 0).")
     log_level: LogLevel = Field("info", description="Log level.")
+    kodiai_role: str | None = Field(
+        None, description="What kodiai serve runs: web, worker or all (unset: all); --role wins."
+    )
     bot_allow_list: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="Comma-separated bot logins (without [bot]) allowed to trigger."
     )

@@ -240,3 +240,23 @@ def test_a_malformed_database_url_never_echoes_its_password(command: list[str], 
     assert done.returncode != 0
     assert "Hunter" not in output and "Traceback" not in output, output[-2000:]
     assert "DATABASE_URL" in output or "postgresql://127.0.0.1:1/kodiai" in output  # what is wrong, or where
+
+
+def test_kodiai_role_in_the_env_file_is_honoured(tmp_path: Path) -> None:
+    """Every other setting may live in ``.env``; ``KODIAI_ROLE=worker`` there was silently ignored and the
+    replica ran as ``all`` (taking webhooks). Here ``KODIAI_ROLE=web`` in the file without DATABASE_URL
+    must stop start-up like ``--role web`` does."""
+    env_file = tmp_path / "kodiai.env"
+    env_file.write_text("KODIAI_ROLE=web\n")
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
+    kodiai = Path(sys.executable).parent / "kodiai"
+    done = subprocess.run(
+        [str(kodiai), "serve", "--port", "0", "--env-file", str(env_file)],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "--role web needs DATABASE_URL" in done.stderr

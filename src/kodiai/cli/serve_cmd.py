@@ -66,14 +66,14 @@ def serve(
         ),
     ] = None,
     role: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--role",
             envvar="KODIAI_ROLE",
             help="web (webhooks in, jobs queued), worker (runs jobs; /health and /metrics only) or all "
-            "(both). web and worker need DATABASE_URL.",
+            "(both; the default). web and worker need DATABASE_URL.",
         ),
-    ] = "all",
+    ] = None,
 ) -> None:
     """Start the webhook server."""
     import uvicorn  # here, not at module level: `kodiai serve --help` stays fast
@@ -103,7 +103,10 @@ def serve(
     from kodiai.server.setup_mode import LOOPBACK_NOTE, listen_host
 
     config = ServerConfig.from_settings(settings, env_file=str(env_file))
-    config.role = _role(role, settings.database() is not None, config.setup_mode)
+    # --role, else KODIAI_ROLE from the environment or the --env-file (like every other setting), else all
+    config.role = _role(
+        role or settings.kodiai_role or "all", settings.database() is not None, config.setup_mode
+    )
     if port is not None:
         config.port = port
     chosen = bool(host or settings.host)  # the operator picked the interface (even 0.0.0.0)
