@@ -12,9 +12,11 @@ and their children: the CLI, git; PostgreSQL; this process: the fakes and the se
 The learned memory is off (``EMBEDDING_PROVIDER=none``): its cost is the embedding of a finding.
 
 Ack latency: the lean keep-alive sender of ``benchmarks/webhook.py`` posts real ``pull_request.opened``
-bodies (draft PRs: the review's job ends at once, so the measurement is the intake path) to a ``--role
-web`` replica on PostgreSQL (journal + defer in one transaction before the 200) and to ``kodiai serve``
-all-in-one on SQLite (the default), one after the other, same load.
+bodies (draft PRs: the review's job ends at once, so the measurement is the intake path) to the first
+run's ``--role web`` replica on PostgreSQL (journal + defer in one transaction before the 200; its worker
+runs the jobs meanwhile) and then to ``kodiai serve`` all-in-one on SQLite (the default; it runs them
+in-process), same load. ``cpu ms/req``: the CPU per delivery of every process involved (web, worker and
+PostgreSQL; the one process on SQLite).
 
     .venv/bin/python benchmarks/cluster_throughput.py                       # workers 1 2 4, concurrency 1 and 4
     .venv/bin/python benchmarks/cluster_throughput.py --workers 1 2 --concurrency 4 --prs 5
@@ -32,7 +34,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,11 +55,12 @@ from cluster.cluster_stack import (  # noqa: E402
     tree_cpu_seconds,
     wait_until,
 )
-from e2e.stack import KodiaiProcess  # noqa: E402
+from e2e.stack import SECRET, KodiaiProcess  # noqa: E402
 from support import postgres as pg_support  # noqa: E402
 from support.gitrepo import BareRepo  # noqa: E402
 
 INSTALLATIONS = 10
+webhook.SECRET = SECRET  # its sender signs with the replicas' secret
 
 
 @dataclass
@@ -143,7 +146,10 @@ def throughput(
     prs: int,
     think: float,
     poll: float | None,
-) -> Throughput:
+    ack: tuple[int, int] | None = None,
+) -> tuple[Throughput, dict[str, Any] | None]:
+    """One run; with ``ack`` (requests, clients), then the ack latency of its web replica (its worker
+    running the acknowledged deliveries' jobs meanwhile, as the all-in-one process does)."""
     tmp = Path(tempfile.mkdtemp(prefix=f"bench-cluster-{workers}w-"))
     url = server.url(server.create_database())
     env = {
@@ -177,7 +183,9 @@ def throughput(
         seconds, cpu = time.monotonic() - t0, cpu_now(procs, postmaster) - cpu0
         statuses = {r[2] for r in journal(url).values()}
         assert statuses == {"done"}, statuses
-        return Throughput(workers, concurrency, len(deliveries), seconds, cpu)
+        others = (postmaster, *(p.proc.pid for p in procs[1:] if p.proc is not None))
+        acks = ack_latency(procs[0], *ack, others) if ack is not None else None
+        return Throughput(workers, concurrency, len(deliveries), seconds, cpu), acks
     finally:
         cluster.close()
 
@@ -191,36 +199,30 @@ def draft_bodies() -> list[bytes]:
     return webhook.with_installations(json.dumps(data).encode())
 
 
-def ack_latency(proc: KodiaiProcess, requests: int, concurrency: int) -> dict[str, Any]:
+def ack_latency(
+    proc: KodiaiProcess, requests: int, concurrency: int, others: tuple[int, ...] = ()
+) -> dict[str, Any]:
+    """p50/p99 of the acknowledgements; ``cpu_ms``: CPU per delivery of ``proc`` and ``others`` (pids:
+    PostgreSQL, the workers) over the measured load."""
     bodies = draft_bodies()
     asyncio.run(webhook.load(proc.port, bodies, min(100, requests), concurrency))  # warm-up
-    cpu0 = tree_cpu_seconds(proc.proc.pid) if proc.proc else 0.0
+    pids = (proc.proc.pid if proc.proc else 0, *others)
+    cpu0 = sum(tree_cpu_seconds(pid) for pid in pids)
     result = asyncio.run(webhook.load(proc.port, bodies, requests, concurrency))
-    result["cpu_ms"] = ((tree_cpu_seconds(proc.proc.pid) if proc.proc else 0.0) - cpu0) / requests * 1000
+    result["cpu_ms"] = (sum(tree_cpu_seconds(pid) for pid in pids) - cpu0) / requests * 1000
     return result
 
 
-def ack_run(server: pg_support.PostgresServer, requests: int, concurrency: int) -> dict[str, dict[str, Any]]:
+def sqlite_ack(requests: int, concurrency: int) -> dict[str, Any]:
+    """The ack latency of ``kodiai serve`` all-in-one on SQLite (the default)."""
     tmp = Path(tempfile.mkdtemp(prefix="bench-cluster-ack-"))
     cluster = Cluster(tmp, {"EMBEDDING_PROVIDER": "none", "LOG_LEVEL": "warn"}, think=(0.0, 0.0))
-    out = {}
     try:
-        secret = {"GITHUB_WEBHOOK_SECRET": webhook.SECRET}
-        setups: list[tuple[str, Callable[[], KodiaiProcess]]] = [
-            ("web on PostgreSQL", lambda: cluster.process("pg-web", "web", DATABASE_URL=server.url(
-                server.create_database()), **secret)),
-            ("all-in-one on SQLite", lambda: cluster.process("sqlite-all", None, **secret)),
-        ]  # fmt: skip
-        for label, make in setups:
-            proc = make()
-            proc.start(timeout=180)
-            try:
-                out[label] = ack_latency(proc, requests, concurrency)
-            finally:
-                proc.stop()
+        proc = cluster.process("sqlite-all", None)
+        proc.start(timeout=180)
+        return ack_latency(proc, requests, concurrency)
     finally:
         cluster.close()
-    return out
 
 
 # ----------------------------------------------------------------------------- report
@@ -251,14 +253,16 @@ def main() -> int:
     )
     with durable_postgres() as server:
         results: list[Throughput] = []
+        acks: dict[str, dict[str, Any]] = {}
         for concurrency in args.concurrency:
             for workers in args.workers:
-                results.append(
-                    throughput(
-                        server, args.installations, workers, concurrency, args.prs, args.think, args.poll
-                    )
+                ack = None if acks else (args.ack_requests, args.ack_concurrency)
+                done, web_ack = throughput(
+                    server, args.installations, workers, concurrency, args.prs, args.think, args.poll, ack
                 )
-                done = results[-1]
+                results.append(done)
+                if web_ack is not None:
+                    acks[f"web on PostgreSQL (+{workers} worker)"] = web_ack
                 print(f"  {workers} worker(s) x {concurrency}: {done.per_minute:.1f} reviews/min", flush=True)
         print(f"\n{'workers':>7} {'conc.':>5} {'reviews':>7} {'seconds':>8} {'reviews/min':>11} {'x 1 worker':>10} "
               f"{'cpu-s/review':>12} {'cores':>5}")  # fmt: skip
@@ -275,12 +279,12 @@ def main() -> int:
             f"CPU ceiling on this host: {cores} cores / {cpu_per_review:.2f} cpu-s per review = "
             f"{cores / cpu_per_review * 60:.0f} reviews/min, whatever the number of workers"
         )
-        acks = ack_run(server, args.ack_requests, args.ack_concurrency)
+    acks["all-in-one on SQLite"] = sqlite_ack(args.ack_requests, args.ack_concurrency)
     print(f"\nwebhook ack, {args.ack_requests} deliveries, {args.ack_concurrency} keep-alive clients")
-    print(f"{'server':<22} {'deliv/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'errors':>6} {'cpu ms/req':>10}")
+    print(f"{'server':<30} {'deliv/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'errors':>6} {'cpu ms/req':>10}")
     for label, a in acks.items():
         print(
-            f"{label:<22} {a['rps']:>8.0f} {a['p50_ms']:>7.1f} {a['p99_ms']:>7.1f} {a['errors']:>6} "
+            f"{label:<30} {a['rps']:>8.0f} {a['p50_ms']:>7.1f} {a['p99_ms']:>7.1f} {a['errors']:>6} "
             f"{a['cpu_ms']:>10.2f}"
         )
     print(f"load average at the end: {os.getloadavg()[0]:.1f} (other processes on the host share the cores)")
