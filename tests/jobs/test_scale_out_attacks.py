@@ -222,7 +222,14 @@ def test_a_stalled_timeout_shorter_than_two_heartbeats_is_refused_at_start(
     )
 
 
-@pytest.mark.parametrize("command", [["jobs", "list"], ["db", "status"]])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["jobs", "list"],
+        ["db", "status"],
+        ["jobs", "list", "--db", "postgresql://k:Hunter%ZZ@127.0.0.1:1/kodiai"],
+    ],
+)
 def test_a_malformed_database_url_never_echoes_its_password(command: list[str], tmp_path: Path) -> None:
     """A password with a bare ``%`` (``p%ZZ`` for ``p%25ZZ``): libpq's error quotes the token — the password
     — and psycopg's pool logs it on every connection attempt; ``kodiai db status`` showed it in a

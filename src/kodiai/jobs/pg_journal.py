@@ -31,6 +31,7 @@ from typing import Any, Literal, TypeVar
 
 import psycopg
 import zstandard
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
@@ -94,6 +95,10 @@ class PgJobJournal:
         self._codec = PayloadCodec()
         self._inserts = 0
         self._log = get_logger("kodiai.jobs.journal")
+        try:  # before the pool: its warnings quote libpq's parse error, which quotes a bad token (a password)
+            conninfo_to_dict(url)
+        except psycopg.Error:
+            raise ConnectionError(f"cannot connect to {self._safe}: the URL is malformed") from None
         self._pool = ConnectionPool(
             url,
             min_size=1,
