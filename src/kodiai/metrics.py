@@ -146,7 +146,7 @@ class Metrics:
         self.webhook_deliveries = Counter(
             "kodiai_webhook_deliveries",
             "Webhook deliveries by event name and outcome (accepted, duplicate, filtered, unrouted, "
-            "bad_signature, invalid_json, too_large, busy, body_timeout, trailers).",
+            "bad_signature, invalid_json, invalid_delivery_id, too_large, busy, body_timeout, trailers).",
             ["event", "outcome"],
             registry=r,
         )

@@ -267,3 +267,33 @@ def test_kodiai_role_in_the_env_file_is_honoured(tmp_path: Path) -> None:
     )
     assert done.returncode == 2, done.stderr[-2000:]
     assert "--role web needs DATABASE_URL" in done.stderr
+
+
+def test_an_oversized_delivery_id_is_a_400_not_a_500_on_postgresql(postgres_url: str) -> None:
+    """``X-GitHub-Delivery`` is not covered by the signature and GitHub's are UUIDs; an 8000-character one
+    overflowed PostgreSQL's unique index (a btree row holds ~2.7 KB) and every redelivery was a 500."""
+    router = EventRouter(BotFilter("kodiai"))
+
+    async def handler(event: WebhookEvent) -> None:
+        return None
+
+    router.register("issues", handler, name="any-issue")
+    journal = PgJobJournal.open(postgres_url)
+    try:
+        ingress = WebhookIngress(
+            secret="s3cret", router=router, journal=journal, dispatcher=None, metrics=Metrics()
+        )
+        body = b'{"action":"opened","installation":{"id":5}}'
+        signature = "sha256=" + hmac.new(b"s3cret", body, hashlib.sha256).hexdigest()
+        results = []
+        for delivery in (os.urandom(4000).hex(), os.urandom(512).hex()):  # 8000 and 1024 characters
+            headers = {
+                "x-github-delivery": delivery,
+                "x-github-event": "issues",
+                "x-hub-signature-256": signature,
+            }
+            result = asyncio.run(ingress.handle(headers, body))
+            results.append((result.status, result.outcome))
+        assert results == [(400, "invalid_delivery_id"), (200, "accepted")]
+    finally:
+        journal.close()

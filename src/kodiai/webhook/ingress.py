@@ -42,6 +42,9 @@ from kodiai.webhook.signature import matching_secret
 
 RECEIVED = {"received": True}
 INTERNAL_ERROR = {"error": "Internal Server Error"}
+MAX_DELIVERY_ID = 1024
+"""Characters of ``X-GitHub-Delivery`` (GitHub's are 36-character UUIDs): the header is not signed, and a
+longer id would not fit PostgreSQL's unique index (a 500 on every redelivery) nor belong in a log line."""
 _EVENT_LABEL = re.compile(r"[a-z_]{1,64}")
 
 
@@ -113,6 +116,13 @@ class WebhookIngress:
             )
             return self._result(401, None, "bad_signature", "unverified")
         self._signature_matches[matched].inc()
+        if len(delivery_id) > MAX_DELIVERY_ID:  # unsigned; PostgreSQL's unique index holds ~2.7 KB a row
+            self._log.warning(
+                "Webhook delivery id too long", deliveryId=delivery_id[:64] + "…", eventName=event_name[:64]
+            )
+            return self._result(
+                400, {"error": "X-GitHub-Delivery header too long"}, "invalid_delivery_id", event_name
+            )
         if matched:
             self._log.info(
                 "Webhook signed with GITHUB_WEBHOOK_SECRET_PREVIOUS",
