@@ -215,7 +215,7 @@ def write_all(store: LanceMemoryStore, x: np.ndarray, repo: str = "acme/big", st
 
 def test_chosen_setting_reaches_stats_the_log_and_the_metrics_observer(tmp_path: Path) -> None:
     x = tight_clusters(np.random.default_rng(17))(4_000)
-    store = open_store(tmp_path)
+    store = open_store(tmp_path, ann_structures=("ivf",))  # the reporting path, not the choice
     write_all(store, x)
     early: list[tuple[str, IndexReport]] = []
     store.observe_builds(lambda repo, report: early.append((repo, report)))
