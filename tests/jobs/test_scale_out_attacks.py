@@ -13,6 +13,7 @@ import sys
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -34,7 +35,7 @@ def _intake(journal: PgJobJournal, delivery: str, installation: int = 7) -> None
     assert journal.intake(Intake(delivery, "issues", "opened", installation, body), now=NOW) is True
 
 
-def _fetch_as_new_worker(conn: psycopg.Connection[tuple[object, ...]]) -> tuple[int, int]:
+def _fetch_as_new_worker(conn: psycopg.Connection[Any]) -> tuple[int, int]:
     """A worker registers (heartbeat now) and takes the next job, as procrastinate's worker does."""
     row = conn.execute("SELECT worker_id FROM procrastinate_register_worker_v1()").fetchone()
     assert row is not None
@@ -47,12 +48,12 @@ def _fetch_as_new_worker(conn: psycopg.Connection[tuple[object, ...]]) -> tuple[
     return worker, int(got[0])
 
 
-def _job(conn: psycopg.Connection[tuple[object, ...]], job_id: int) -> tuple[str, int | None]:
+def _job(conn: psycopg.Connection[Any], job_id: int) -> tuple[str, int | None]:
     row = conn.execute(
         "SELECT status::text, worker_id FROM procrastinate_jobs WHERE id = %s", (job_id,)
     ).fetchone()
     assert row is not None
-    return str(row[0]), row[1]  # type: ignore[return-value]
+    return str(row[0]), row[1]
 
 
 def test_a_stale_stalled_check_never_takes_a_job_from_the_live_worker_now_running_it(
@@ -111,7 +112,7 @@ def test_a_stalled_job_whose_worker_was_pruned_is_still_retried(postgres_url: st
         journal.close()
 
 
-def _make_dead(journal: PgJobJournal, conn: psycopg.Connection[tuple[object, ...]], delivery: str) -> None:
+def _make_dead(journal: PgJobJournal, conn: psycopg.Connection[Any], delivery: str) -> None:
     _intake(journal, delivery)
     _, job_id = _fetch_as_new_worker(conn)
     journal.begin(delivery, now=NOW)
@@ -119,7 +120,7 @@ def _make_dead(journal: PgJobJournal, conn: psycopg.Connection[tuple[object, ...
     conn.execute("SELECT procrastinate_finish_job_v1(%s, 'failed', false)", (job_id,))
 
 
-def _live_jobs(conn: psycopg.Connection[tuple[object, ...]], delivery: str) -> int:
+def _live_jobs(conn: psycopg.Connection[Any], delivery: str) -> int:
     row = conn.execute(
         "SELECT COUNT(*) FROM procrastinate_jobs WHERE args->>'delivery_id' = %s AND status IN ('todo', 'doing')",
         (delivery,),
