@@ -5,6 +5,7 @@ whichever worker takes them; a handler's failure is the delivery's ``failed`` st
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import json
 import time
@@ -27,15 +28,22 @@ FAST = WorkerOptions(
 )
 
 
-def _router(name: str, runs: list[tuple[str, int, str, float, float]]) -> EventRouter:
+def _router(
+    name: str,
+    runs: list[tuple[str, int, str, float, float]],
+    running: dict[str, asyncio.Event] | None = None,
+) -> EventRouter:
     router = EventRouter(BotFilter("kodiai"))
 
     async def record(event: WebhookEvent) -> None:
         if event.payload.get("fail"):
             raise RuntimeError("handler broke")
-        started = time.monotonic()
+        begun = time.monotonic()
+        if running is not None:  # a worker's job waits until every worker has a job running
+            running[name].set()
+            await asyncio.gather(*(e.wait() for e in running.values()))
         await asyncio.sleep(0.05)
-        runs.append((event.id, event.installation_id, name, started, time.monotonic()))
+        runs.append((event.id, event.installation_id, name, begun, time.monotonic()))
 
     router.register("issues.opened", record, name="record")
     return router
@@ -71,8 +79,13 @@ def test_two_workers_keep_each_installation_in_order_and_never_overlap(postgres_
         )
 
     async def scenario() -> dict[str, tuple[str, str | None]]:
+        # One slot each, and a worker's job ends only once both workers run one: the first worker's job
+        # holds its only slot until the other takes a job of another installation (those are free), so
+        # both workers take jobs whatever the host's load.
+        running = {"w1": asyncio.Event(), "w2": asyncio.Event()}
+        one_slot = dataclasses.replace(FAST, concurrency=1)
         workers = [
-            PgWorker(postgres_url, journal, _router(name, runs), options=FAST, name=name)
+            PgWorker(postgres_url, journal, _router(name, runs, running), options=one_slot, name=name)
             for name in ("w1", "w2")
         ]
         for worker in workers:
@@ -145,3 +158,78 @@ def test_learned_memory_compaction_is_a_periodic_task_of_the_worker(
     finally:
         journal.close()
         store.close()
+
+
+def test_a_worker_with_every_slot_busy_still_hands_back_a_dead_workers_job(postgres_url: str) -> None:
+    """The stalled-job check has a slot of its own: a worker whose only delivery slot is held by a long
+    review still puts a dead worker's job back in line (one slot shared by both queues would hold the check,
+    and the dead worker's installation, until the review ended), and a dead worker's own maintenance run is
+    finished instead of counting as ``doing`` for ever."""
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    journal = PgJobJournal.open(postgres_url)
+    runs: list[tuple[str, int, str, float, float]] = []
+    for delivery, inst in (("stalled", 1), ("long", 2)):
+        body = json.dumps({"action": "opened", "installation": {"id": inst}}).encode()
+        assert journal.intake(Intake(delivery, "issues", "opened", inst, body), now=now) is True
+    with psycopg.connect(postgres_url, autocommit=True) as conn:  # a worker takes "stalled", then dies
+        row = conn.execute("SELECT worker_id FROM procrastinate_register_worker_v1()").fetchone()
+        assert row is not None
+        dead = int(row[0])
+        job = conn.execute(
+            "SELECT id FROM procrastinate_fetch_job_v2(ARRAY['deliveries']::varchar[], %s)", (dead,)
+        ).fetchone()
+        assert job is not None and job[0] is not None
+        assert journal.begin("stalled", now=now) is not None
+        conn.execute(
+            "INSERT INTO procrastinate_jobs (queue_name, task_name, args, status, worker_id)"
+            " VALUES ('kodiai-maintenance', 'kodiai.retry_stalled', '{}', 'doing', %s)",
+            (dead,),
+        )
+        conn.execute(
+            "UPDATE procrastinate_workers SET last_heartbeat = now() - interval '1 hour' WHERE id = %s",
+            (dead,),
+        )
+
+    async def scenario() -> list[dict[str, object]]:
+        release = asyncio.Event()
+        router = EventRouter(BotFilter("kodiai"))
+
+        async def record(event: WebhookEvent) -> None:
+            begun = time.monotonic()
+            if event.id == "long":
+                await release.wait()  # the review that holds the worker's only slot
+            runs.append((event.id, event.installation_id, "w", begun, time.monotonic()))
+
+        router.register("issues.opened", record, name="record")
+        worker = PgWorker(
+            postgres_url, journal, router, options=dataclasses.replace(FAST, concurrency=1), name="w"
+        )
+        with capture_logs() as logs:
+            await worker.start()
+            try:
+                deadline = time.monotonic() + 30
+                while time.monotonic() < deadline and not any(
+                    e["event"] == "Job of a stopped worker put back in the queue" for e in logs
+                ):
+                    await asyncio.sleep(0.1)
+                assert [r[0] for r in runs] == []  # the long review still holds the slot
+                release.set()
+                await _wait_finished(postgres_url, 2)
+            finally:
+                await worker.stop()
+        return logs
+
+    try:
+        logs = asyncio.run(scenario())
+    finally:
+        journal.close()
+    handed_back = [e for e in logs if e["event"] == "Job of a stopped worker put back in the queue"]
+    assert [e["deliveryId"] for e in handed_back] == ["stalled"]
+    assert sorted(r[0] for r in runs) == ["long", "stalled"]
+    with psycopg.connect(postgres_url) as conn:
+        left = conn.execute(
+            "SELECT COUNT(*) FROM procrastinate_jobs WHERE worker_id = %s OR (queue_name ="
+            " 'kodiai-maintenance' AND status = 'doing' AND worker_id IS NULL)",
+            (dead,),
+        ).fetchone()
+    assert left == (0,)

@@ -27,7 +27,7 @@ from typing import Any
 import psycopg
 from procrastinate import App, PsycopgConnector, SyncPsycopgConnector
 from procrastinate.exceptions import JobAborted
-from procrastinate.jobs import Job
+from procrastinate.jobs import Job, Status
 from procrastinate.retry import BaseRetryStrategy, RetryDecision
 from structlog.contextvars import bind_contextvars, reset_contextvars
 
@@ -174,10 +174,10 @@ class PgWorker:
         self._clock = clock
         self._name = name
         self._log = CachedLogger("kodiai.jobs.worker")
-        self._task: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
         bridge_procrastinate_logs()
         self.app = App(
-            connector=PsycopgConnector(conninfo=url, min_size=1, max_size=self.options.concurrency + 4),
+            connector=PsycopgConnector(conninfo=url, min_size=1, max_size=self.options.concurrency + 6),
             periodic_defaults={"max_delay": max(60.0, 3 * self.options.stalled_seconds)},
         )
         self.app.task(name=TASK, queue=QUEUE, retry=_Retry())(self._run_delivery)
@@ -217,20 +217,39 @@ class PgWorker:
                 count=len(orphans),
             )
         await self.app.open_async()
-        self._task = asyncio.create_task(
-            self.app.run_worker_async(
-                queues=[QUEUE, MAINTENANCE_QUEUE],
-                name=self._name,
-                concurrency=self.options.concurrency,
-                install_signal_handlers=False,
-                update_heartbeat_interval=self.options.heartbeat_seconds,
-                stalled_worker_timeout=self.options.stalled_seconds,
-                shutdown_graceful_timeout=self.options.shutdown_grace_seconds,
-                fetch_job_polling_interval=self.options.poll_seconds,
-                delete_jobs="successful",
+        # Two loops on one App: the deliveries' slots, and one slot of its own for the stalled-job check and
+        # compaction, so a worker whose slots are all busy with long reviews still hands a dead worker's
+        # jobs back in time (procrastinate defers each periodic run once, whichever loop defers it).
+        self._tasks = [
+            asyncio.create_task(
+                self.app.run_worker_async(
+                    queues=[QUEUE],
+                    name=self._name,
+                    concurrency=self.options.concurrency,
+                    install_signal_handlers=False,
+                    update_heartbeat_interval=self.options.heartbeat_seconds,
+                    stalled_worker_timeout=self.options.stalled_seconds,
+                    shutdown_graceful_timeout=self.options.shutdown_grace_seconds,
+                    fetch_job_polling_interval=self.options.poll_seconds,
+                    delete_jobs="successful",
+                ),
+                name="procrastinate-worker",
             ),
-            name="procrastinate-worker",
-        )
+            asyncio.create_task(
+                self.app.run_worker_async(
+                    queues=[MAINTENANCE_QUEUE],
+                    name=f"{self._name}-maintenance",
+                    concurrency=1,
+                    install_signal_handlers=False,
+                    update_heartbeat_interval=self.options.heartbeat_seconds,
+                    stalled_worker_timeout=self.options.stalled_seconds,
+                    shutdown_graceful_timeout=self.options.shutdown_grace_seconds,
+                    fetch_job_polling_interval=self.options.poll_seconds,
+                    delete_jobs="always",
+                ),
+                name="procrastinate-maintenance",
+            ),
+        ]
         self._log.info(
             "Queue worker started",
             concurrency=self.options.concurrency,
@@ -240,14 +259,15 @@ class PgWorker:
 
     @property
     def stopped(self) -> bool:
-        """Started, and its loop has ended without :meth:`stop` (e.g. a failed side task)."""
-        return self._task is not None and self._task.done()
+        """Started, and one of its loops has ended without :meth:`stop` (e.g. a failed side task)."""
+        return any(task.done() for task in self._tasks)
 
     async def stop(self) -> None:
         """Graceful: running jobs get ``shutdown_grace_seconds``, then are cancelled and go back in line."""
-        task, self._task = self._task, None
-        if task is not None:
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
             task.cancel()
+        for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         await self.app.close_async()
@@ -312,7 +332,22 @@ class PgWorker:
                 log_dead_letter(self._log, delivery, event_name, attempts)
                 if self._metrics:
                     self._metrics.jobs_dead.inc()
+        await self._drop_stalled_maintenance()
         await self.app.job_manager.prune_stalled_workers(self.options.stalled_seconds)
+
+    async def _drop_stalled_maintenance(self) -> None:
+        """A dead worker's stalled-check or compaction run is not retried (the next period runs anyway): it
+        is finished as failed, instead of counting as ``doing`` in the queue's metrics for ever."""
+        stalled = await self.app.job_manager.get_stalled_jobs(
+            queue=MAINTENANCE_QUEUE, seconds_since_heartbeat=self.options.stalled_seconds
+        )
+        for job in stalled:
+            if job.id is None:
+                continue
+            try:
+                await self.app.job_manager.finish_job_by_id_async(job.id, Status.FAILED, delete_job=True)
+            except Exception as exc:  # another check finished it first
+                self._log.debug("Stalled maintenance job already settled", jobId=job.id, err=str(exc))
 
 
 async def refresh_queue_metrics(journal: PgJobJournal, metrics: Metrics) -> None:
