@@ -669,3 +669,28 @@ def test_writes_accept_mappings_and_same_named_models(store: KnowledgeStore) -> 
     )
     assert [tuple(r) for r in rows] == [("x.py", 1)]
     assert _sql(store, "SELECT finding_ids FROM suppression_log")[0][0] == "[1]"
+
+
+def test_a_finding_title_quoting_nul_is_stored_on_both_databases(db_backend: DbBackend) -> None:
+    """Model output may quote a NUL byte. SQLite stores it; PostgreSQL's text refuses it, which failed the
+    review's whole knowledge write on PostgreSQL only. There it is stored as U+FFFD."""
+    s = KnowledgeStore(db_backend.target("knowledge"))
+    try:
+        review_id = s.record_review(ReviewRecord(repo="acme/api", pr_number=1))
+        s.record_findings(
+            [
+                FindingRecord(
+                    review_id=review_id,
+                    file_path="src/a\x00.py",
+                    severity="major",
+                    category="correctness",
+                    confidence=80,
+                    title="strcpy stops at \x00 here",
+                )
+            ]
+        )
+    finally:
+        s.close()
+    row = db_backend.rows("knowledge", "SELECT file_path, title FROM findings")
+    nul = "\x00" if db_backend.name == "sqlite" else "\ufffd"
+    assert row == [{"file_path": f"src/a{nul}.py", "title": f"strcpy stops at {nul} here"}]

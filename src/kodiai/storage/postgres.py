@@ -87,6 +87,12 @@ def _configure(conn: psycopg.Connection[Any]) -> None:
     conn.adapters.register_loader("numeric", _NumericLoader)
 
 
+def text_safe(params: Params) -> tuple[Any, ...]:
+    """``params`` with NUL in text replaced by U+FFFD: PostgreSQL's ``text`` refuses NUL, which SQLite stores,
+    so a finding title or model output quoting one would fail the whole write on PostgreSQL only."""
+    return tuple(p.replace("\x00", "\ufffd") if isinstance(p, str) and "\x00" in p else p for p in params)
+
+
 class _PgExecutor:
     """Statements on one borrowed connection (a transaction's, or a single statement's)."""
 
@@ -96,19 +102,19 @@ class _PgExecutor:
         self._conn = conn
 
     def execute(self, sql: str, params: Params = ()) -> Result:
-        return self._conn.execute(to_pyformat(sql), tuple(params))
+        return self._conn.execute(to_pyformat(sql), text_safe(params))
 
     def fetch_one(self, sql: str, params: Params = ()) -> tuple[Any, ...] | None:
-        row = self._conn.execute(to_pyformat(sql), tuple(params)).fetchone()
+        row = self._conn.execute(to_pyformat(sql), text_safe(params)).fetchone()
         return tuple(row) if row is not None else None
 
     def fetch_all(self, sql: str, params: Params = ()) -> list[tuple[Any, ...]]:
-        cur = self._conn.execute(to_pyformat(sql), tuple(params))
+        cur = self._conn.execute(to_pyformat(sql), text_safe(params))
         return [tuple(r) for r in cur.fetchall()] if cur.description else []
 
     def query(self, sql: str, params: Params = ()) -> list[RowLike]:
         with self._conn.cursor(row_factory=_row_factory) as cur:
-            cur.execute(to_pyformat(sql), tuple(params))
+            cur.execute(to_pyformat(sql), text_safe(params))
             return list(cur.fetchall())
 
     def columns(self, table: str) -> list[tuple[str, str]]:
