@@ -86,7 +86,8 @@ def test_two_web_and_two_worker_replicas_survive_kills_with_every_effect_once(
         "DATABASE_URL": url,
         "LEARNING_MEMORY_URI": s3_bucket.uri("memory"),
         **s3_bucket.server.env(),
-        "WORKER_CONCURRENCY": "5",
+        "WORKER_CONCURRENCY": "10",  # every installation's lane at once on the surviving worker
+        "REVIEW_CONCURRENCY": "6",
         # Jobs of an installation wait on its lock; the poll finds the next one once the lock is free.
         "WORKER_POLL_SECONDS": "0.5",
         "WORKER_HEARTBEAT_SECONDS": "1",
