@@ -233,3 +233,36 @@ def test_a_worker_with_every_slot_busy_still_hands_back_a_dead_workers_job(postg
             (dead,),
         ).fetchone()
     assert left == (0,)
+
+
+def test_the_next_job_of_an_installation_starts_when_the_previous_ends_not_at_the_next_poll(
+    postgres_url: str,
+) -> None:
+    """procrastinate wakes workers when a job is inserted, not when a locked job ends: a worker whose queued
+    jobs all wait on one installation slept until its next poll, so a burst on one repository drained one job
+    per ``WORKER_POLL_SECONDS``. With the poll at 30 s, six jobs of one installation finish in seconds."""
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    journal = PgJobJournal.open(postgres_url)
+    runs: list[tuple[str, int, str, float, float]] = []
+    for i in range(6):
+        body = json.dumps({"action": "opened", "installation": {"id": 9}, "n": i}).encode()
+        assert journal.intake(Intake(f"burst-{i}", "issues", "opened", 9, body), now=now) is True
+    slow_poll = dataclasses.replace(FAST, poll_seconds=30.0)
+
+    async def scenario() -> float:
+        worker = PgWorker(postgres_url, journal, _router("w", runs), options=slow_poll, name="w")
+        await worker.start()
+        try:
+            began = time.monotonic()
+            finished = await _wait_finished(postgres_url, 6, timeout=20)
+            assert len(finished) == 6, f"{len(finished)} of 6 jobs done after 20 s"
+            return time.monotonic() - began
+        finally:
+            await worker.stop()
+
+    try:
+        took = asyncio.run(scenario())
+    finally:
+        journal.close()
+    assert [r[0] for r in runs] == [f"burst-{i}" for i in range(6)]
+    assert took < 10
