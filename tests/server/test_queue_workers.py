@@ -74,7 +74,19 @@ def test_web_and_worker_replicas_complete_a_signed_delivery(
     tmp_path: Path, fake: FakeGitHub, postgres_url: str
 ) -> None:
     record = tmp_path / "record.txt"
-    web = _serve(tmp_path, "web", fake, postgres_url, "web", record)
+    memory = tmp_path / "web-memory.lance"
+    web = (
+        _serve(  # learned memory configured: a web replica runs no job, so it opens neither it nor the model
+            tmp_path,
+            "web",
+            fake,
+            postgres_url,
+            "web",
+            record,
+            EMBEDDING_PROVIDER="local",
+            LEARNING_MEMORY_URI=str(memory),
+        )
+    )
     worker = _serve(tmp_path, "worker", fake, postgres_url, "worker", record, KODIAI_TEST_BLOCK="1")
     web.start()
     try:
@@ -104,6 +116,7 @@ def test_web_and_worker_replicas_complete_a_signed_delivery(
         web.stop()
         worker.stop()
     assert "Job journal and queue on PostgreSQL" in web.log_text()
+    assert not memory.exists() and "Embedding provider initialized" not in web.log_text()
     assert "Queue worker started" in worker.log_text()
     assert "Review path warmed up" in worker.log_text()  # a web replica only routes: nothing to warm
     assert "Review path warmed up" not in web.log_text() and "Queue worker started" not in web.log_text()

@@ -145,7 +145,7 @@ def serve(
     stores = None
     try:
         if not config.setup_mode:
-            stores = open_stores(settings)
+            stores = open_stores(settings, learned_memory=config.runs_jobs)
         runtime = build_runtime(
             config,
             register_handlers=register,

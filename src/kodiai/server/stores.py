@@ -55,8 +55,11 @@ class Stores:
                     get_logger("kodiai.server").warning("Store close failed", err=redact(str(exc)))
 
 
-def open_stores(settings: Any) -> Stores:
-    """Open everything in the original's order; telemetry/knowledge errors propagate (fail-fast)."""
+def open_stores(settings: Any, *, learned_memory: bool = True) -> Stores:
+    """Open everything in the original's order; telemetry/knowledge errors propagate (fail-fast).
+
+    ``learned_memory=False`` (a ``--role web`` replica: it runs no job) opens neither the embedder nor the
+    memory store: seconds of start-up CPU (LanceDB, the model, the object store's probe) it never uses."""
     log = get_logger("kodiai.server")
     database_url = settings.database()
     telemetry = open_telemetry_store(database_url or settings.telemetry_db_path, log)
@@ -73,10 +76,11 @@ def open_stores(settings: Any) -> Stores:
         raise
 
     voyage = settings.voyage_api_key.get_secret_value() if settings.voyage_api_key else None
-    embeddings = build_embedding_provider(settings.embedding_provider, voyage_api_key=voyage)
+    provider = settings.embedding_provider if learned_memory else "none"
+    embeddings = build_embedding_provider(provider, voyage_api_key=voyage)
     memory: LanceMemoryStore | None = None
     try:
-        memory = open_store_for_provider(settings.learning_memory_uri, embeddings)
+        memory = open_store_for_provider(settings.learning_memory_uri, embeddings) if learned_memory else None
     except MemoryStoreRefused:  # an unsafe or misconfigured object store stops the start (not fail-open)
         knowledge.close()
         telemetry.close()
