@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -283,7 +284,9 @@ def main(argv: list[str] | None = None) -> list[Result]:
     )
     parser.add_argument("--dists", default="clustered,lowrank", help=f"of {', '.join([*SOURCES, 'minilm'])}")
     parser.add_argument(
-        "--workdir", default=".bench-ann", help="minilm: where the per-text vector cache lives"
+        "--workdir",
+        default=str(Path(tempfile.gettempdir()) / "kodiai-bench-ann"),
+        help="minilm: where the per-text vector cache lives (kept between runs)",
     )
     parser.add_argument("--sizes", default="100000", help="rows, comma-separated")
     parser.add_argument("--dim", type=int, default=1024)
