@@ -309,7 +309,7 @@ def test_eval_stages_scores_each_repository_with_models_fitted_on_the_others_and
         assert out["strategies"][variant]["queries"] == 6  # every query scored once, by the other fold
     assert set(out["per_repo"]) == {"acme/api", "gofiber/fiber"}
     assert 0.0 <= out["skips"]["skip_rate"] <= 1.0
-    assert [t["target"] for t in out["targets"]["rank>abstain"]][0] == "F0.5 ≥ 0.65"
+    assert out["targets"]["rank>abstain"][0]["target"] == "F0.5 ≥ 0.65"
     assert len(out["targets"]["abstain:no-files"]) == 5
     assert out["chain_checked"] == 6  # the real chain with both stages on kept what the replay kept
     shipped = StagesModel.model_validate_json(model.read_text())
