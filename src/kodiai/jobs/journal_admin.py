@@ -8,6 +8,7 @@ that only moves ``dead`` rows to ``requeued``. The server claims requeued rows w
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,12 +74,19 @@ def retry(conn: sqlite3.Connection, delivery_ids: list[str], *, all_dead: bool =
     return result
 
 
+#: A delivery's status and whether its body is kept: what :func:`retry_refusal` judges (both journals).
+RETRY_STATE_SQL = (
+    "SELECT j.status, p.seq IS NOT NULL FROM delivery_journal j LEFT JOIN delivery_payloads p USING (seq)"
+    " WHERE j.delivery_id = ?"
+)
+
+
 def _refusal(conn: sqlite3.Connection, delivery: str) -> str | None:
-    row = conn.execute(
-        "SELECT j.status, p.seq IS NOT NULL FROM delivery_journal j LEFT JOIN delivery_payloads p USING (seq)"
-        " WHERE j.delivery_id = ?",
-        (delivery,),
-    ).fetchone()
+    return retry_refusal(conn.execute(RETRY_STATE_SQL, (delivery,)).fetchone())
+
+
+def retry_refusal(row: Sequence[object] | None) -> str | None:
+    """Why ``kodiai jobs retry`` refuses a delivery (its :data:`RETRY_STATE_SQL` row), or None."""
     if row is None or row[0] == "ignored":
         return "no such delivery with work in the journal"
     status, has_body = str(row[0]), bool(row[1])

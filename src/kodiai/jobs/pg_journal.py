@@ -36,10 +36,10 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from kodiai.jobs.journal import DEDUP_WINDOW, EVICT_EVERY, FINISHED_RETENTION, JournalEntry, JournalStatus
-from kodiai.jobs.journal_admin import RetryResult
+from kodiai.jobs.journal_admin import RETRY_STATE_SQL, RetryResult, retry_refusal
 from kodiai.jobs.journal_rows import FINAL_STATUSES, Acceptance, Duplicate, Intake, PayloadCodec, iso
 from kodiai.log import get_logger
-from kodiai.storage.database import safe_url
+from kodiai.storage.database import safe_url, to_pyformat
 
 TASK = "kodiai.run_delivery"
 QUEUE = "deliveries"
@@ -501,19 +501,7 @@ def _finish_in(
 
 
 def _refusal(conn: psycopg.Connection[Any], delivery: str) -> str | None:
-    row = conn.execute(
-        "SELECT j.status, p.seq IS NOT NULL FROM delivery_journal j LEFT JOIN delivery_payloads p USING (seq)"
-        " WHERE j.delivery_id = %s",
-        (delivery,),
-    ).fetchone()
-    if row is None or row[0] == "ignored":
-        return "no such delivery with work in the journal"
-    status, has_body = str(row[0]), bool(row[1])
-    if status != "dead":
-        return f"not dead (status {status}); only dead deliveries are retried"
-    if not has_body:
-        return "its stored body is gone"
-    return None
+    return retry_refusal(conn.execute(to_pyformat(RETRY_STATE_SQL), (delivery,)).fetchone())
 
 
 def _pg_text(text: str | None) -> str | None:
