@@ -48,6 +48,17 @@ def _fetch_as_new_worker(conn: psycopg.Connection[Any]) -> tuple[int, int]:
     return worker, int(got[0])
 
 
+def _web_ingress(journal: PgJobJournal) -> WebhookIngress:
+    """A web replica's intake on ``journal`` (secret ``s3cret``), with one handler for every issues event."""
+    router = EventRouter(BotFilter("kodiai"))
+
+    async def handler(event: WebhookEvent) -> None:
+        return None
+
+    router.register("issues", handler, name="any-issue")
+    return WebhookIngress(secret="s3cret", router=router, journal=journal, dispatcher=None, metrics=Metrics())
+
+
 def _job(conn: psycopg.Connection[Any], job_id: int) -> tuple[str, int | None]:
     row = conn.execute(
         "SELECT status::text, worker_id FROM procrastinate_jobs WHERE id = %s", (job_id,)
@@ -183,17 +194,9 @@ def test_retry_of_a_delivery_a_worker_has_already_taken_back_is_refused(postgres
 def test_a_signed_delivery_whose_action_holds_a_nul_is_acknowledged_on_postgresql(postgres_url: str) -> None:
     """``"action": "opened\\u0000"`` is valid JSON and the SQLite journal records it; PostgreSQL's text
     columns refuse NUL, which made intake fail and the delivery answer 500 on every redelivery."""
-    router = EventRouter(BotFilter("kodiai"))
-
-    async def handler(event: WebhookEvent) -> None:
-        return None
-
-    router.register("issues", handler, name="any-issue")
     journal = PgJobJournal.open(postgres_url)
     try:
-        ingress = WebhookIngress(
-            secret="s3cret", router=router, journal=journal, dispatcher=None, metrics=Metrics()
-        )
+        ingress = _web_ingress(journal)
         body = b'{"action":"opened\\u0000","installation":{"id":5}}'
         signature = "sha256=" + hmac.new(b"s3cret", body, hashlib.sha256).hexdigest()
         headers = {"x-github-delivery": "d-nul", "x-github-event": "issues", "x-hub-signature-256": signature}
@@ -273,17 +276,9 @@ def test_kodiai_role_in_the_env_file_is_honoured(tmp_path: Path) -> None:
 def test_an_oversized_delivery_id_is_a_400_not_a_500_on_postgresql(postgres_url: str) -> None:
     """``X-GitHub-Delivery`` is not covered by the signature and GitHub's are UUIDs; an 8000-character one
     overflowed PostgreSQL's unique index (a btree row holds ~2.7 KB) and every redelivery was a 500."""
-    router = EventRouter(BotFilter("kodiai"))
-
-    async def handler(event: WebhookEvent) -> None:
-        return None
-
-    router.register("issues", handler, name="any-issue")
     journal = PgJobJournal.open(postgres_url)
     try:
-        ingress = WebhookIngress(
-            secret="s3cret", router=router, journal=journal, dispatcher=None, metrics=Metrics()
-        )
+        ingress = _web_ingress(journal)
         body = b'{"action":"opened","installation":{"id":5}}'
         signature = "sha256=" + hmac.new(b"s3cret", body, hashlib.sha256).hexdigest()
         results = []
