@@ -12,7 +12,7 @@ from the first trigger of its head; per installation the jobs never overlapped a
 on S3, memory ids are unique; one ``retrieval_quality`` row per review's retrieval.
 
 Cost: about 120 CPU-seconds (4 replica starts and one restart, 30 reviews through the CLI, 170 cheap jobs);
-the worker settings below keep its waits short (a 0.5 s poll, a worker declared dead after 5 s).
+the worker settings below keep its waits short (a worker declared dead after 5 s); the poll is the default: an installation's next job starts when the lock is released.
 """
 
 from __future__ import annotations
@@ -88,8 +88,6 @@ def test_two_web_and_two_worker_replicas_survive_kills_with_every_effect_once(
         **s3_bucket.server.env(),
         "WORKER_CONCURRENCY": "10",  # every installation's lane at once on the surviving worker
         "REVIEW_CONCURRENCY": "6",
-        # Jobs of an installation wait on its lock; the poll finds the next one once the lock is free.
-        "WORKER_POLL_SECONDS": "0.5",
         "WORKER_HEARTBEAT_SECONDS": "1",
         "WORKER_STALLED_SECONDS": "5",  # the killed worker's job is retried after 5 s, not 30
         "SHUTDOWN_GRACE_SECONDS": "2",
