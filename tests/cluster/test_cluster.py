@@ -12,7 +12,8 @@ from the first trigger of its head; per installation the jobs never overlapped a
 on S3, memory ids are unique; one ``retrieval_quality`` row per review's retrieval.
 
 Cost: about 120 CPU-seconds (4 replica starts and one restart, 30 reviews through the CLI, 170 cheap jobs);
-the worker settings below keep its waits short (a worker declared dead after 5 s); the poll is the default: an installation's next job starts when the lock is released.
+the worker settings below keep its waits short (a worker declared dead after 5 s); the poll is the
+default: an installation's next job starts when its lock is released, not at the next poll.
 """
 
 from __future__ import annotations
