@@ -8,7 +8,7 @@ that only moves ``dead`` rows to ``requeued``. The server claims requeued rows w
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,19 +46,9 @@ def retry(conn: sqlite3.Connection, delivery_ids: list[str], *, all_dead: bool =
     result = RetryResult()
     conn.execute("BEGIN IMMEDIATE")
     try:
-        if all_dead:
-            rows = conn.execute(
-                "SELECT delivery_id FROM delivery_journal WHERE status = 'dead' ORDER BY seq"
-            ).fetchall()
-            targets = [str(r[0]) for r in rows]
-        else:
-            targets = []
-            for delivery in delivery_ids:
-                reason = _refusal(conn, delivery)
-                if reason is None:
-                    targets.append(delivery)
-                else:
-                    result.refused[delivery] = reason
+        targets = retry_targets(
+            lambda sql, params: conn.execute(sql, params).fetchall(), delivery_ids, all_dead, result
+        )
         for delivery in targets:
             conn.execute(
                 "UPDATE delivery_journal SET status = 'requeued', attempts = 0, finished_at = NULL"
@@ -81,8 +71,25 @@ RETRY_STATE_SQL = (
 )
 
 
-def _refusal(conn: sqlite3.Connection, delivery: str) -> str | None:
-    return retry_refusal(conn.execute(RETRY_STATE_SQL, (delivery,)).fetchone())
+#: Runs a statement written with ``?`` placeholders and returns its rows (each journal's connection).
+Fetch = Callable[[str, tuple[object, ...]], Sequence[Sequence[object]]]
+
+
+def retry_targets(fetch: Fetch, delivery_ids: list[str], all_dead: bool, result: RetryResult) -> list[str]:
+    """The deliveries a retry requeues: every dead one, or those named that :func:`retry_refusal` accepts
+    (the others go to ``result.refused`` with the reason). Shared by the SQLite and PostgreSQL journals."""
+    if all_dead:
+        rows = fetch("SELECT delivery_id FROM delivery_journal WHERE status = 'dead' ORDER BY seq", ())
+        return [str(r[0]) for r in rows]
+    targets = []
+    for delivery in delivery_ids:
+        found = fetch(RETRY_STATE_SQL, (delivery,))
+        reason = retry_refusal(found[0] if found else None)
+        if reason is None:
+            targets.append(delivery)
+        else:
+            result.refused[delivery] = reason
+    return targets
 
 
 def retry_refusal(row: Sequence[object] | None) -> str | None:

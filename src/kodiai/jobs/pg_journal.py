@@ -36,7 +36,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from kodiai.jobs.journal import DEDUP_WINDOW, EVICT_EVERY, FINISHED_RETENTION, JournalEntry, JournalStatus
-from kodiai.jobs.journal_admin import RETRY_STATE_SQL, RetryResult, retry_refusal
+from kodiai.jobs.journal_admin import RetryResult, retry_targets
 from kodiai.jobs.journal_rows import FINAL_STATUSES, Acceptance, Duplicate, Intake, PayloadCodec, iso
 from kodiai.log import get_logger
 from kodiai.storage.database import safe_url, to_pyformat
@@ -451,21 +451,12 @@ class PgJobJournal:
         job deferred under the installation's lock, in one transaction."""
         result = RetryResult()
         with self._transaction() as conn:
-            if all_dead:
-                targets = [
-                    str(r[0])
-                    for r in conn.execute(
-                        "SELECT delivery_id FROM delivery_journal WHERE status = 'dead' ORDER BY seq"
-                    ).fetchall()
-                ]
-            else:
-                targets = []
-                for delivery in delivery_ids:
-                    reason = _refusal(conn, delivery)
-                    if reason is None:
-                        targets.append(delivery)
-                    else:
-                        result.refused[delivery] = reason
+            targets = retry_targets(
+                lambda sql, params: conn.execute(to_pyformat(sql), params).fetchall(),
+                delivery_ids,
+                all_dead,
+                result,
+            )
             for delivery in targets:
                 row = conn.execute(
                     "SELECT installation_id FROM delivery_journal WHERE delivery_id = %s", (delivery,)
@@ -498,10 +489,6 @@ def _finish_in(
             "DELETE FROM delivery_payloads WHERE seq = (SELECT seq FROM delivery_journal WHERE delivery_id = %s)",
             (delivery_id,),
         )
-
-
-def _refusal(conn: psycopg.Connection[Any], delivery: str) -> str | None:
-    return retry_refusal(conn.execute(to_pyformat(RETRY_STATE_SQL), (delivery,)).fetchone())
 
 
 def _pg_text(text: str | None) -> str | None:
