@@ -1,6 +1,6 @@
-"""The review handler runs the stages after the cut when ``.kodiai.yml`` switches them on
-(``knowledge.retrieval.secondStage`` / ``abstain``), passes the PR's changed files to them, and records
-what they did in ``retrieval_quality``; switched off (the default) the review is exactly as before.
+"""The review handler runs the stages after the cut by default (``knowledge.retrieval.secondStage`` /
+``abstain`` unset = on), passes the PR's changed files to them, and records what they did in
+``retrieval_quality``; switched off (both ``false``) the review is exactly as before (``headgap``).
 
 Real: the handler, the fake GitHub, a LanceDB memory store with its full-text indexes, SQLite telemetry,
 the shipped stages model. The embedder is the axis double, so every memory's vector distance is exact.
@@ -32,14 +32,13 @@ def rows(h: ReviewHarness) -> list[tuple[object, ...]]:
     )
 
 
-async def test_the_second_stage_keeps_the_memory_on_the_changed_file(
+async def test_by_default_the_second_stage_keeps_the_memory_on_the_changed_file(
     tmp_path: Path, harness: ReviewHarness
 ) -> None:
     h = ReviewHarness(tmp_path / "on", harness.fake, harness.state, embedder=AxisEmbedder())
     try:
         seed_pool(h)
-        config = "knowledge:\n  retrieval:\n    secondStage: true\n    abstain: true\n"
-        await h.deliver(h.open_pr(config=config), delivery="stages-1")
+        await h.deliver(h.open_pr(), delivery="stages-1")
         [prompt] = h.prompts
         assert ON_FILE in prompt and NEAREST not in prompt
         [(method, stage, reason, count)] = rows(h)
@@ -54,10 +53,13 @@ async def test_switched_off_the_review_is_as_before(tmp_path: Path, harness: Rev
     h = ReviewHarness(tmp_path / "off", harness.fake, harness.state, embedder=AxisEmbedder())
     try:
         seed_pool(h)
-        await h.deliver(h.open_pr(), delivery="stages-2")
+        config = "knowledge:\n  retrieval:\n    secondStage: false\n    abstain: false\n"
+        await h.deliver(h.open_pr(config=config), delivery="stages-2")
         [prompt] = h.prompts
         assert NEAREST in prompt
         [(method, stage, reason, _)] = rows(h)
         assert str(method).startswith("headgap:") and (stage, reason) == (None, None)
+        [done] = h.logged("Retrieval completed")
+        assert (done["secondStage"], done["abstainReason"]) == (None, None)
     finally:
         h.close()

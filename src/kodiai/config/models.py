@@ -199,13 +199,13 @@ class RetrievalConfig(ConfigModel):
     )
     abstain: Annotated[bool | None, Js()] = Field(
         None,
-        description="headgap: keep no memory when the pool's evidence is too weak (unset = off; see "
-        "retrieval-quality.md).",
+        description="headgap: keep no memory when the pool's evidence is too weak (unset = on; false turns "
+        "it off; see retrieval-quality.md).",
     )
     second_stage: Annotated[bool | None, Js()] = Field(
         None,
-        description="headgap: re-rank the pool with the learned ranker over (PR, memory) pairs (unset = off; "
-        "see retrieval-quality.md).",
+        description="headgap: re-rank the pool with the learned ranker over (PR, memory) pairs (unset = on; "
+        "false turns it off; see retrieval-quality.md).",
     )
 
     def advisories(self) -> list[str]:

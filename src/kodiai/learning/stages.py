@@ -61,6 +61,11 @@ class StageSwitches(BaseModel):
     model: StagesModel | None = None
     """None: the shipped model."""
 
+    @classmethod
+    def of(cls, abstain: bool | None, second_stage: bool | None) -> StageSwitches:
+        """The ``.kodiai.yml`` keys: unset (None) is on, only an explicit ``false`` turns a stage off."""
+        return cls(abstain=abstain is not False, second_stage=second_stage is not False)
+
     @property
     def active(self) -> bool:
         return self.abstain or self.second_stage

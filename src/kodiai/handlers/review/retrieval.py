@@ -124,7 +124,7 @@ async def gather_retrieval(
         return RetrievalStep(status="no-embedding", query=query)
     confidence, ambiguity = signal_configs(settings.confidence_labels, settings.ambiguity_signal)
     cut = resolve_cut(memory.embeddings.model, settings.cut_strategy, settings.calibration)
-    stages = StageSwitches(abstain=bool(settings.abstain), second_stage=bool(settings.second_stage))
+    stages = StageSwitches.of(settings.abstain, settings.second_stage)
 
     def run() -> RetrievalOutcome:
         # In a worker thread: the lexical channel may build its full-text indexes (first use) and fold new
