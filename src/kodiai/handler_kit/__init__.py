@@ -1,0 +1,1 @@
+"""handler_kit."""

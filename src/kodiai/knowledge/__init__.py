@@ -1,1 +1,0 @@
-"""kodiai.knowledge"""
