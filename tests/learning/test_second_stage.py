@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from kodiai.learning.evaluation.stages import import_queries, train_shipped
+from kodiai.learning.logistic import fit_logistic
 from kodiai.learning.second_stage import (
     FEATURES,
     SKIP_RULES,
     PairInput,
     PrFiles,
-    fit_logistic,
     pair_features,
     rank_pool,
     skip_reason,

@@ -122,13 +122,21 @@ def test_without_file_evidence_the_ranker_skips_and_the_abstain_stage_decides(tm
     assert kept.quality.abstain_reason is not None and kept.quality.abstain_reason.startswith("p=")
 
 
-def test_maxgap_and_the_re_review_scope_never_run_the_stages(tmp_path: Path) -> None:
+def test_maxgap_and_the_re_review_scope_never_run_the_stages_nor_drop_same_pr_memories(
+    tmp_path: Path,
+) -> None:
     store, query = build(tmp_path)
     both = StageSwitches(second_stage=True, abstain=True)
     original = run(store, query, stages=None, cut=VOYAGE_PROFILE.cut())
     assert run(store, query, stages=both, cut=VOYAGE_PROFILE.cut()) == original
     scoped = run(store, query, stages=both, same_pr=frozenset({999}))  # a PR with no memory
     assert scoped.threshold.method == "same-pr:abstain" and scoped.quality.second_stage is None
+    # a re-review of the PR every memory came from (review 7), with files that make the abstain stage
+    # fire on a first review: the default stages drop none of the PR's own memories
+    assert run(store, query, stages=both, pr_files=["web/app.ts"]).threshold.method == "abstain"
+    own = run(store, query, stages=both, pr_files=["web/app.ts"], same_pr=frozenset({7}))
+    assert own.threshold.method == "same-pr:kept" and len(own.results) == 5
+    assert (own.quality.second_stage, own.quality.abstain_reason) == (None, None)
 
 
 def test_the_telemetry_row_carries_the_stage_and_the_reason(tmp_path: Path, db_backend: DbBackend) -> None:  # noqa: F811

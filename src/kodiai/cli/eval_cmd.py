@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from kodiai.learning.evaluation.data import EvalDataset
     from kodiai.learning.evaluation.evaluate import EvalResult
     from kodiai.learning.evaluation.loo import LooResult
+    from kodiai.learning.stages import StageSwitches
 
 app = typer.Typer(help="Offline evaluations of the learned memory.", no_args_is_help=True)
 
@@ -44,10 +45,13 @@ def provider_for(name: str, voyage_api_key: str | None) -> EmbeddingProvider:
     return provider
 
 
-def retrieval_settings(config_path: Path | None) -> tuple[dict[str, Any], str | None, Any]:
-    """``topK``/``distanceThreshold``, ``cutStrategy`` and ``calibration`` from a ``.kodiai.yml``."""
+def retrieval_settings(config_path: Path | None) -> tuple[dict[str, Any], str | None, Any, StageSwitches]:
+    """``topK``/``distanceThreshold``, ``cutStrategy``, ``calibration`` and the stages (``abstain`` /
+    ``secondStage``: unset = on, as the review runs them) from a ``.kodiai.yml``."""
+    from kodiai.learning.stages import StageSwitches
+
     if config_path is None:
-        return {}, None, None
+        return {}, None, None, StageSwitches.of(None, None)
     from kodiai.config import RepoConfigError, load_repo_config_file
 
     try:
@@ -56,7 +60,8 @@ def retrieval_settings(config_path: Path | None) -> tuple[dict[str, Any], str | 
         raise _fail(f"{config_path}: {exc}") from exc
     retrieval = parsed.config.knowledge.retrieval
     chain = {"top_k": int(retrieval.top_k), "distance_threshold": retrieval.distance_threshold}
-    return chain, retrieval.cut_strategy, retrieval.calibration
+    switches = StageSwitches.of(retrieval.abstain, retrieval.second_stage)
+    return chain, retrieval.cut_strategy, retrieval.calibration, switches
 
 
 @app.command("retrieval")
@@ -108,7 +113,11 @@ def retrieval(
     all_fixed: Annotated[bool, typer.Option("--all-fixed", help="Show every fixed threshold.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object keyed by strategy name.")] = False,
 ) -> None:
-    """Run the real retrieval chain over a labelled set and print the quality of every cut strategy."""
+    """Run the real retrieval chain over a labelled set and print the quality of every cut strategy.
+
+    The default row is what the review runs: the model's cut followed by the stages (abstention and the
+    second stage, on unless the ``--config`` file sets them ``false``); ``headgap`` and ``maxgap`` stay as
+    rows for comparison. Under ``--loo`` the stages' models are trained per fold."""
     from kodiai.cli.progress import stage_progress
     from kodiai.learning.evaluation.data import REREVIEW_DIR, DataError, load_dataset
     from kodiai.learning.evaluation.embedding_cache import EmbeddingFailedError
@@ -125,7 +134,7 @@ def retrieval(
             datasets = [load_dataset(data, rereview=rereview)]
     except DataError as exc:
         raise _fail(str(exc)) from exc
-    chain, cut_strategy, calibration = retrieval_settings(config)
+    chain, cut_strategy, calibration, switches = retrieval_settings(config)
     if top_k is not None:
         chain["top_k"] = top_k
     options = ChainOptions(**chain, language_rerank=rerank, recency=recency, lexical=lexical)
@@ -145,6 +154,7 @@ def retrieval(
                     bootstrap_reps=bootstrap,
                     on_embedded=stages.report(f"{dataset.name}: embedding with {provider.model}"),
                     on_query=stages.report(f"{dataset.name}: queries through the chain"),
+                    stages=switches,
                 )
         held_out = (
             evaluation_loo(
@@ -154,6 +164,7 @@ def retrieval(
                 calibration=calibration,
                 min_abstain=min_abstain,
                 bootstrap_reps=bootstrap,
+                stages=switches,
             )
             if loo
             else None

@@ -29,8 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 
+from kodiai.learning.logistic import LogisticModel
 from kodiai.learning.second_stage import PairInput, PrFiles, file_evidence
 
 SIGNALS: tuple[str, ...] = (
@@ -77,31 +77,20 @@ def pool_signals(pool: Sequence[PairInput], pr_files: Sequence[str] | PrFiles) -
     )
 
 
-class AbstainModel(BaseModel):
+class AbstainModel(LogisticModel):
     """A logistic regression over :data:`SIGNALS` giving P(the pool holds a relevant memory); abstain below
     ``threshold``."""
 
-    model_config = ConfigDict(frozen=True)
-
     signals: tuple[str, ...] = SIGNALS
-    mean: list[float]
-    scale: list[float]
-    weights: list[float]
-    bias: float
-    threshold: float = Field(ge=0, le=1)
-    trained_on: str = ""
 
     def probability(self, signals: np.ndarray) -> float:
         if tuple(self.signals) != SIGNALS:
             raise ValueError("the abstain model was trained on other signals; retrain it")
-        z = (signals - np.asarray(self.mean)) / np.asarray(self.scale)
-        logit = float(z @ np.asarray(self.weights) + self.bias)
-        return 1.0 / (1.0 + math.exp(-max(-40.0, min(40.0, logit))))
+        return float(self.predict(signals))
 
     def weakest(self, signals: np.ndarray) -> str:
         """The signal that pulls the probability down the most (the reason written to telemetry)."""
-        z = (signals - np.asarray(self.mean)) / np.asarray(self.scale)
-        contributions = z * np.asarray(self.weights)
+        contributions = self.standardised(signals) * np.asarray(self.weights)
         return SIGNALS[int(np.argmin(contributions))]
 
 

@@ -4,7 +4,7 @@ The first stage (vector + lexical channels, language rerank, recency, the cut) s
 own. The second stage looks at the *pair* (this PR, this memory): both channels' scores normalised within
 the pool, whether the memory's file is one the PR changes / sits in a directory it changes / shares path
 segments with it, language, age and the team's feedback tally. A logistic regression over those features
-(:class:`RankerModel`, weights shipped as JSON in the package, trained leave-one-repository-out by
+(:class:`RankerModel`, a :class:`kodiai.learning.logistic.LogisticModel`, weights shipped as JSON in the package, trained leave-one-repository-out by
 ``kodiai eval stages``) gives each candidate a probability of being relevant; the stage keeps those at or
 above the model's threshold, the most probable first, at most ``top_k``.
 
@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+
+from kodiai.learning.logistic import LogisticModel
 
 #: The pair features, in the model's column order.
 FEATURES: tuple[str, ...] = (
@@ -137,20 +138,10 @@ def pair_features(pool: Sequence[PairInput], pr_files: Sequence[str] | PrFiles) 
     return out
 
 
-class RankerModel(BaseModel):
-    """A logistic regression over :data:`FEATURES` (standardised with ``mean`` / ``scale``), the
-    probability ``threshold`` at which a candidate is kept, and how it was trained."""
-
-    model_config = ConfigDict(frozen=True)
+class RankerModel(LogisticModel):
+    """The ranker: a logistic regression over :data:`FEATURES`; a candidate is kept at ``p ≥ threshold``."""
 
     features: tuple[str, ...] = FEATURES
-    mean: list[float]
-    scale: list[float]
-    weights: list[float]
-    bias: float
-    threshold: float = Field(ge=0, le=1)
-    trained_on: str = ""
-    """What the weights were fitted on (data set, queries, pairs, the command)."""
 
     def probabilities(self, features: np.ndarray) -> np.ndarray:
         """P(relevant) per row of ``features``."""
@@ -158,32 +149,7 @@ class RankerModel(BaseModel):
             return np.zeros(0)
         if tuple(self.features) != FEATURES:
             raise ValueError("the ranker model was trained on other features; retrain it")
-        z = (features - np.asarray(self.mean)) / np.asarray(self.scale)
-        logits = z @ np.asarray(self.weights) + self.bias
-        return 1.0 / (1.0 + np.exp(-np.clip(logits, -40, 40)))
-
-
-def fit_logistic(
-    x: np.ndarray, y: np.ndarray, *, l2: float = 1.0, iterations: int = 50
-) -> tuple[list[float], list[float], list[float], float]:
-    """``(mean, scale, weights, bias)`` of an L2-regularised logistic regression, by Newton's method
-    (deterministic: the same data always gives the same weights)."""
-    mean = x.mean(axis=0)
-    scale = x.std(axis=0)
-    scale[scale < 1e-9] = 1.0
-    z = np.hstack([(x - mean) / scale, np.ones((x.shape[0], 1))])
-    w = np.zeros(z.shape[1])
-    reg = np.eye(z.shape[1]) * l2
-    reg[-1, -1] = 0.0  # the bias is not shrunk
-    for _ in range(iterations):
-        p = 1.0 / (1.0 + np.exp(-np.clip(z @ w, -40, 40)))
-        grad = z.T @ (p - y) + reg @ w
-        hess = (z * (p * (1 - p))[:, None]).T @ z + reg + np.eye(z.shape[1]) * 1e-9
-        step = np.linalg.solve(hess, grad)
-        w -= step
-        if float(np.max(np.abs(step))) < 1e-8:
-            break
-    return mean.tolist(), scale.tolist(), w[:-1].tolist(), float(w[-1])
+        return self.predict(features)
 
 
 def skip_reason(pool: Sequence[PairInput], pr: PrFiles) -> SkipRule | None:

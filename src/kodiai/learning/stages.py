@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict
 
 from kodiai.learning.abstain import AbstainModel, decide
 from kodiai.learning.adaptive_threshold import AdaptiveThresholdResult
-from kodiai.learning.cut_strategy import candidates_of
+from kodiai.learning.cut_strategy import NamedCut, candidates_of
 from kodiai.learning.pipeline import CutContext, CutDecision
 from kodiai.learning.recency import apply_recency_weighting
 from kodiai.learning.second_stage import PairInput, PrFiles, RankerModel, language_match, rank_pool
@@ -72,6 +72,28 @@ class StageSwitches(BaseModel):
 
     def resolved(self) -> StagesModel:
         return self.model if self.model is not None else shipped_model()
+
+
+class StagedCut:
+    """An evaluation handle: ``inner`` (the cut) with the stages ``switches`` after it, as the review runs
+    them by default. As a cut it behaves exactly as ``inner``; the evaluation harness passes ``switches``
+    to ``retrieve_context``, which runs the stages after it."""
+
+    def __init__(self, inner: NamedCut, switches: StageSwitches, name: str | None = None) -> None:
+        self.inner = inner
+        self.switches = switches
+        self.name = name or staged_name(inner.name, switches)
+        self.owns_recency = inner.owns_recency
+        self.uses_lexical = inner.uses_lexical
+
+    def __call__(self, reranked: Sequence[RerankedResult], ctx: CutContext) -> CutDecision:
+        return self.inner(reranked, ctx)
+
+
+def staged_name(inner: str, switches: StageSwitches) -> str:
+    """The evaluation's row name: ``headgap+stages`` (both), ``headgap+rank`` or ``headgap+abstain``."""
+    both = switches.abstain and switches.second_stage
+    return f"{inner}+{'stages' if both else 'rank' if switches.second_stage else 'abstain'}"
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,8 @@ from kodiai.learning.same_pr import (
     same_pr_decide,
     scoped_name,
 )
+from kodiai.learning.second_stage import PrFiles
+from kodiai.learning.stages import StagedCut, StageSwitches, run_stages
 
 FIXED_STEP = 0.05
 DEFAULT_KEY = "default"
@@ -126,13 +128,17 @@ def build_strategies(
     calibration: Mapping[str, Any] | BaseModel | None = None,
     options: ChainOptions | None = None,
     rereview: bool = False,
+    stages: StageSwitches | None = None,
 ) -> tuple[dict[str, NamedCut], str, dict[str, str]]:
     """The strategies compared, the name of the default among them, and a description of each reference.
 
     ``headgap`` is the model's profile (with the config's calibration keys); with the lexical channel on
     and a profile that uses it, ``headgap:vector`` is the same profile on the vector channel alone and
-    ``top<k>+lexical`` the fused order without a cut. ``rereview``: the queries are re-reviews, so the
-    re-review scope's strategies are added around the model's cut and ``same-pr`` is the default.
+    ``top<k>+lexical`` the fused order without a cut. ``stages`` (the review's default: both on): the
+    model's cut followed by the stages (``headgap+stages``, the shipped model) is added and is the
+    default; ``headgap`` stays as the row without them. ``rereview``: the queries are re-reviews, so the
+    re-review scope's strategies are added around the default cut and ``same-pr`` is the default
+    (``same-pr/headgap``: the same scope around ``headgap`` without the stages, for comparison).
     """
     opts = options or ChainOptions()
     profile = resolve_profile(model, calibration)
@@ -162,6 +168,12 @@ def build_strategies(
             cut = FixedCut(t, scale="recency")
             strategies[cut.name] = cut
     default = resolve_cut(model, cut_strategy, calibration).name
+    plain = default
+    if stages is not None and stages.active and strategies[default].owns_recency:
+        staged = StagedCut(strategies[default], stages)
+        strategies[staged.name] = staged
+        notes[staged.name] = f"{default}, then the stages (shipped model: {staged_switches_note(stages)})"
+        default = staged.name
     if rereview:
         inner = strategies[default]
         descriptions = {
@@ -173,8 +185,37 @@ def build_strategies(
             scoped = SamePrStrategy(inner, mode)
             strategies[scoped.name] = scoped
             notes[scoped.name] = descriptions[mode]
+        if plain != default:
+            bare = SamePrStrategy(strategies[plain], DEFAULT_SAME_PR_MODE, name=f"same-pr/{plain}")
+            strategies[bare.name] = bare
+            notes[bare.name] = f"{descriptions[DEFAULT_SAME_PR_MODE]} (around {plain}, stages off)"
         default = scoped_name(DEFAULT_SAME_PR_MODE, inner.name)
     return strategies, default, notes
+
+
+def staged_switches_note(stages: StageSwitches) -> str:
+    on = [n for n, v in (("second stage", stages.second_stage), ("abstain", stages.abstain)) if v]
+    return " + ".join(on) or "none"
+
+
+def replay_staged(pool: LabelledPool, first: list[str], switches: StageSwitches, top_k: int) -> list[str]:
+    """What the stages keep after the cut kept ``first`` (through the review's own
+    :func:`kodiai.learning.stages.run_stages`); a pool captured without the stages' inputs has no replay."""
+    pairs = pool.pairs if isinstance(pool, ScopedPool) else None
+    if pairs is None:
+        raise TypeError("the pool was captured without the stages' inputs")
+    out = run_stages(
+        pairs,
+        PrFiles.of(pool.pr_files) if isinstance(pool, ScopedPool) else PrFiles.of(()),
+        switches.resolved(),
+        abstain=switches.abstain,
+        second_stage=switches.second_stage,
+        top_k=top_k,
+    )
+    if out.kept is None:
+        return first
+    ids = [c.id for c in pool.pool(True)]
+    return [ids[i] for i in out.kept]
 
 
 def replay_judgements(
@@ -209,6 +250,8 @@ def _replay(pool: LabelledPool, cut: NamedCut, top_k: int, *, lexical: bool) -> 
             _replay(pool, cut.inner, top_k, lexical=lexical) if needs_normal_cut(cut.mode, len(own)) else []
         )
         return same_pr_decide(own, normal, top_k, cut.mode)[0]
+    if isinstance(cut, StagedCut):
+        return replay_staged(pool, _replay(pool, cut.inner, top_k, lexical=lexical), cut.switches, top_k)
     return replay_ids(pool.pool(lexical), cut, top_k, lexical=lexical, recency=pool.recency)
 
 
@@ -259,8 +302,10 @@ def evaluate(
     on_query: Callable[[int, int], None] | None = None,
     on_embedded: Callable[[int, int], None] | None = None,
     bootstrap_reps: int = BOOTSTRAP_REPS,
+    stages: StageSwitches | None = None,
 ) -> tuple[EvalResult, list[LabelledPool]]:
     """Embed (cached), run every strategy through the real chain, check the replays, aggregate.
+    ``stages``: the review's stages (see :func:`build_strategies`; None = the cut alone is the default).
 
     ``on_embedded(done, total)`` reports texts the cache did not hold; ``on_query(done, total)`` queries."""
     opts = options or ChainOptions()
@@ -274,6 +319,7 @@ def evaluate(
         calibration=calibration,
         options=opts,
         rereview=dataset.scoped,
+        stages=stages,
     )
     judgements, pools = run_chain(
         dataset,

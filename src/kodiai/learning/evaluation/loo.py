@@ -15,6 +15,9 @@ Fitted procedures (all replayed on the pools the chain captured, see ``evaluate.
   training queries' best distances, or off) under its old constraints (empty ≤ 10 %, re-review abstain
   ≥ 70 %), the relative constants kept.
 
+- ``headgap+stages`` (the review's default): the ``headgap`` fitted above, then both stages' models
+  (:mod:`kodiai.learning.evaluation.stages`: abstain model and ranker) trained on the training
+  repositories' first-review queries — never the shipped model, which saw every repository;
 - the re-review scope around the default cut (``same-pr-then-headgap``, ``same-pr-else-headgap``): the inner
   ``headgap`` fitted as above, the scope itself has nothing to fit.
 
@@ -56,7 +59,10 @@ from kodiai.learning.evaluation.metrics import (
     with_intervals,
 )
 from kodiai.learning.evaluation.runner import ChainOptions, ScopedPool
+from kodiai.learning.evaluation.stages import StageQuery, train_abstain, train_ranker
 from kodiai.learning.same_pr import SamePrMode, SamePrStrategy, scoped_name
+from kodiai.learning.second_stage import PrFiles
+from kodiai.learning.stages import StagedCut, StagesModel, StageSwitches, staged_name
 
 Tracks = Mapping[str, Sequence[LabelledPool]]
 LEGACY_TARGETS = CalibrationTargets(max_empty=0.10, min_abstain=0.70, abstain_tracks=frozenset({"rereview"}))
@@ -130,6 +136,12 @@ def _legacy_cuts(train: Tracks) -> list[NamedCut]:
 
 
 def _describe(cut: NamedCut) -> str:
+    if isinstance(cut, StagedCut):
+        model = cut.switches.resolved()
+        return (
+            f"{_describe(cut.inner)}; ranker p ≥ {model.ranker.threshold:g}, "
+            f"abstain p < {model.abstain.threshold:g}"
+        )
     if isinstance(cut, SamePrStrategy):
         return f"scope {cut.mode}, inner {_describe(cut.inner)}"
     if isinstance(cut, FixedCut):
@@ -157,10 +169,11 @@ def fitted_procedures(
     recency: bool,
     targets: CalibrationTargets,
     rereview: bool = False,
+    stages: StageSwitches | None = None,
 ) -> dict[str, Callable[[Tracks], NamedCut]]:
     """Strategy name → the procedure that fits its constants on training tracks. ``rereview``: add the
     re-review scope around the fitted ``headgap`` (modes ``first`` and ``fallback``; ``only`` has nothing
-    to fit)."""
+    to fit). ``stages`` (active): add the fitted ``headgap`` followed by the stages trained per fold."""
 
     def headgap(use_lexical: bool) -> Callable[[Tracks], NamedCut]:
         base = profile if use_lexical else profile.model_copy(update={"head_lexical_weight": 0.0})
@@ -183,12 +196,39 @@ def fitted_procedures(
         weighted = [FixedCut(t, scale="recency") for t in fixed_grid(max_distance(recency=True))]
         procedures["fixed@recency"] = lambda train: choose(weighted, train, top_k, targets)
     procedures["headgap-v1"] = lambda train: choose(_legacy_cuts(train), train, top_k, LEGACY_TARGETS)
+    fit_head = _last_fit(procedures["headgap"])
+    procedures["headgap"] = fit_head
+    if stages is not None and stages.active:
+        procedures[staged_name("headgap", stages)] = staged_fit(fit_head, stages)
     if rereview:
-        fit_head = _last_fit(procedures["headgap"])
-        procedures["headgap"] = fit_head
         for mode in ("first", "fallback"):
             procedures[scoped_name(mode, "headgap")] = _scoped_fit(fit_head, mode)
     return procedures
+
+
+def stage_training(train: Tracks) -> list[StageQuery]:
+    """The stages' training queries: the first-review tracks' pools (a re-review runs the re-review
+    scope, not the stages), with the inputs the chain captured."""
+    return [
+        StageQuery(p, p.pairs, PrFiles.of(p.pr_files))
+        for pools in train.values()
+        if not _is_scoped(pools)
+        for p in pools
+        if isinstance(p, ScopedPool) and p.pairs is not None
+    ]
+
+
+def staged_fit(fit: Callable[[Tracks], NamedCut], stages: StageSwitches) -> Callable[[Tracks], NamedCut]:
+    """The cut ``fit`` fits, then the stages with both models trained on the same training repositories."""
+
+    def fitted(train: Tracks) -> NamedCut:
+        queries = stage_training(train)
+        if not queries:
+            raise ValueError("the stages need first-review pools captured with their inputs")
+        model = StagesModel(ranker=train_ranker(queries), abstain=train_abstain(queries), trained_on="fold")
+        return StagedCut(fit(train), stages.model_copy(update={"model": model}))
+
+    return fitted
 
 
 def _scoped_fit(fit: Callable[[Tracks], NamedCut], mode: SamePrMode) -> Callable[[Tracks], NamedCut]:
@@ -281,9 +321,11 @@ def evaluation_loo(
     calibration: Mapping[str, object] | BaseModel | None = None,
     min_abstain: float = 0.0,
     bootstrap_reps: int = BOOTSTRAP_REPS,
+    stages: StageSwitches | None = None,
 ) -> LooResult:
     """Leave-one-repository-out over the pools ``evaluate`` captured for each track, with the model's
-    profile (and the config's calibration keys), the fitted procedures above, and the no-cut rows."""
+    profile (and the config's calibration keys), the fitted procedures above, and the no-cut rows.
+    ``stages``: the review's stages (the default row becomes ``headgap+stages``, trained per fold)."""
     profile = resolve_profile(model, calibration)
     rereview = any(_is_scoped(track) for track in pools.values())
     procedures = fitted_procedures(
@@ -294,19 +336,23 @@ def evaluation_loo(
         recency=options.recency,
         targets=CalibrationTargets(min_abstain=min_abstain),
         rereview=rereview,
+        stages=stages,
     )
-    strategies, default, _ = build_strategies(model, calibration=calibration, options=options)
+    strategies, default, _ = build_strategies(model, calibration=calibration, options=options, stages=stages)
     # "top k, no cut" (and its fused variant) have nothing to fit; maxgap has no replay.
     unfitted = {name: cut for name, cut in strategies.items() if name.startswith("top")}
     scoped: set[str] = set()
     defaults = {track: default for track in pools}
     if rereview:
         scoped_strategies, scoped_default, _ = build_strategies(
-            model, calibration=calibration, options=options, rereview=True
+            model, calibration=calibration, options=options, rereview=True, stages=stages
         )
         scoped = {n for n, c in scoped_strategies.items() if isinstance(c, SamePrStrategy)}
-        # the scope in mode "only" has nothing to fit (its inner cut never answers)
+        # the scope in mode "only" has nothing to fit (its inner cut never answers on a re-review)
         unfitted[scoped_default] = scoped_strategies[scoped_default]
+        for name in scoped_strategies:
+            if name.startswith("same-pr/"):
+                unfitted[name] = scoped_strategies[name]
         defaults.update({track: scoped_default for track, p in pools.items() if _is_scoped(p)})
     return leave_one_repo_out(
         pools,

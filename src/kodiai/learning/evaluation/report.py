@@ -97,7 +97,15 @@ def per_repo_table(result: EvalResult) -> Table:
     top = f"top{result.options.top_k}"
     columns = [
         n
-        for n in (result.default, "headgap:vector", "headgap-v1", top, f"{top}+lexical", result.best_fixed)
+        for n in (
+            result.default,
+            "headgap",
+            "headgap:vector",
+            "headgap-v1",
+            top,
+            f"{top}+lexical",
+            result.best_fixed,
+        )
         if n is not None and n in result.strategies
     ]
     table = Table(title=f"F0.5 per repository — track {result.track} (dev) [95% bootstrap interval]")

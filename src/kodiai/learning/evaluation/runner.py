@@ -40,7 +40,8 @@ from kodiai.learning.memory_store import LanceMemoryStore, open_memory_store
 from kodiai.learning.pipeline import CutContext, CutDecision, LexicalMatches, retrieve_context
 from kodiai.learning.rerank import RerankConfig
 from kodiai.learning.same_pr import SamePrStrategy
-from kodiai.learning.stages import StageSwitches
+from kodiai.learning.second_stage import PairInput, language_match
+from kodiai.learning.stages import StagedCut, StageSwitches
 from kodiai.learning.types import LearningMemoryRecord, MemoryHit, RerankedResult
 
 NO_RERANK = RerankConfig(same_language_boost=1.0, cross_language_penalty=1.0)
@@ -156,6 +157,17 @@ class ScopedPool(LabelledPool):
     distance, recency multipliers set; None on a first review)."""
 
     same_pr: list[Candidate[str]] | None = None
+    pairs: list[PairInput] | None = None
+    """The stages' view of ``pool(True)`` (files, language matches), in the same order."""
+    pr_files: tuple[str, ...] = ()
+    """The PR's changed files as the review passes them to the stages."""
+
+
+def switches_of(cut: NamedCut, default: StageSwitches | None) -> StageSwitches | None:
+    """The stages a strategy runs: a :class:`StagedCut`'s (also inside the re-review scope), else
+    ``default``."""
+    inner = cut.inner if isinstance(cut, SamePrStrategy) else cut
+    return inner.switches if isinstance(inner, StagedCut) else default
 
 
 def memory_record(finding: EvalFinding, index: int, model: str, dimensions: int) -> LearningMemoryRecord:
@@ -233,6 +245,7 @@ def run_chain(
     }
     pools: list[ScopedPool | None] = [None] * len(dataset.queries)
     needs_scope = any(isinstance(cut, SamePrStrategy) for cut in strategies.values())
+    file_of = {f.id: f.file_path for f in dataset.findings}
     done = 0
     with tempfile.TemporaryDirectory(prefix="kodiai-eval-", dir=workdir) as tmp:
         store = open_memory_store(str(Path(tmp) / "memory.lance"), dims)
@@ -289,7 +302,7 @@ def run_chain(
                         query_text=query.query_text,
                         same_pr_review_ids=scope if scoped else None,
                         same_pr_mode=cut.mode if isinstance(cut, SamePrStrategy) else "only",
-                        stages=stages if name is not None else None,
+                        stages=switches_of(cut, stages) if name is not None else None,
                         pr_files=query.file_paths,
                     )
                     if scoped and own is None and outcome.same_pr is not None:
@@ -314,17 +327,30 @@ def run_chain(
                         method=outcome.quality.threshold_method,
                         repo=query.repo,
                     )
+                vector = _labelled(dataset, captures[0])
+                fused = (
+                    _labelled(dataset, captures[1]) if len(captures) > 1 and captures[1].lexical_ran else None
+                )
                 pools[i] = ScopedPool(
                     query_id=query.id,
                     repo=query.repo,
                     relevant=relevant,
                     graded=grades,
-                    vector=_labelled(dataset, captures[0]),
-                    fused=_labelled(dataset, captures[1])
-                    if len(captures) > 1 and captures[1].lexical_ran
-                    else None,
+                    vector=vector,
+                    fused=fused,
                     recency=opts.recency,
                     same_pr=own if scope is not None else None,
+                    pairs=[
+                        PairInput(
+                            c.distance,
+                            c.multiplier,
+                            c.lexical,
+                            file_of[c.id],
+                            language_match(file_of[c.id], query.languages),
+                        )
+                        for c in (fused if fused is not None else vector)
+                    ],
+                    pr_files=tuple(query.file_paths),
                 )
                 done += 1
                 if on_query is not None:

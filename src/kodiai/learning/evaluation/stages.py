@@ -42,12 +42,12 @@ from kodiai.learning.evaluation.metrics import (
     query_scores,
     with_intervals,
 )
+from kodiai.learning.logistic import fit_logistic
 from kodiai.learning.second_stage import (
     FEATURES,
     PairInput,
     PrFiles,
     RankerModel,
-    fit_logistic,
     language_match,
     pair_features,
     rank_pool,
