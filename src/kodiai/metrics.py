@@ -59,7 +59,8 @@ class MemoryIndexMetrics:
         )
         self.recall_min = Gauge(
             "kodiai_memory_index_recall_min",
-            "Lowest recall@20 measured at build time among those repositories' indexes (1 for exact).",
+            "Lowest recall@20 (95 % lower confidence bound, estimated at build time) among those "
+            "repositories' indexes (1 for exact).",
             ["structure"],
             registry=r,
         )
