@@ -183,17 +183,19 @@ def test_too_many_or_too_large_headers_are_refused(served: ServeProcess) -> None
 
 # ----------------------------------------------------------------------------- item 3: slowloris
 def test_slowloris_connections_are_closed_and_health_keeps_answering(served: ServeProcess) -> None:
-    """200 connections trickling headers or bodies for 30 s: each is cut at its deadline (408), or refused
-    at once when the in-flight body budget is spent (503); /health answers within 1 s throughout."""
+    """200 connections trickling headers or bodies for 12 s: each is cut at its deadline (408), or refused
+    at once when the in-flight body budget is spent (503); /health answers within 1 s throughout. 12 s is
+    the 2 s ramp-up and several of the 1-2 s deadlines: every client must be cut at least once, and a longer
+    run only repeats the cycle."""
     with HealthProbe(served.url, interval=0.25) as probe:
         done = subprocess.run(
-            [sys.executable, str(HERE / "slow_clients.py"), str(served.port), "200", "30"],
+            [sys.executable, str(HERE / "slow_clients.py"), str(served.port), "200", "12"],
             capture_output=True,
             text=True,
             timeout=120,
             check=True,
         )
-    probe.check(min_probes=50)
+    probe.check(min_probes=20)  # about 40 in 12 s at one probe per 0.25 s
     stats = json.loads(done.stdout)
     assert stats["attackers_closed"] == 200, f"{200 - stats['attackers_closed']} slow clients never cut off"
     closures: list[tuple[str, int | None, float]] = [tuple(c) for c in stats["closures"]]
@@ -209,7 +211,7 @@ def test_slowloris_connections_are_closed_and_health_keeps_answering(served: Ser
     assert {status for status, _ in bodies} <= {408, 503, None}
     timed_out = [life for status, life in bodies if status == 408]
     assert timed_out and all(life < BODY_TIMEOUT_S + 6 for life in timed_out)
-    assert len(headers) >= 100 * 5  # each header trickler cut again and again (30 s / ~2.5 s)
+    assert len(headers) >= 100 * 3  # each header trickler cut again and again (about 4 times in 12 s)
     metrics = httpx.get(f"{served.url}/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"}).text
     assert "kodiai_http_request_timeouts_total" in metrics
     print(
