@@ -65,6 +65,7 @@ def write_tiny_set(root: Path) -> Path:
             "languages": ["Go"],
             "relevant_ids": relevant,
             "graded": dict.fromkeys(relevant, 2),
+            "file_paths": [text.splitlines()[-1]],
         }
         for qid, text, relevant, created in QUERIES
     ]
@@ -106,6 +107,7 @@ def test_eval_retrieval_json_is_keyed_by_strategy_with_default(data_dir: Path, c
         "default",
         "maxgap",
         "headgap",
+        "headgap+stages",
         "headgap:vector",
         "headgap-v1",
         "top5",
@@ -119,7 +121,9 @@ def test_eval_retrieval_json_is_keyed_by_strategy_with_default(data_dir: Path, c
         "per_repo",
         "grid",
     } <= set(out)
-    assert out["default"]["strategy"] == "headgap"  # all-MiniLM-L6-v2's profile default
+    # the review's default: all-MiniLM-L6-v2's profile cut, then both stages (shipped model)
+    assert out["default"]["strategy"] == "headgap+stages"
+    assert set(out["default"]["methods"]) <= {"rank:kept", "rank:abstain", "abstain", "headgap:band+lexical"}
     assert out["default"]["model"] == "all-MiniLM-L6-v2" and out["default"]["track"] == "past-fixes"
     for key in (
         "precision",
@@ -149,7 +153,7 @@ def test_eval_retrieval_table_and_rereview_track(data_dir: Path, cache_dir: Path
     )
     assert result.exit_code == 0, result.output
     assert "track rereview" in result.stdout and "recency off" in result.stdout
-    assert "headgap (default)" in result.stdout and "(best in hindsight)" in result.stdout
+    assert "headgap+stages (default)" in result.stdout and "(best in hindsight)" in result.stdout
 
 
 def test_eval_reads_cut_strategy_and_calibration_from_kodiai_yml(
@@ -173,6 +177,12 @@ def test_eval_reads_cut_strategy_and_calibration_from_kodiai_yml(
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     assert out["default"]["strategy"] == "maxgap"
+    config.write_text("knowledge:\n  retrieval:\n    abstain: false\n    secondStage: false\n")
+    off = run(
+        "eval", "retrieval", "--data", str(data_dir), "--cache", str(cache_dir), "--config", str(config)
+    )
+    assert off.exit_code == 0, off.output
+    assert "headgap (default)" in off.stdout and "headgap+stages" not in off.stdout
 
 
 def test_eval_retrieval_loo_needs_two_repositories(data_dir: Path, cache_dir: Path) -> None:
@@ -205,11 +215,17 @@ def test_eval_retrieval_loo_scores_each_repository_with_constants_fitted_on_the_
     assert set(out["dev"]) == {"past-fixes", "rereview"}
     loo = out["loo"]
     assert [f["repo"] for f in loo["folds"]] == ["acme/api", "gofiber/fiber"]
-    assert {"headgap", "fixed", "fixed@recency", "headgap-v1"} <= set(loo["fitted"])
+    # the default's stages are trained per fold (never the shipped model, which saw every repository)
+    assert {"headgap", "headgap+stages", "fixed", "fixed@recency", "headgap-v1"} <= set(loo["fitted"])
+    assert loo["defaults"]["past-fixes"] == "headgap+stages"
+    assert all("ranker p ≥" in f["params"]["headgap+stages"] for f in loo["folds"])
     for track in ("past-fixes", "rereview"):
-        assert loo["strategies"][track]["headgap"]["queries"] == 6  # every query scored once
+        assert loo["strategies"][track]["headgap+stages"]["queries"] == 6  # every query scored once
         assert set(loo["per_repo"][track]) == {"acme/api", "gofiber/fiber"}
-    assert any(t["target"].startswith("F0.5") for t in out["targets"])
+    targets = {(t["split"], t["track"], t["target"]) for t in out["targets"]}
+    for split in ("dev", "loo"):
+        for target in ("F0.5 ≥ 0.65", "empty ≤ 10%", "abstain ≥ 50%", "every repository F0.5 ≥ 0.45"):
+            assert (split, "past-fixes", target) in targets
     table = run(
         "eval", "retrieval", "--data", str(root), "--cache", str(cache_dir), "--loo", "--bootstrap", "0"
     )

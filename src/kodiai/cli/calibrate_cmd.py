@@ -15,15 +15,11 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from kodiai.cli.eval_cmd import CacheOpt, ProviderOpt, VoyageKeyOpt, fail, min_abstain_option
 from kodiai.learning.evaluation.defaults import DEFAULT_CACHE_DIR
 
 if TYPE_CHECKING:
     from kodiai.learning.evaluation.data import EvalDataset
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"Error: {message}", err=True)
-    return typer.Exit(1)
 
 
 def _tracks(data: Path) -> list[EvalDataset]:
@@ -47,26 +43,16 @@ def calibrate(
     data: Annotated[
         Path, typer.Option("--data", help="Labelled set (corpus.jsonl/queries.jsonl[, rereview/]).")
     ],
-    provider_name: Annotated[
-        str,
-        typer.Option("--provider", envvar="EMBEDDING_PROVIDER", help="Embedder: auto, voyage or local."),
-    ] = "local",
-    voyage_api_key: Annotated[
-        str | None, typer.Option("--voyage-api-key", envvar="VOYAGE_API_KEY", hidden=True, show_default=False)
-    ] = None,
-    cache: Annotated[Path, typer.Option("--cache", help="Embedding cache directory.")] = Path(
-        DEFAULT_CACHE_DIR
-    ),
+    provider_name: ProviderOpt = "local",
+    voyage_api_key: VoyageKeyOpt = None,
+    cache: CacheOpt = Path(DEFAULT_CACHE_DIR),
     top_k: Annotated[int, typer.Option("--top-k", min=1, max=20)] = 5,
     max_empty: Annotated[float, typer.Option("--max-empty", min=0.0, max=1.0)] = 0.10,
     min_abstain: Annotated[
         float,
-        typer.Option(
-            "--min-abstain",
-            min=0.0,
-            max=1.0,
-            help="Abstain constraint on the re-review track (on the main track when it is the only one); "
-            "0 = off (the default: see docs/retrieval-quality.md for why).",
+        min_abstain_option(
+            "Abstain constraint on the re-review track (on the main track when it is the only one); "
+            "0 = off (the default: see docs/retrieval-quality.md for why)."
         ),
     ] = 0.0,
     lexical: Annotated[
@@ -76,7 +62,7 @@ def calibrate(
     """Derive a headgap profile for the embedder from a labelled set; print it as .kodiai.yml YAML."""
     from ruamel.yaml import YAML
 
-    from kodiai.cli.eval_cmd import provider_for
+    from kodiai.cli.eval_cmd import inputs
     from kodiai.cli.progress import stage_progress
     from kodiai.learning.calibration import (
         CalibrationTargets,
@@ -86,15 +72,10 @@ def calibrate(
         profile_for_model,
         profile_only_keys,
     )
-    from kodiai.learning.evaluation.data import DataError
     from kodiai.learning.evaluation.embedding_cache import EmbeddingCache, EmbeddingFailedError
     from kodiai.learning.evaluation.runner import ChainOptions, run_chain
 
-    try:
-        tracks = _tracks(data)
-    except DataError as exc:
-        raise _fail(str(exc)) from exc
-    provider = provider_for(provider_name, voyage_api_key)
+    tracks, provider = inputs(lambda: _tracks(data), provider_name, voyage_api_key)
     embeddings = EmbeddingCache(cache, provider)
     pools: dict[str, list[LabelledPool]] = {}
     try:
@@ -115,7 +96,7 @@ def calibrate(
                     on_query=stages.report(f"{dataset.name}: queries through the chain"),
                 )
     except (EmbeddingFailedError, ValueError) as exc:
-        raise _fail(str(exc)) from exc
+        raise fail(str(exc)) from exc
     targets = CalibrationTargets(
         max_empty=max_empty,
         min_abstain=min_abstain,

@@ -6,8 +6,9 @@ The learning stack (numpy, LanceDB, the embedder) is imported inside the command
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -20,12 +21,46 @@ if TYPE_CHECKING:
     from kodiai.learning.evaluation.loo import LooResult
     from kodiai.learning.stages import StageSwitches
 
+_T = TypeVar("_T")
+
+
+def min_abstain_option(help_text: str) -> Any:
+    """``--min-abstain`` (a share, 0 = off) with the command's own help."""
+    return typer.Option("--min-abstain", min=0.0, max=1.0, help=help_text)
+
+
 app = typer.Typer(help="Offline evaluations of the learned memory.", no_args_is_help=True)
 
+# The options every evaluation command shares (``kodiai memory calibrate`` too).
+DataOpt = Annotated[Path, typer.Option("--data", help="Directory with corpus.jsonl and queries.jsonl.")]
+ProviderOpt = Annotated[
+    str, typer.Option("--provider", envvar="EMBEDDING_PROVIDER", help="Embedder: auto, voyage or local.")
+]
+VoyageKeyOpt = Annotated[
+    str | None, typer.Option("--voyage-api-key", envvar="VOYAGE_API_KEY", hidden=True, show_default=False)
+]
+CacheOpt = Annotated[Path, typer.Option("--cache", help="Embedding cache directory (model + text hash).")]
+BootstrapOpt = Annotated[
+    int, typer.Option("--bootstrap", min=0, help="Bootstrap replicates for the 95% intervals (0 = none).")
+]
 
-def _fail(message: str) -> typer.Exit:
+
+def fail(message: str) -> typer.Exit:
     typer.echo(f"Error: {message}", err=True)
     return typer.Exit(1)
+
+
+def inputs(
+    load: Callable[[], _T], provider_name: str, voyage_api_key: str | None
+) -> tuple[_T, EmbeddingProvider]:
+    """The labelled data ``load`` reads (a data error is a clear exit) and the embedder."""
+    from kodiai.learning.evaluation.data import DataError
+
+    try:
+        data = load()
+    except DataError as exc:
+        raise fail(str(exc)) from exc
+    return data, provider_for(provider_name, voyage_api_key)
 
 
 def provider_for(name: str, voyage_api_key: str | None) -> EmbeddingProvider:
@@ -39,9 +74,9 @@ def provider_for(name: str, voyage_api_key: str | None) -> EmbeddingProvider:
     try:
         provider = build_embedding_provider(name, voyage_api_key=voyage_api_key)
     except ValueError as exc:
-        raise _fail(str(exc)) from exc
+        raise fail(str(exc)) from exc
     if provider.dimensions <= 0:
-        raise _fail(f"provider {name!r} produces no embeddings (no-op); use local or voyage with a key")
+        raise fail(f"provider {name!r} produces no embeddings (no-op); use local or voyage with a key")
     return provider
 
 
@@ -57,7 +92,7 @@ def retrieval_settings(config_path: Path | None) -> tuple[dict[str, Any], str | 
     try:
         parsed = load_repo_config_file(config_path)
     except (OSError, RepoConfigError) as exc:
-        raise _fail(f"{config_path}: {exc}") from exc
+        raise fail(f"{config_path}: {exc}") from exc
     retrieval = parsed.config.knowledge.retrieval
     chain = {"top_k": int(retrieval.top_k), "distance_threshold": retrieval.distance_threshold}
     switches = StageSwitches.of(retrieval.abstain, retrieval.second_stage)
@@ -66,7 +101,7 @@ def retrieval_settings(config_path: Path | None) -> tuple[dict[str, Any], str | 
 
 @app.command("retrieval")
 def retrieval(
-    data: Annotated[Path, typer.Option("--data", help="Directory with corpus.jsonl and queries.jsonl.")],
+    data: DataOpt,
     rereview: Annotated[
         bool, typer.Option("--rereview", help="Use the same-PR re-review track (DIR/rereview/).")
     ] = False,
@@ -78,16 +113,9 @@ def retrieval(
             "score that one, for each; with the targets.",
         ),
     ] = False,
-    provider_name: Annotated[
-        str,
-        typer.Option("--provider", envvar="EMBEDDING_PROVIDER", help="Embedder: auto, voyage or local."),
-    ] = "local",
-    voyage_api_key: Annotated[
-        str | None, typer.Option("--voyage-api-key", envvar="VOYAGE_API_KEY", hidden=True, show_default=False)
-    ] = None,
-    cache: Annotated[
-        Path, typer.Option("--cache", help="Embedding cache directory (model + text hash).")
-    ] = Path(DEFAULT_CACHE_DIR),
+    provider_name: ProviderOpt = "local",
+    voyage_api_key: VoyageKeyOpt = None,
+    cache: CacheOpt = Path(DEFAULT_CACHE_DIR),
     config: Annotated[
         Path | None,
         typer.Option("--config", help="A .kodiai.yml whose knowledge.retrieval keys configure the chain."),
@@ -98,16 +126,11 @@ def retrieval(
     lexical: Annotated[
         bool, typer.Option("--lexical/--no-lexical", help="The lexical (full-text) channel.")
     ] = True,
-    bootstrap: Annotated[
-        int, typer.Option("--bootstrap", min=0, help="Bootstrap replicates for the 95% intervals (0 = none).")
-    ] = BOOTSTRAP_REPS,
+    bootstrap: BootstrapOpt = BOOTSTRAP_REPS,
     min_abstain: Annotated[
         float,
-        typer.Option(
-            "--min-abstain",
-            min=0.0,
-            max=1.0,
-            help="With --loo: the re-review abstain constraint of the fitted calibration (0 = off).",
+        min_abstain_option(
+            "With --loo: the re-review abstain constraint of the fitted calibration (0 = off)."
         ),
     ] = 0.0,
     all_fixed: Annotated[bool, typer.Option("--all-fixed", help="Show every fixed threshold.")] = False,
@@ -119,26 +142,23 @@ def retrieval(
     second stage, on unless the ``--config`` file sets them ``false``); ``headgap`` and ``maxgap`` stay as
     rows for comparison. Under ``--loo`` the stages' models are trained per fold."""
     from kodiai.cli.progress import stage_progress
-    from kodiai.learning.evaluation.data import REREVIEW_DIR, DataError, load_dataset
+    from kodiai.learning.evaluation.data import REREVIEW_DIR, load_dataset
     from kodiai.learning.evaluation.embedding_cache import EmbeddingFailedError
     from kodiai.learning.evaluation.evaluate import evaluate
     from kodiai.learning.evaluation.loo import evaluation_loo
     from kodiai.learning.evaluation.runner import ChainOptions
 
-    try:
-        if loo:
-            datasets = [load_dataset(data)]
-            if (data / REREVIEW_DIR / "queries.jsonl").is_file():
-                datasets.append(load_dataset(data, rereview=True))
-        else:
-            datasets = [load_dataset(data, rereview=rereview)]
-    except DataError as exc:
-        raise _fail(str(exc)) from exc
+    def load() -> list[EvalDataset]:
+        if not loo:
+            return [load_dataset(data, rereview=rereview)]
+        both = (data / REREVIEW_DIR / "queries.jsonl").is_file()
+        return [load_dataset(data), *([load_dataset(data, rereview=True)] if both else [])]
+
+    datasets, provider = inputs(load, provider_name, voyage_api_key)
     chain, cut_strategy, calibration, switches = retrieval_settings(config)
     if top_k is not None:
         chain["top_k"] = top_k
     options = ChainOptions(**chain, language_rerank=rerank, recency=recency, lexical=lexical)
-    provider = provider_for(provider_name, voyage_api_key)
     results: dict[str, EvalResult] = {}
     pools: dict[str, Any] = {}
     try:
@@ -170,19 +190,15 @@ def retrieval(
             else None
         )
     except (EmbeddingFailedError, ValueError) as exc:
-        raise _fail(str(exc)) from exc
+        raise fail(str(exc)) from exc
     _print(results, held_out, datasets, as_json=as_json, all_fixed=all_fixed)
 
 
 @app.command("stages")
 def stages(
-    data: Annotated[Path, typer.Option("--data", help="Directory with corpus.jsonl and queries.jsonl.")],
-    cache: Annotated[
-        Path, typer.Option("--cache", help="Embedding cache directory (model + text hash).")
-    ] = Path(DEFAULT_CACHE_DIR),
-    bootstrap: Annotated[
-        int, typer.Option("--bootstrap", min=0, help="Bootstrap replicates for the 95% intervals (0 = none).")
-    ] = BOOTSTRAP_REPS,
+    data: DataOpt,
+    cache: CacheOpt = Path(DEFAULT_CACHE_DIR),
+    bootstrap: BootstrapOpt = BOOTSTRAP_REPS,
     write_model: Annotated[
         Path | None,
         typer.Option(
@@ -192,20 +208,15 @@ def stages(
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="The figures as one JSON object.")] = False,
-    provider_name: Annotated[
-        str,
-        typer.Option("--provider", envvar="EMBEDDING_PROVIDER", help="Embedder: auto, voyage or local."),
-    ] = "local",
-    voyage_api_key: Annotated[
-        str | None, typer.Option("--voyage-api-key", envvar="VOYAGE_API_KEY", hidden=True, show_default=False)
-    ] = None,
+    provider_name: ProviderOpt = "local",
+    voyage_api_key: VoyageKeyOpt = None,
 ) -> None:
     """Abstention and the second stage (learned ranker) over the first stage's pools, trained and scored
     leave-one-repository-out on the past-fixes track (lexical channel on)."""
     from rich.console import Console
 
     from kodiai.cli.progress import stage_progress
-    from kodiai.learning.evaluation.data import DataError, load_dataset
+    from kodiai.learning.evaluation.data import load_dataset
     from kodiai.learning.evaluation.embedding_cache import EmbeddingFailedError
     from kodiai.learning.evaluation.evaluate import evaluate
     from kodiai.learning.evaluation.report import stages_tables
@@ -219,11 +230,7 @@ def stages(
         train_shipped,
     )
 
-    try:
-        dataset = load_dataset(data)
-    except DataError as exc:
-        raise _fail(str(exc)) from exc
-    provider = provider_for(provider_name, voyage_api_key)
+    dataset, provider = inputs(lambda: load_dataset(data), provider_name, voyage_api_key)
     try:
         with stage_progress() as progress:
             _, pools = evaluate(
@@ -239,7 +246,7 @@ def stages(
         result = evaluate_stages(queries, first_stage_fit(provider.model), bootstrap_reps=bootstrap)
         checked = check_chain(dataset, provider, cache, queries, first_stage_fit(provider.model))
     except (EmbeddingFailedError, ValueError, RuntimeError) as exc:
-        raise _fail(str(exc)) from exc
+        raise fail(str(exc)) from exc
     if write_model is not None:
         shipped = train_shipped(queries, f"{data.name} ({dataset.name}, {provider.model})")
         write_model.write_text(json.dumps(shipped.model_dump(mode="json"), indent=1) + "\n", encoding="utf-8")
