@@ -67,7 +67,7 @@ from kodiai.log import configure_logging  # noqa: E402
 from support.fake_anthropic import FAKE_API_KEY, FakeAnthropic  # noqa: E402
 
 if TYPE_CHECKING:  # the review pipeline is imported where it runs: kodiai serve boots meanwhile
-    from kodiai.handlers.review.local import LocalReview
+    from kodiai.review.local_branch import LocalReview
 
 MIB = 1024
 T0 = time.perf_counter()
@@ -119,8 +119,8 @@ async def dry_run(case: PullCase, scratch: Path) -> LocalReview:
     its Python entry (``build_local_review``, the review pipeline's gather and plan stages), in process:
     the command's own start-up would add seconds and nothing else. No learned memory: retrieval adds at
     most ``knowledge.retrieval.maxContextChars`` (2,000 characters, about 570 tokens) to a prompt."""
-    from kodiai.handlers.review.local import LocalReviewError, build_local_review
     from kodiai.learning.embeddings import build_embedding_provider
+    from kodiai.review.local_branch import LocalReviewError, build_local_review
 
     try:
         return await build_local_review(
@@ -139,7 +139,7 @@ async def cost_of(
 ) -> tuple[CostRow, PullFacts, LocalReview]:
     from kodiai.execution.options import ModelCredentials
     from kodiai.execution.sandbox import AgentSandbox
-    from kodiai.handlers.review.local import run_local_review
+    from kodiai.review.local_branch import run_local_review
 
     local = await dry_run(case, scratch)
     progress(f"dry run of {case.label}: {len(local.prompt):,} characters of prompt")

@@ -17,6 +17,7 @@ import argparse
 import statistics
 import time
 
+from kodiai.compat.glob import glob_match
 from kodiai.review.diff_analysis import (
     CATEGORY_ORDER,
     DEFAULT_FILE_CATEGORIES,
@@ -24,7 +25,6 @@ from kodiai.review.diff_analysis import (
     DiffAnalysisInput,
     analyze_diff,
 )
-from kodiai.text.glob import glob_match
 
 EXTENSIONS = ["ts", "py", "go", "md", "json", "yml", "tsx", "rs"]
 

@@ -4,7 +4,7 @@ Two pull requests in real git repositories: one adding a single large file (``--
 100) and one adding ``--files`` small files (default 5,000). For each, in a fresh child process per
 measurement (peak RSS is per process, and a process's peak never goes down):
 
-- ``streamed``: :func:`kodiai.handlers.review.diff.collect_diff` as shipped, then the diff analysis and
+- ``streamed``: :func:`kodiai.review.diff_collect.collect_diff` as shipped, then the diff analysis and
   risk scoring of the gather step;
 - ``baseline``: the previous approach, measured in the same run: ``git diff --name-only``,
   ``--numstat`` and the whole ``git diff`` read with ``communicate()`` and decoded, then the same
@@ -83,7 +83,7 @@ async def _baseline(work: Path) -> tuple[list[str], list[str], str | None, int |
 
 async def _streamed(work: Path) -> tuple[list[str], list[str], str | None, int | None]:
     from kodiai.github.workspace import Workspace
-    from kodiai.handlers.review.diff import collect_diff
+    from kodiai.review.diff_collect import collect_diff
 
     diff = await collect_diff(Workspace(work, base_url="https://github.com", token=""), "main", base_ref=None)
     return diff.changed_files, diff.numstat_lines, diff.diff_content, diff.hunks_count
@@ -91,7 +91,7 @@ async def _streamed(work: Path) -> tuple[list[str], list[str], str | None, int |
 
 def child(mode: str, work: Path) -> dict[str, float]:
     # both modes import the whole gather stack before the peak is reset: only the diff work is measured
-    import kodiai.handlers.review.gather  # noqa: F401
+    import kodiai.review.gather  # noqa: F401
     from kodiai.config import RepoConfig
     from kodiai.review.diff_analysis import analyze_diff, parse_numstat_per_file, warm_up
     from kodiai.review.file_risk import compute_file_risk_scores, triage_files_by_risk

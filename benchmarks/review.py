@@ -100,7 +100,7 @@ from kodiai.execution.pacing import PacingPolicy  # noqa: E402
 from kodiai.execution.types import ExecutionContext, ExecutionResult  # noqa: E402
 from kodiai.github.app_auth import GitHubApp  # noqa: E402
 from kodiai.github.workspace import WorkspaceManager, auth_env  # noqa: E402
-from kodiai.handlers import HandlerDeps, LearnedMemory, register_builtin_handlers  # noqa: E402
+from kodiai.handler_kit.deps import HandlerDeps, LearnedMemory  # noqa: E402
 from kodiai.jobs.lanes import JobQueue  # noqa: E402
 from kodiai.jobs.limit import ConcurrencyLimit, default_review_concurrency  # noqa: E402
 from kodiai.learning.embeddings import LocalEmbeddingProvider, normalise  # noqa: E402
@@ -109,6 +109,7 @@ from kodiai.learning.setup import finding_memory_text, open_store_for_provider  
 from kodiai.learning.types import LearningMemoryRecord  # noqa: E402
 from kodiai.log import configure_logging  # noqa: E402
 from kodiai.metrics import Metrics  # noqa: E402
+from kodiai.server.handlers import register_builtin_handlers  # noqa: E402
 from kodiai.storage.knowledge import KnowledgeStore  # noqa: E402
 from kodiai.storage.telemetry import TelemetryStore  # noqa: E402
 from kodiai.webhook.bot_filter import BotFilter  # noqa: E402

@@ -18,8 +18,8 @@ import re
 import statistics
 import time
 
-from kodiai.knowledge.confidence import match_pattern
-from kodiai.text.jsregex import compile_js_regex
+from kodiai.compat.jsregex import compile_js_regex
+from kodiai.review.confidence import match_pattern
 
 REGEXES = [
     r"missing.*handling",

@@ -232,7 +232,7 @@ class Settings(BaseSettings):
         ge=25 * 1024 * 1024,
         description="Bytes of webhook bodies held at once before verification; more get 503.",
     )
-    # Spend cap (kodiai.review.spend_cap): new runs are refused once an installation's spend today (UTC)
+    # Spend cap (kodiai.spend_cap.policy): new runs are refused once an installation's spend today (UTC)
     # reaches its cap; 0 = no cap
     spend_cap_usd_per_day: float = Field(
         0, ge=0, allow_inf_nan=False, description="Daily spend cap per installation in USD (0 = none)."

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kodiai.handlers.review.pull_url import (
+from kodiai.review.pull_url import (
     PullRef,
     PullUrlError,
     check_api_matches,

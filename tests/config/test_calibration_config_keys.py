@@ -7,10 +7,10 @@ from __future__ import annotations
 import jsonschema
 import pytest
 
+from kodiai.compat.js_yaml import load_yaml
 from kodiai.config import RepoConfig, parse_repo_config
 from kodiai.config.schema import repo_config_json_schema
 from kodiai.config.unknown_keys import unknown_keys
-from kodiai.config.yaml_loader import load_yaml
 
 NEW_KEYS = {"headLexicalBand": 0.4, "headLexicalWeight": 0.25, "headRecencyMargin": 0.2}
 

@@ -16,8 +16,8 @@ from structlog.testing import capture_logs
 from kodiai.config import DEFAULT_DENY_PATHS, RepoConfigError, parse_repo_config
 from kodiai.config.guarded import NOBODY
 from kodiai.config.loader import FAIL_CLOSED_LOG_MESSAGE, WARNING_LOG_MESSAGE, log_section_warnings
-from kodiai.handlers.review.local import load_config_at
 from kodiai.log import get_logger
+from kodiai.review.local_branch import load_config_at
 from support.gitrepo import commit_files, git
 
 USERS = "mention.allowedUsers: nobody may mention the bot"

@@ -11,10 +11,10 @@ import jsonschema
 from typer.testing import CliRunner
 
 from kodiai.cli.main import app
+from kodiai.compat.js_yaml import load_yaml
 from kodiai.config import parse_repo_config
 from kodiai.config.schema import repo_config_json_schema
 from kodiai.config.unknown_keys import unknown_keys
-from kodiai.config.yaml_loader import load_yaml
 
 runner = CliRunner()
 TYPOS = "reveiw:\n  enabled: false\nreview:\n  maxComment: 10\nmention:\n  foo: 1\n"

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
+from kodiai.compat.js_yaml import load_yaml
 from kodiai.config import RepoConfigError, parse_repo_config
 from kodiai.config.guarded import GUARDS, Guard
 from kodiai.config.loader import RepoConfigResult
-from kodiai.config.yaml_loader import load_yaml
 from support.vectors import assert_matches, cases, ids
 
 ROWS = cases("config.jsonl", "parse_repo_config")

@@ -7,9 +7,9 @@ import time
 
 import pytest
 
+from kodiai.compat.js_yaml import MAX_DEPTH, MAX_DOCUMENT_CHARS, load_yaml
+from kodiai.compat.yaml_scalars import YamlTimestamp, resolve_plain_scalar
 from kodiai.config import RepoConfigError, parse_repo_config
-from kodiai.config.js_scalars import YamlTimestamp, resolve_plain_scalar
-from kodiai.config.yaml_loader import MAX_DEPTH, MAX_DOCUMENT_CHARS, load_yaml
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from kodiai.cli.main import app as cli_app
 from kodiai.config import RepoConfigError, load_repo_config
 from kodiai.config.loader import MAX_CONFIG_BYTES
-from kodiai.workspace_files import WorkspaceFileError, read_regular_file, read_workspace_file
+from kodiai.github.workspace_files import WorkspaceFileError, read_regular_file, read_workspace_file
 
 CHILD = r"""
 import json, resource, sys, time

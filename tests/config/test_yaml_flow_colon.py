@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from kodiai.config.yaml_loader import load_yaml
+from kodiai.compat.js_yaml import load_yaml
 
 
 @pytest.mark.parametrize(

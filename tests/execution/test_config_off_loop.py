@@ -19,13 +19,13 @@ import structlog
 from execution_helpers import INSTALLATION, OWNER, PR, REPO, make_client
 from pydantic import SecretStr
 
-from kodiai.config.yaml_loader import MAX_DOCUMENT_CHARS
+from kodiai.compat.js_yaml import MAX_DOCUMENT_CHARS
 from kodiai.execution.executor import ClaudeAgentExecutor
 from kodiai.execution.options import ModelCredentials
 from kodiai.execution.pacing import PacingPolicy
 from kodiai.execution.types import ExecutionContext
 from kodiai.github.workspace import Workspace
-from kodiai.handlers.workspace import load_workspace_config
+from kodiai.handler_kit.checkout import load_workspace_config
 from support.fake_github import FakeGitHub
 from support.scripted_transport import Result, ScriptedTransport
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kodiai.handlers.feedback.closed import closed_pull
-from kodiai.handlers.feedback.trust import split_by_access
+from kodiai.feedback.closed import closed_pull
+from kodiai.feedback.trust import split_by_access
 from kodiai.storage.knowledge_models import FeedbackReactionRecord
 
 

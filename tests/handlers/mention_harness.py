@@ -15,9 +15,9 @@ from typing import Any
 import structlog
 from review_harness import INSTALLATION, OWNER, REPO, ReviewHarness
 
-from kodiai.handlers.mention import MentionDeps
-from kodiai.handlers.mention import register as register_mention
-from kodiai.jobs.mention_state import MentionState
+from kodiai.mention.deps import MentionDeps
+from kodiai.mention.entry import register as register_mention
+from kodiai.mention.state import MentionState
 from kodiai.webhook.events import build_event
 from kodiai.webhook.router import DispatchOutcome
 from support.fake_github import FakeGitHub

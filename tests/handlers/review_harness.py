@@ -26,13 +26,14 @@ from kodiai.execution.types import ExecutionContext, ExecutionResult
 from kodiai.github.app_auth import GitHubApp
 from kodiai.github.retry import GitHubRetry
 from kodiai.github.workspace import WorkspaceManager
-from kodiai.handlers import HandlerDeps, LearnedMemory, review
+from kodiai.handler_kit.deps import HandlerDeps, LearnedMemory
 from kodiai.jobs.lanes import JobQueue
 from kodiai.jobs.limit import ConcurrencyLimit
 from kodiai.learning.embeddings import normalise
 from kodiai.learning.isolation import IsolationLayer
 from kodiai.learning.setup import open_store_for_provider
 from kodiai.metrics import Metrics
+from kodiai.review import entry as review
 from kodiai.storage.knowledge import KnowledgeStore
 from kodiai.storage.telemetry import TelemetryStore
 from kodiai.webhook.bot_filter import BotFilter
@@ -115,7 +116,7 @@ class ReviewHarness:
 
         ``knowledge`` may be a store the test built (e.g. a subclass that fails on purpose). ``handlers``
         are the registrars put on the router: the review handler alone unless a test asks for more
-        (``kodiai.handlers.BUILTIN`` is what ``kodiai serve`` registers).
+        (``kodiai.server.handlers.BUILTIN`` is what ``kodiai serve`` registers).
         """
         self.tmp = tmp_path
         self.fake = fake

@@ -18,9 +18,9 @@ from fastapi import APIRouter, Request
 from review_harness import INSTALLATION, OWNER, REPO, ReviewHarness
 from test_review_dep_bump import npm_registry
 
-from kodiai.handlers import BUILTIN
-from kodiai.handlers.dep_bump_history import advisory_max_severity, advisory_status
-from kodiai.review.dep_enrichment import AdvisoryInfo, SecurityContext
+from kodiai.review.dep_bumps.enrichment import AdvisoryInfo, SecurityContext
+from kodiai.review.dep_bumps.history import advisory_max_severity, advisory_status
+from kodiai.server.handlers import BUILTIN
 from support.fake_github import FakeGitHub
 from support.fake_github_pr import PrState
 from support.pr_payloads import pull_request_payload

@@ -26,9 +26,9 @@ from review_harness import (
     inline,
 )
 
-from kodiai.handlers import BUILTIN, register_builtin_handlers
-from kodiai.handlers.feedback import FEEDBACK_SYNC_EVENT_KEYS
-from kodiai.handlers.feedback.reactions import is_human_thumb, parse_timestamp
+from kodiai.feedback.reactions import is_human_thumb, parse_timestamp
+from kodiai.feedback.sync import FEEDBACK_SYNC_EVENT_KEYS
+from kodiai.server.handlers import BUILTIN, register_builtin_handlers
 from kodiai.storage.knowledge import KnowledgeStore
 from kodiai.storage.knowledge_models import FeedbackReactionRecord, FindingRecord, ReviewRecord
 from kodiai.webhook.bot_filter import BotFilter
@@ -501,7 +501,7 @@ def test_both_handlers_registered_by_default(harness: ReviewHarness) -> None:
 
 def test_dispatch_order_is_review_mention_feedback_sync(harness: ReviewHarness, tmp_path: Path) -> None:
     """The original's order: an ``@kodiai`` comment is answered before the same event's feedback sync."""
-    from kodiai.jobs.mention_state import MentionState
+    from kodiai.mention.state import MentionState
 
     state = MentionState.open(tmp_path / "jobs.db")
     try:

@@ -22,10 +22,10 @@ from typing import Any
 from review_harness import OWNER, REPO, ReviewHarness
 
 from kodiai.github.workspace import Workspace
-from kodiai.handlers.review import diff as diff_module
-from kodiai.handlers.review.diff import collect_diff
-from kodiai.handlers.review.diff_parse import HunkCounter, NumstatListing, RawListing
+from kodiai.review import diff_collect as diff_module
 from kodiai.review.diff_analysis import count_hunks, parse_numstat_per_file
+from kodiai.review.diff_collect import collect_diff
+from kodiai.review.diff_parse import HunkCounter, NumstatListing, RawListing
 from kodiai.text.git_path import display_path, markdown_code
 from support.gitrepo import commit_files, git
 

@@ -12,15 +12,15 @@ from review_harness import BagOfWordsEmbedder
 
 from kodiai.execution.options import ModelCredentials
 from kodiai.execution.review_output import build_review_output_marker
-from kodiai.handlers.review.local import (
+from kodiai.learning.embeddings import NoopEmbeddingProvider
+from kodiai.learning.setup import open_store_for_provider
+from kodiai.learning.types import LearningMemoryRecord
+from kodiai.review.local_branch import (
     LocalReviewError,
     build_local_review,
     local_output_key,
     run_local_review,
 )
-from kodiai.learning.embeddings import NoopEmbeddingProvider
-from kodiai.learning.setup import open_store_for_provider
-from kodiai.learning.types import LearningMemoryRecord
 from support.git_tool_calls import run_git_tool_call
 from support.gitrepo import commit_files, git
 from support.scripted_transport import Result, ScriptedTransport, ToolCall

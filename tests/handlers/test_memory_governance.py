@@ -15,9 +15,9 @@ import pytest
 from mention_harness import MentionHarness
 from review_harness import INSTALLATION, OWNER, REPO
 
-from kodiai.execution.mention.governance import parse_memory_command
 from kodiai.learning.setup import finding_memory_text
 from kodiai.learning.types import LearningMemoryRecord
+from kodiai.mention.memory_commands import parse_memory_command
 from kodiai.storage.knowledge_models import FindingRecord, ReviewRecord
 from support.fake_github import FakeGitHub
 from support.fake_github_pr import PrState, install_pr_routes

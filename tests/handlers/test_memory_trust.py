@@ -21,10 +21,10 @@ from review_harness import INSTALLATION, OWNER, REPO, ReviewHarness, inline
 from typer.testing import CliRunner
 
 from kodiai.cli.main import app
-from kodiai.handlers import BUILTIN
 from kodiai.learning.embeddings import LocalEmbeddingProvider
 from kodiai.learning.setup import finding_memory_text, memory_record_fields
 from kodiai.learning.types import LearningMemoryRecord
+from kodiai.server.handlers import BUILTIN
 from kodiai.text.quoted_data import PAST_DATA_NOTE
 
 FULL = f"{OWNER}/{REPO}"

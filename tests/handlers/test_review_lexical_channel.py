@@ -18,12 +18,12 @@ import numpy as np
 from review_harness import ReviewHarness
 from test_review_checklist import AxisEmbedder, at_distance
 
-from kodiai.handlers import review
-from kodiai.handlers.deps import LearnedMemory
+from kodiai.handler_kit.deps import LearnedMemory
 from kodiai.learning.lexical import LexicalChannel, unindexed_rows
 from kodiai.learning.memory_store import LanceMemoryStore
 from kodiai.learning.pipeline import LexicalMatches
 from kodiai.learning.types import LearningMemoryRecord
+from kodiai.review import entry as review
 from kodiai.webhook.bot_filter import BotFilter
 from kodiai.webhook.router import EventRouter
 

@@ -15,7 +15,7 @@ import pytest
 from mention_harness import MentionHarness
 from review_harness import INSTALLATION, OWNER, REPO
 
-from kodiai.review.spend_cap import OperatorCaps
+from kodiai.spend_cap.policy import OperatorCaps
 from kodiai.storage.telemetry import SpendEntry
 from support.fake_github import FakeGitHub
 from support.fake_github_pr import PrState, install_pr_routes

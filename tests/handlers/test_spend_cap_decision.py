@@ -6,7 +6,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from kodiai.review.spend_cap import (
+from kodiai.settings import Settings, SettingsError, parse_spend_cap_overrides
+from kodiai.spend_cap.policy import (
     CapDecision,
     OperatorCaps,
     Spend,
@@ -16,7 +17,6 @@ from kodiai.review.spend_cap import (
     spend_cap_marker,
     utc_day,
 )
-from kodiai.settings import Settings, SettingsError, parse_spend_cap_overrides
 
 
 def test_operator_cap_default_override_and_zero_means_none() -> None:

@@ -16,11 +16,11 @@ import pytest
 from mention_harness import MentionHarness
 from review_harness import INSTALLATION, OWNER, REPO, ReviewHarness
 
-from kodiai.handlers import register_builtin_handlers
-from kodiai.jobs.mention_state import MentionState
+from kodiai.mention.state import MentionState
 from kodiai.review.output_key import build_review_output_key, build_review_output_marker
-from kodiai.review.spend_cap import OperatorCaps
+from kodiai.server.handlers import register_builtin_handlers
 from kodiai.server.setup_mode import EVENTS
+from kodiai.spend_cap.policy import OperatorCaps
 from kodiai.storage.telemetry import SpendEntry
 from kodiai.webhook.bot_filter import BotFilter
 from kodiai.webhook.router import EventRouter

@@ -19,7 +19,7 @@ from review_harness import INSTALLATION, OWNER, REPO, ReviewHarness
 from kodiai.config import DEFAULT_MODEL, RepoConfigError
 from kodiai.config.loader import MAX_CONFIG_BYTES
 from kodiai.github.workspace import Workspace
-from kodiai.handlers.workspace import read_ref_config_text
+from kodiai.handler_kit.checkout import read_ref_config_text
 from support.fake_github import FakeGitHub
 from support.fake_github_pr import PrState, install_pr_routes
 from support.gitrepo import BareRepo, git

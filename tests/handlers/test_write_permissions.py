@@ -14,7 +14,7 @@ import pytest
 from mention_harness import MentionHarness
 from review_harness import INSTALLATION, OWNER, REPO
 
-from kodiai.execution.mention.intent import build_write_branch_name, build_write_output_key
+from kodiai.mention.intent import build_write_branch_name, build_write_output_key
 from support.fake_github import FakeGitHub
 from support.fake_github_pr import PrState, install_pr_routes
 

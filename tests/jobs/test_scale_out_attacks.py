@@ -21,10 +21,10 @@ import pytest
 from kodiai.jobs.journal_rows import Intake
 from kodiai.jobs.pg_journal import PgJobJournal, StalledJob
 from kodiai.metrics import Metrics
+from kodiai.server.ingress import WebhookIngress
 from kodiai.settings import Settings, SettingsError
 from kodiai.webhook.bot_filter import BotFilter
 from kodiai.webhook.events import WebhookEvent
-from kodiai.webhook.ingress import WebhookIngress
 from kodiai.webhook.router import EventRouter
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from kodiai.knowledge.confidence import (
+from kodiai.review.confidence import (
     ConfidenceInput,
     SuppressionPattern,
     compute_confidence,

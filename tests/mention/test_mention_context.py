@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 from mention_fakes import FakeRest, issue_comment_payload, paged, pull, review_comment_payload
 
-from kodiai.execution.mention.context import (
+from kodiai.github.rest import GitHubApiError
+from kodiai.mention.context import (
     MentionContextInputs,
     MentionContextLimits,
     build_mention_context,
@@ -15,8 +16,7 @@ from kodiai.execution.mention.context import (
     render_mention_context,
     truncate_for_context,
 )
-from kodiai.execution.mention.surface import MentionSurface, normalize_issue_comment, normalize_review_comment
-from kodiai.github.rest import GitHubApiError
+from kodiai.mention.surface import MentionSurface, normalize_issue_comment, normalize_review_comment
 from kodiai.storage.knowledge_models import FindingByComment
 
 TRIGGER = "2025-01-01T10:00:00Z"

@@ -8,7 +8,7 @@ import pytest
 from mention_fakes import issue_comment_payload, review_comment_payload
 
 from kodiai.config.models import MentionConfig
-from kodiai.execution.mention.intent import (
+from kodiai.mention.intent import (
     CONFIG_SKIP_MESSAGES,
     accepted_handles,
     apply_config_gates,
@@ -20,7 +20,7 @@ from kodiai.execution.mention.intent import (
     trigger_comment_url,
     write_rate_limit_key,
 )
-from kodiai.execution.mention.surface import MentionSurface, normalize_issue_comment, normalize_review_comment
+from kodiai.mention.surface import MentionSurface, normalize_issue_comment, normalize_review_comment
 
 
 def _surface(body: str, author: str = "alice", on_pr: bool = True) -> MentionSurface:

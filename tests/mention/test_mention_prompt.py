@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from mention_fakes import issue_comment_payload, review_comment_payload
 
-from kodiai.execution.mention.finding import ReviewFinding, lookup_reply_finding
-from kodiai.execution.mention.intent import parse_write_intent
-from kodiai.execution.mention.prompt import (
+from kodiai.mention.finding import ReviewFinding, lookup_reply_finding
+from kodiai.mention.intent import parse_write_intent
+from kodiai.mention.prompt import (
     PLAN_ONLY_INSTRUCTIONS,
     WRITE_ENABLED_INSTRUCTIONS,
     WRITE_INTENT_NO_WRITE_INSTRUCTIONS,
@@ -15,7 +15,7 @@ from kodiai.execution.mention.prompt import (
     build_custom_instructions,
     build_mention_prompt,
 )
-from kodiai.execution.mention.surface import MentionSurface, normalize_issue_comment, normalize_review_comment
+from kodiai.mention.surface import MentionSurface, normalize_issue_comment, normalize_review_comment
 from kodiai.storage.knowledge_models import FindingByComment
 
 FINDING = ReviewFinding(

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from mention_fakes import FakeRest, issue_comment_payload, review_comment_payload, review_payload
 
-from kodiai.execution.mention.replies import (
+from kodiai.github.rest import GitHubApiError
+from kodiai.mention.replies import (
     WritePolicyRefusal,
     already_applied_reply,
     catch_all_error_reply,
@@ -25,13 +26,12 @@ from kodiai.execution.mention.replies import (
     write_in_progress_reply,
     write_refusal_reply,
 )
-from kodiai.execution.mention.surface import (
+from kodiai.mention.surface import (
     MentionSurface,
     normalize_issue_comment,
     normalize_review_body,
     normalize_review_comment,
 )
-from kodiai.github.rest import GitHubApiError
 
 HANDLES = ("kodiai", "claude")
 

@@ -6,7 +6,7 @@ import pytest
 from mention_fakes import issue_comment_payload, pull, review_comment_payload, review_payload
 from pydantic import ValidationError
 
-from kodiai.execution.mention.surface import (
+from kodiai.mention.surface import (
     contains_mention,
     normalize_issue_comment,
     normalize_mention,

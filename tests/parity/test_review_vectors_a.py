@@ -15,9 +15,9 @@ from support.vectors import assert_matches, cases, dump, float_for_int, ids, sna
 DIFF = "kodiai.review.diff_analysis"
 RISK = "kodiai.review.file_risk"
 INTENT = "kodiai.review.pr_intent"
-DEP = "kodiai.review.dep_bump"
-ENRICH = "kodiai.review.dep_enrichment"
-MERGE = "kodiai.review.merge_confidence"
+DEP = "kodiai.review.dep_bumps.detect"
+ENRICH = "kodiai.review.dep_bumps.enrichment"
+MERGE = "kodiai.review.dep_bumps.merge_confidence"
 TIMEOUT = "kodiai.review.timeout"
 
 

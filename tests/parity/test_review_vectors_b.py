@@ -49,7 +49,7 @@ def _build(module: str, name: str, value: Any) -> Any:
     return _model(module, name).model_validate(value)
 
 
-KNOW = "kodiai.knowledge.confidence"
+KNOW = "kodiai.review.confidence"
 PRIO = "kodiai.review.prioritizer"
 FLOORS = "kodiai.enforcement.severity_floors"
 TOOLS = "kodiai.enforcement.tooling"

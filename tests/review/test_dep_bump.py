@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kodiai.review.dep_bump import (
+from kodiai.review.dep_bumps.detect import (
     DepBumpDetails,
     DepBumpDetection,
     SemverParts,

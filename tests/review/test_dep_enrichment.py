@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kodiai.review.dep_enrichment import ReleaseNote, extract_breaking_changes
+from kodiai.review.dep_bumps.enrichment import ReleaseNote, extract_breaking_changes
 
 
 def _notes(*bodies: str) -> list[ReleaseNote]:

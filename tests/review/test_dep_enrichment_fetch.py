@@ -16,8 +16,8 @@ import pytest
 from fastapi import APIRouter, HTTPException, Request
 
 from github import Auth, Github
-from kodiai.review.dep_enrichment import ReleaseNote
-from kodiai.review.dep_enrichment_fetch import (
+from kodiai.review.dep_bumps.enrichment import ReleaseNote
+from kodiai.review.dep_bumps.enrichment_fetch import (
     GitHubRepoRef,
     fetch_changelog,
     fetch_security_advisories,

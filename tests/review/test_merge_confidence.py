@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kodiai.review.merge_confidence import DepBumpContext, MergeConfidence, compute_merge_confidence
+from kodiai.review.dep_bumps.merge_confidence import DepBumpContext, MergeConfidence, compute_merge_confidence
 
 
 def _ctx(bump: str = "patch", breaking: bool = False, **extra: Any) -> DepBumpContext:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from kodiai.compat.js import utf16_len
 from kodiai.learning.ambiguity import AmbiguityConfig, AmbiguitySignal, ambiguity_signal
 from kodiai.learning.types import LearningMemoryRecord, RerankedResult
 from kodiai.review.prompt import RetrievalContext, build_retrieval_context, build_review_prompt
 from kodiai.review.prompt.context import AmbiguityView
 from kodiai.review.prompt.retrieval import build_retrieval_context_section
-from kodiai.text.js import utf16_len
 from kodiai.text.quoted_data import PAST_DATA_NOTE
 
 PROVENANCE_LINE = "`(Prior pattern: [brief description of the similar prior finding])`"

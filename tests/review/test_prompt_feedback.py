@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from kodiai.compat.js import utf16_len
 from kodiai.feedback.tally import FeedbackTally
 from kodiai.review.prompt import RetrievalContext
 from kodiai.review.prompt.retrieval import build_retrieval_context_section
-from kodiai.text.js import utf16_len
 from kodiai.text.quoted_data import PAST_DATA_NOTE
 
 REJECTED_HEADING = "### Rejected by the team"

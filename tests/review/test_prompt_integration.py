@@ -210,8 +210,8 @@ def test_dep_bump_section_with_real_scope_and_usage_models() -> None:
 
 def test_dep_bump_and_intent_from_real_library_models() -> None:
     """RP-098 and §3.4/§3.5 fed by ``dep_bump``, ``merge_confidence`` and ``pr_intent`` as the handler would."""
-    from kodiai.review.dep_bump import classify_dep_bump, detect_dep_bump, extract_dep_bump_details
-    from kodiai.review.merge_confidence import DepBumpContext, compute_merge_confidence
+    from kodiai.review.dep_bumps.detect import classify_dep_bump, detect_dep_bump, extract_dep_bump_details
+    from kodiai.review.dep_bumps.merge_confidence import DepBumpContext, compute_merge_confidence
     from kodiai.review.posted_texts import build_approval_body
     from kodiai.review.pr_intent import build_keyword_parsing_section, parse_pr_intent
 

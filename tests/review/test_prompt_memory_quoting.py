@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kodiai.execution.mention.finding import ReviewFinding
-from kodiai.execution.mention.prompt import build_finding_preamble
+from kodiai.mention.finding import ReviewFinding
+from kodiai.mention.prompt import build_finding_preamble
 from kodiai.review.prompt import RetrievalContext, build_review_prompt
 from kodiai.review.prompt.change_context import build_incremental_review_section
 from kodiai.review.prompt.context import DeltaContext, IncrementalContext

@@ -5,10 +5,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kodiai.compat.js import JS_WHITESPACE
 from kodiai.review.prompt import PathInstructionMatch, RetrievalContext, build_path_instructions_section
 from kodiai.review.prompt.retrieval import build_retrieval_context_section
 from kodiai.review.prompt.truncate import TRUNCATED_MARKER, truncate_deterministic, truncate_to_char_budget
-from kodiai.text.js import JS_WHITESPACE
 
 bmp_text = st.text(alphabet=st.characters(max_codepoint=0xFFFF, exclude_categories=("Cs",)), max_size=300)
 

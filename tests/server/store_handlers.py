@@ -8,8 +8,8 @@ An ``issues.opened`` delivery gets one job on the real lanes shaped like the end
    handler looks for its output marker), so a replay never repeats it;
 2. write to the store named by ``KODIAI_TEST_STORE`` (``knowledge``: a ``reviews`` row; ``telemetry``: an
    ``executions`` row; ``memory``: one learned memory with a unit vector) through the server's own store
-   object, wrapped in the project's :func:`~kodiai.handlers.fail_open.fail_open` exactly as
-   ``kodiai.handlers.review.record`` wraps its writes;
+   object, wrapped in the project's :func:`~kodiai.handler_kit.fail_open.fail_open` exactly as
+   ``kodiai.review.record`` wraps its writes;
 3. append ``wrote <delivery>`` or ``lost <delivery>`` to ``KODIAI_TEST_RECORD_FILE`` (fsync'd).
 
 Each run reads the comments once, so the fake GitHub's ``GET …/comments`` count per issue is the number of
@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 from storm_handlers import REPO, append_line, post_once
 
-from kodiai.handlers.fail_open import fail_open
+from kodiai.handler_kit.fail_open import fail_open
 from kodiai.jobs.lanes import JobContext
 from kodiai.learning.types import LearningMemoryRecord
 from kodiai.log import get_logger

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from kodiai.jobs.journal import JobJournal
-from kodiai.jobs.mention_state import MentionState
+from kodiai.mention.state import MentionState
 from kodiai.storage.connection import connect
 from kodiai.storage.knowledge import KnowledgeStore
 from kodiai.storage.telemetry import TelemetryStore

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from kodiai.cli.main import app
 from kodiai.jobs.journal import JobJournal, JournalEntry
 from kodiai.jobs.journal_rows import PayloadCodec
-from kodiai.jobs.mention_state import MentionState
+from kodiai.mention.state import MentionState
 from kodiai.storage.knowledge import KnowledgeStore
 from kodiai.storage.knowledge_models import ReviewRecord
 from kodiai.storage.migrate_to_postgres import (

@@ -1,4 +1,4 @@
-"""picomatch (``dot: true``) semantics of kodiai.text.glob, on every glob case the specs name."""
+"""picomatch (``dot: true``) semantics of kodiai.compat.glob, on every glob case the specs name."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kodiai.review.diff_analysis import DEFAULT_FILE_CATEGORIES, PATH_RISK_SIGNALS
-from kodiai.text.glob import (
+from kodiai.compat.glob import (
     GlobError,
     any_glob_match,
     compile_glob,
@@ -19,6 +18,7 @@ from kodiai.text.glob import (
     normalize_skip_paths,
     normalize_write_paths,
 )
+from kodiai.review.diff_analysis import DEFAULT_FILE_CATEGORIES, PATH_RISK_SIGNALS
 
 # (pattern, path, expected, where the spec states it)
 SPEC_CASES = [

@@ -1,4 +1,4 @@
-"""The JS RegExp → ``regex`` translator (kodiai.text.jsregex): every JS trap of parity-vectors/README.md §3
+"""The JS RegExp → ``regex`` translator (kodiai.compat.jsregex): every JS trap of parity-vectors/README.md §3
 named in its own test, plus 4,800 cases whose expected results were produced by a real node (v20)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kodiai.text.jsregex import (
+from kodiai.compat.jsregex import (
     JsRegexSyntaxError,
     JsRegexUnsupported,
     compile_js_regex,

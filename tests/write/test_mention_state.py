@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kodiai.jobs.journal import JobJournal
-from kodiai.jobs.mention_state import (
+from kodiai.mention.state import (
     MAX_ENTRIES,
     STATE_WINDOW,
     WRITE_LOCK_TTL,

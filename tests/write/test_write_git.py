@@ -6,15 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from kodiai.execution.write.messages import build_commit_message, is_branch_conflict_error
-from kodiai.execution.write.policy import WritePolicy, WritePolicyError
-from kodiai.execution.write.staged import (
+from kodiai.github.workspace import GitCommandError, Workspace
+from kodiai.mention.write.messages import build_commit_message, is_branch_conflict_error
+from kodiai.mention.write.policy import WritePolicy, WritePolicyError
+from kodiai.mention.write.staged import (
     commit_and_push,
     enforce_write_policy,
     read_staged_changes,
     stage_all,
 )
-from kodiai.github.workspace import GitCommandError, Workspace
 from support.gitrepo import BareRepo, git
 
 PAT = "ghp_" + "a1B2c3D4e5" * 3 + "F6g7H8"

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kodiai.execution.mention.intent import build_write_branch_name, build_write_output_key
-from kodiai.execution.mention.replies import write_refusal_reply
-from kodiai.execution.write.messages import (
+from kodiai.github.branch_names import validate_branch_name
+from kodiai.github.workspace import GitCommandError
+from kodiai.mention.intent import build_write_branch_name, build_write_output_key
+from kodiai.mention.replies import write_refusal_reply
+from kodiai.mention.write.messages import (
     build_bot_pr_body,
     build_bot_pr_title,
     build_commit_message,
@@ -14,9 +16,7 @@ from kodiai.execution.write.messages import (
     is_branch_conflict_error,
     policy_refusal,
 )
-from kodiai.execution.write.policy import WritePolicyError, find_write_policy_violation
-from kodiai.github.branch_names import validate_branch_name
-from kodiai.github.workspace import GitCommandError
+from kodiai.mention.write.policy import WritePolicyError, find_write_policy_violation
 
 KEY = "kodiai-write-output:v1:inst-42:acme/repo:pr-101:comment-555:keyword-apply"
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 import pytest
 
 from kodiai.config.models import DEFAULT_DENY_PATHS, WriteConfig
-from kodiai.execution.write.policy import (
+from kodiai.mention.write.policy import (
     SECRET_DETECTORS,
     WritePolicy,
     WritePolicyError,

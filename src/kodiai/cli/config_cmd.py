@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 from ruamel.yaml import YAML
 
+from kodiai.compat.js_yaml import load_yaml
 from kodiai.config import (
     CONFIG_FILENAME,
     RepoConfigError,
@@ -24,8 +25,7 @@ from kodiai.config import (
 from kodiai.config.loader import MAX_CONFIG_BYTES
 from kodiai.config.schema import repo_config_json_schema
 from kodiai.config.unknown_keys import UnknownKey, unknown_keys
-from kodiai.config.yaml_loader import load_yaml
-from kodiai.workspace_files import read_regular_file
+from kodiai.github.workspace_files import read_regular_file
 
 app = typer.Typer(help="Check a .kodiai.yml file and export its JSON Schema.", no_args_is_help=True)
 

@@ -24,7 +24,7 @@ HELP = "Kodiai: self-hosted GitHub App that reviews pull requests with Claude an
 
 #: Top-level commands: name → (module, function).
 COMMANDS = {
-    "serve": ("kodiai.cli.serve_cmd", "serve"),
+    "serve": ("kodiai.server.serve_cmd", "serve"),
     "review": ("kodiai.cli.review_cmd", "review"),
 }
 #: Command groups: name → module whose ``app`` is the group.

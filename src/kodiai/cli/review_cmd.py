@@ -23,8 +23,8 @@ from rich.console import Console
 if TYPE_CHECKING:
     from kodiai.execution.local_rest import RecordingGitHub
     from kodiai.execution.types import ExecutionResult
-    from kodiai.handlers.review.local import LocalReview, RetrievalReport
     from kodiai.learning.embeddings import EmbeddingProvider
+    from kodiai.review.local_branch import LocalReview, RetrievalReport
     from kodiai.settings import Settings
 
 PROMPT_RULE = "===== PROMPT ====="
@@ -117,7 +117,7 @@ async def _run_model(
     local: LocalReview, checkout: Path, settings: Settings, cli_path: str | None, console: Console
 ) -> RecordingGitHub:
     """Run Claude Code on the checkout with GitHub replaced by a recorder; print what it would post."""
-    from kodiai.handlers.review.local import run_local_review
+    from kodiai.review.local_branch import run_local_review
     from kodiai.server.composition import agent_sandbox, model_credentials
 
     result, recorder = await run_local_review(
@@ -230,7 +230,7 @@ def _review_local(
     embeddings: str | None,
     cli_path: str | None,
 ) -> None:
-    from kodiai.handlers.review.local import LocalReviewError, build_local_review, git
+    from kodiai.review.local_branch import LocalReviewError, build_local_review, git
 
     try:
         local = asyncio.run(
@@ -269,7 +269,7 @@ def _review_pull(
     embeddings: str | None,
     cli_path: str | None,
 ) -> None:
-    from kodiai.handlers.review.remote import RemoteReviewError, open_pull, post_review
+    from kodiai.review.remote_pr import RemoteReviewError, open_pull, post_review
 
     if not dry_run:
         _require_model(settings, console)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from kodiai.text._glob_state import _ParserState
-from kodiai.text._glob_syntax import (
+from kodiai.compat._glob_state import _ParserState
+from kodiai.compat._glob_syntax import (
     _DOT_LITERAL,
     _FASTPATH_BLOCKERS,
     _NON_SPECIAL,

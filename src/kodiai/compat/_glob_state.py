@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from kodiai.text._glob_syntax import (
+from kodiai.compat._glob_syntax import (
     _END,
     _EXTGLOB,
     _GLOBSTAR,

@@ -1,11 +1,11 @@
-"""Regex building blocks and small helpers of the picomatch translation (see :mod:`kodiai.text.glob`)."""
+"""Regex building blocks and small helpers of the picomatch translation (see :mod:`kodiai.compat.glob`)."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 
-from kodiai.text.js import JS_DOT, JS_NOT_S, JS_S
+from kodiai.compat.js import JS_DOT, JS_NOT_S, JS_S
 
 _END = r"\Z"
 _SLASH = r"\/"

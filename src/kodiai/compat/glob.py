@@ -16,7 +16,7 @@ regex with the same semantics, including picomatch's own corners:
 - an empty pattern raises ``ValueError``.
 
 JS ``.`` (used in picomatch's lookaheads) refuses line terminators and JS ``$`` is the end of the input,
-so the regexes here use :data:`kodiai.text.js.JS_DOT` and ``\\Z``.
+so the regexes here use :data:`kodiai.compat.js.JS_DOT` and ``\\Z``.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from kodiai.text._glob_parser import _Parser
-from kodiai.text._glob_syntax import (
+from kodiai.compat._glob_parser import _Parser
+from kodiai.compat._glob_syntax import (
     _END,
     _GLOBSTAR,
     _MAX_LENGTH,
@@ -41,7 +41,7 @@ from kodiai.text._glob_syntax import (
     _fastpath_create,
     _remove_prefix,
 )
-from kodiai.text.js import JS_DOT, js_trim
+from kodiai.compat.js import JS_DOT, js_trim
 
 __all__ = [
     "GlobError",

@@ -30,7 +30,7 @@ from ruamel.yaml.events import (
     SequenceStartEvent,
 )
 
-from kodiai.config.js_scalars import (
+from kodiai.compat.yaml_scalars import (
     YamlTimestamp,
     construct_js_float,
     construct_js_int,
@@ -38,7 +38,7 @@ from kodiai.config.js_scalars import (
     js_string,
     resolve_plain_scalar,
 )
-from kodiai.config.yaml_scanner import TabTolerantScanner
+from kodiai.compat.yaml_scanner import TabTolerantScanner
 
 #: Limits against hostile input. A real `.kodiai.yml` is a few hundred nodes, nested 6 deep at most.
 MAX_DOCUMENT_CHARS = 262_144  # 256 KiB: ~100x a large real config; pure-Python parsing stays ~1-3 s

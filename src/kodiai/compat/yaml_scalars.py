@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from kodiai.text.js import js_number_to_string
+from kodiai.compat.js import js_number_to_string
 
 _NULLS = frozenset({"~", "null", "Null", "NULL", ""})
 _TRUE = frozenset({"true", "True", "TRUE"})

@@ -22,8 +22,8 @@ from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
-from kodiai.config.js_scalars import YamlTimestamp
-from kodiai.text.js import js_number_to_string
+from kodiai.compat.js import js_number_to_string
+from kodiai.compat.yaml_scalars import YamlTimestamp
 
 INVALID_TYPE = "zod_invalid_type"
 INVALID_VALUE = "zod_invalid_value"

@@ -7,8 +7,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Tag, model_validator
 from pydantic.alias_generators import to_camel
 
-from kodiai.config.js_scalars import YamlTimestamp
-from kodiai.config.js_types import INVALID_UNION, UNDEFINED, Js
+from kodiai.compat.yaml_scalars import YamlTimestamp
+from kodiai.compat.zod_types import INVALID_UNION, UNDEFINED, Js
 
 Severity = Literal["critical", "major", "medium", "minor"]
 FocusArea = Literal["security", "correctness", "performance", "style", "documentation"]

@@ -13,8 +13,8 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
+from kodiai.compat.zod_types import CONTINUING, INVALID_TYPE, INVALID_UNION, js_type_name
 from kodiai.config.base import UNION_TAGS
-from kodiai.config.js_types import CONTINUING, INVALID_TYPE, INVALID_UNION, js_type_name
 
 _CONTAINER_TYPES = {
     "list_type": "array",

@@ -18,13 +18,13 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_snake
 
+from kodiai.compat.js_yaml import MAX_DOCUMENT_CHARS, YamlSyntaxError, load_yaml
+from kodiai.compat.yaml_scalars import YamlTimestamp
 from kodiai.config.guarded import GUARDS, Guard, Misspelling, guards_hit, misspellings
 from kodiai.config.guarded import advisories as guard_advisories
 from kodiai.config.issues import issue_strings
-from kodiai.config.js_scalars import YamlTimestamp
 from kodiai.config.models import SECTIONS, RepoConfig
-from kodiai.config.yaml_loader import MAX_DOCUMENT_CHARS, YamlSyntaxError, load_yaml
-from kodiai.workspace_files import WorkspaceFileError, read_regular_file, read_workspace_file
+from kodiai.github.workspace_files import WorkspaceFileError, read_regular_file, read_workspace_file
 
 CONFIG_FILENAME = ".kodiai.yml"
 #: Bytes read at most: any document within the parser's character limit fits (UTF-8: <= 4 bytes a

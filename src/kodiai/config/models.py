@@ -10,8 +10,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from kodiai.compat.zod_types import Js
 from kodiai.config.base import Bool, ConfigModel, NonEmptyStr, OptStr, SeverityValue, Str, required
-from kodiai.config.js_types import Js
 from kodiai.config.review_models import ReviewConfig
 
 DEFAULT_MODEL = "claude-sonnet-4-5-20250929"

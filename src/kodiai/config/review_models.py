@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, Tag
 
+from kodiai.compat.zod_types import Js
 from kodiai.config.base import (
     UNION_ARRAY,
     UNION_OBJECT,
@@ -23,7 +24,6 @@ from kodiai.config.base import (
     required,
     string_or,
 )
-from kodiai.config.js_types import Js
 
 
 def _weight(default: float, what: str) -> Any:

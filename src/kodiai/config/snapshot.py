@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from kodiai.compat.js import js_number_to_string
 from kodiai.config.models import RepoConfig
-from kodiai.text.js import js_number_to_string
 
 
 def _json(value: Any) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kodiai.text.js import JS_S
+from kodiai.compat.js import JS_S
 
 SEVERITY_RANK: dict[str, int] = {"minor": 0, "medium": 1, "major": 2, "critical": 3}
 _WHITESPACE_RUN = re.compile(JS_S + "+")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from kodiai.text.js import js_number_to_string
+from kodiai.compat.js import js_number_to_string
 from kodiai.text.sanitizer import redact_github_tokens
 
 ErrorCategory = Literal[

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from kodiai.compat.js import js_number_to_string
 from kodiai.execution.types import ExecutionResult
-from kodiai.text.js import js_number_to_string
 
 if TYPE_CHECKING:
     from claude_agent_sdk import ResultMessage

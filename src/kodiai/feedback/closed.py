@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kodiai.handlers.deps import HandlerDeps
-from kodiai.handlers.feedback.reactions import repository_of
-from kodiai.handlers.feedback.trust import DecisionCounts, decide_on_close
+from kodiai.feedback.reactions import repository_of
+from kodiai.feedback.trust import DecisionCounts, decide_on_close
+from kodiai.handler_kit.deps import HandlerDeps
 from kodiai.jobs.lanes import JobContext
 from kodiai.log import get_logger, redact
 from kodiai.storage.knowledge import KnowledgeStore

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-
-from kodiai.handler_kit.deps import HandlerDeps
 from kodiai.feedback import closed, sync
-from kodiai.feedback.sync import FEEDBACK_SYNC_EVENT_KEYS
+from kodiai.handler_kit.deps import HandlerDeps
 from kodiai.webhook.router import EventRouter
 
 
@@ -13,6 +11,3 @@ def register(router: EventRouter, deps: HandlerDeps) -> None:
     """Feedback sync on PR activity, and the held-back findings' decision when a PR closes."""
     sync.register(router, deps)
     closed.register(router, deps)
-
-
-__all__ = ["FEEDBACK_SYNC_EVENT_KEYS", "register"]

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from kodiai.feedback.tally import FeedbackTally
-from kodiai.handlers.deps import LearnedMemory
-from kodiai.handlers.feedback.trust import untrusted_comments
+from kodiai.feedback.trust import untrusted_comments
+from kodiai.handler_kit.deps import LearnedMemory
 from kodiai.learning.setup import finding_memory_text, memory_record_fields
 from kodiai.learning.types import LearningMemoryRecord, MemoryOutcome
 from kodiai.storage.knowledge import KnowledgeStore

@@ -16,12 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kodiai.github.permissions import AccessLevel
-from kodiai.github.rest import GitHubRest
-from kodiai.handlers.deps import HandlerDeps, LearnedMemory
-from kodiai.handlers.fail_open import fail_open
-from kodiai.handlers.feedback.memory import MemorySyncCounts, sync_memory_outcomes
-from kodiai.handlers.feedback.reactions import (
+from kodiai.feedback.memory_outcomes import MemorySyncCounts, sync_memory_outcomes
+from kodiai.feedback.reactions import (
     MAX_CANDIDATES,
     reaction_records,
     recent_candidates,
@@ -29,12 +25,16 @@ from kodiai.handlers.feedback.reactions import (
     targets_pull_request,
     unique_by_comment,
 )
-from kodiai.handlers.feedback.trust import (
+from kodiai.feedback.trust import (
     DecisionCounts,
     decide_from_feedback,
     reactor_access,
     split_by_access,
 )
+from kodiai.github.permissions import AccessLevel
+from kodiai.github.rest import GitHubRest
+from kodiai.handler_kit.deps import HandlerDeps, LearnedMemory
+from kodiai.handler_kit.fail_open import fail_open
 from kodiai.jobs.lanes import JobContext
 from kodiai.log import get_logger, redact
 from kodiai.storage.knowledge import KnowledgeStore

@@ -7,7 +7,7 @@ Two rules, one module:
   the reaction is neither stored nor, when it was stored before, removed (an outage must not erase
   verified feedback). Everything downstream (tallies, thumbs outcome rows, auto-suppression) reads only
   what feedback sync stored, so this one filter covers them all.
-- **Findings of an untrusted author's PR** wait in ``pending_memories`` (:mod:`kodiai.handlers.review.record`)
+- **Findings of an untrusted author's PR** wait in ``pending_memories`` (:mod:`kodiai.review.record`)
   until a writer decides: a net-positive writer tally on the finding's comment, or the PR's merge, promotes
   it into the memory store; a net-negative writer tally, or closing the PR unmerged, discards it.
 
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from kodiai.feedback.tally import FeedbackTally
 from kodiai.github.permissions import AccessLevel, access_level
 from kodiai.github.rest import RestApi
-from kodiai.handlers.deps import LearnedMemory
+from kodiai.handler_kit.deps import LearnedMemory
 from kodiai.learning.setup import finding_memory_text, memory_record_fields
 from kodiai.learning.types import LearningMemoryRecord
 from kodiai.storage.knowledge import KnowledgeStore

@@ -1,1 +1,3 @@
-"""handler_kit."""
+"""What every feature's webhook job is given and shares: the dependencies built once by the composition
+root (``deps``), the fail-open step helper (``fail_open``) and the PR checkout with its trusted
+``.kodiai.yml`` (``checkout``). It knows no feature."""

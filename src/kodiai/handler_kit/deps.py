@@ -24,8 +24,8 @@ from kodiai.learning.lexical import LexicalChannel
 from kodiai.learning.memory_store import LanceMemoryStore
 from kodiai.learning.pipeline import LexicalSearcher
 from kodiai.metrics import Metrics
-from kodiai.review.spend_cap import OperatorCaps
 from kodiai.review.usage_scan import UsageAnalysisResult, analyze_package_usage
+from kodiai.spend_cap.policy import OperatorCaps
 from kodiai.storage.knowledge import KnowledgeStore
 from kodiai.storage.telemetry import TelemetryStore
 

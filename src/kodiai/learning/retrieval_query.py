@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from kodiai.text.js import utf16_slice
+from kodiai.compat.js import utf16_slice
 
 MAX_BODY_CHARS = 200
 MAX_LANGUAGES = 5

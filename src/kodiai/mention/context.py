@@ -18,10 +18,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from kodiai.compat.js import JS_S, js_trim, utf16_len
 from kodiai.github.rest import RestApi
 from kodiai.log import get_logger, redact
 from kodiai.review.prompt.truncate import truncate_deterministic
-from kodiai.text.js import JS_S, js_trim, utf16_len
 from kodiai.text.quoted_data import data_token, quote_data
 from kodiai.text.sanitizer import filter_comments_to_trigger_time, sanitize_content
 
@@ -239,7 +239,7 @@ async def fetch_thread_inputs(
     a review-output marker (lookup errors swallowed), and the first 100 review comments of the PR."""
     if surface.in_reply_to_id is None or surface.pr_number is None:
         return None
-    logger = log or get_logger("kodiai.execution.mention")
+    logger = log or get_logger("kodiai.mention")
     try:
         raw_parent = await rest.get(f"/pulls/comments/{surface.in_reply_to_id}")
     except Exception as exc:
@@ -457,7 +457,7 @@ async def build_mention_context(
     log: Any = None,
 ) -> str:
     """Fetch and render; non-fatal: any failure is logged and yields ``""`` (cancellation propagates)."""
-    logger = log or get_logger("kodiai.execution.mention")
+    logger = log or get_logger("kodiai.mention")
     try:
         inputs = await fetch_mention_context_inputs(
             rest, surface, finding_lookup=finding_lookup, limits=limits, log=logger

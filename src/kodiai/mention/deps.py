@@ -1,6 +1,6 @@
 """What the mention handler is given: the shared handler dependencies plus the persisted mention state.
 
-Kept apart from :class:`~kodiai.handlers.deps.HandlerDeps` so the review handler does not depend on the
+Kept apart from :class:`~kodiai.handler_kit.deps.HandlerDeps` so the review handler does not depend on the
 jobs database; the composition root builds one :class:`MentionDeps` next to the ``HandlerDeps``.
 """
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kodiai.handlers.deps import HandlerDeps
-from kodiai.jobs.mention_state import MentionState
+from kodiai.handler_kit.deps import HandlerDeps
+from kodiai.mention.state import MentionState
 
 
 @dataclass(frozen=True)

@@ -10,11 +10,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from kodiai.execution.mention.surface import MENTION_EVENT_KEYS, normalize_mention, pre_queue_skip
-from kodiai.handlers.mention.deps import MentionDeps
-from kodiai.handlers.mention.job import MentionJob, MentionRequest
 from kodiai.jobs.lanes import JobContext
 from kodiai.log import get_logger
+from kodiai.mention.deps import MentionDeps
+from kodiai.mention.job import MentionJob, MentionRequest
+from kodiai.mention.surface import MENTION_EVENT_KEYS, normalize_mention, pre_queue_skip
 from kodiai.webhook.events import WebhookEvent
 from kodiai.webhook.router import EventRouter
 
@@ -27,7 +27,7 @@ class MentionHandler:
 
     def __init__(self, deps: MentionDeps) -> None:
         self.deps = deps
-        self._log = get_logger("kodiai.handlers.mention")
+        self._log = get_logger("kodiai.mention")
 
     async def __call__(self, event: WebhookEvent) -> None:
         payload: dict[str, Any] = event.payload

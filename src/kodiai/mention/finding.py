@@ -62,7 +62,7 @@ def lookup_reply_finding(
     try:
         return call_finding_lookup(lookup, surface.full_name, surface.in_reply_to_id)
     except Exception as exc:
-        (log or get_logger("kodiai.execution.mention")).warning(
+        (log or get_logger("kodiai.mention")).warning(
             "Failed to look up finding for mention reply; continuing without finding context",
             inReplyToId=surface.in_reply_to_id,
             err=redact(f"{type(exc).__name__}: {exc}"),

@@ -12,8 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from kodiai.compat.js import js_trim, js_trim_start
 from kodiai.config.models import MentionConfig
-from kodiai.text.js import js_trim, js_trim_start
 
 from .surface import CLAUDE_HANDLE, MentionSurface, strip_mention
 

@@ -24,10 +24,23 @@ from typing import Any
 from kodiai.config import RepoConfig
 from kodiai.config.trust import ConfigSource
 from kodiai.execution.config_view import ExecutorConfig
-from kodiai.execution.mention.context import MentionContextLimits, build_mention_context
-from kodiai.execution.mention.finding import FindingLookup, ReviewFinding, lookup_reply_finding
-from kodiai.execution.mention.governance import parse_memory_command
-from kodiai.execution.mention.intent import (
+from kodiai.execution.types import ExecutionContext, ExecutionResult
+from kodiai.github.permissions import access_level
+from kodiai.github.rest import GitHubRest
+from kodiai.github.workspace import Workspace
+from kodiai.handler_kit.checkout import (
+    TrustedConfig,
+    clone_for_pull_request,
+    load_base_only_settings,
+    load_pull_request_config,
+    load_workspace_config,
+)
+from kodiai.handler_kit.fail_open import fail_open
+from kodiai.log import get_logger, redact
+from kodiai.mention.context import MentionContextLimits, build_mention_context
+from kodiai.mention.deps import MentionDeps
+from kodiai.mention.finding import FindingLookup, ReviewFinding, lookup_reply_finding
+from kodiai.mention.intent import (
     CONFIG_SKIP_MESSAGES,
     WriteIntent,
     apply_config_gates,
@@ -40,12 +53,15 @@ from kodiai.execution.mention.intent import (
     trigger_comment_url,
     write_rate_limit_key,
 )
-from kodiai.execution.mention.prompt import (
+from kodiai.mention.memory_commands import parse_memory_command
+from kodiai.mention.memory_governance import MemoryGovernance
+from kodiai.mention.prompt import (
     MentionPromptInput,
     build_custom_instructions,
     build_mention_prompt,
 )
-from kodiai.execution.mention.replies import (
+from kodiai.mention.publish import WritePublisher, WriteTarget, find_existing_pr
+from kodiai.mention.replies import (
     ReplyEndpoint,
     ReplyPurpose,
     ReplyRoute,
@@ -62,32 +78,16 @@ from kodiai.execution.mention.replies import (
     write_disabled_reply,
     write_in_progress_reply,
 )
-from kodiai.execution.mention.surface import MentionSurface, with_pull_refs
-from kodiai.execution.mention.write_safety import (
+from kodiai.mention.state import rate_limit_retry_seconds
+from kodiai.mention.surface import MentionSurface, with_pull_refs
+from kodiai.mention.write.safety import (
     fork_write_refused_reply,
     write_permission_refused_reply,
     write_permission_unknown_reply,
 )
-from kodiai.execution.types import ExecutionContext, ExecutionResult
-from kodiai.github.permissions import access_level
-from kodiai.github.rest import GitHubRest
-from kodiai.github.workspace import Workspace
-from kodiai.handlers.fail_open import fail_open
-from kodiai.handlers.mention.deps import MentionDeps
-from kodiai.handlers.mention.governance import MemoryGovernance
-from kodiai.handlers.mention.publish import WritePublisher, WriteTarget, find_existing_pr
-from kodiai.handlers.spend_cap import SpendTarget, check_spend_cap, record_run_spend
-from kodiai.handlers.workspace import (
-    TrustedConfig,
-    clone_for_pull_request,
-    load_base_only_settings,
-    load_pull_request_config,
-    load_workspace_config,
-)
-from kodiai.jobs.mention_state import rate_limit_retry_seconds
-from kodiai.log import get_logger, redact
 from kodiai.review.posted_texts import should_post_cost_warning
-from kodiai.review.spend_cap import RunKind
+from kodiai.spend_cap.gate import SpendTarget, check_spend_cap, record_run_spend
+from kodiai.spend_cap.policy import RunKind
 from kodiai.storage.telemetry import ExecutionRecord
 
 PR_CLONE_DEPTH = 50
@@ -130,7 +130,7 @@ class MentionJob:
         self.surface = request.surface
         self.handles = list(bot_handles(deps.review.app_slug))
         self.log = get_logger(
-            "kodiai.handlers.mention",
+            "kodiai.mention",
             deliveryId=request.delivery_id,
             installationId=request.installation_id,
             surface=self.surface.surface,
@@ -391,7 +391,7 @@ class MentionJob:
 
     async def pass_spend_cap(self, config: RepoConfig, plan: WritePlan) -> bool:
         """Refused before the 👀 reaction, with one notice per PR/issue per UTC day
-        (:mod:`kodiai.handlers.spend_cap`)."""
+        (:mod:`kodiai.spend_cap.gate`)."""
         cap = config.telemetry.daily_spend_cap_usd
         target = self.spend_target(plan)
         if await check_spend_cap(self.deps.review, self.rest, target, cap, self.log):

@@ -12,7 +12,13 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from kodiai.execution.mention.governance import (
+from kodiai.github.permissions import PermissionLookupError, lookup_permission
+from kodiai.github.rest import RestApi
+from kodiai.handler_kit.deps import HandlerDeps, LearnedMemory
+from kodiai.learning.provenance import comment_url
+from kodiai.learning.setup import finding_memory_text
+from kodiai.learning.types import LearningMemoryRecord
+from kodiai.mention.memory_commands import (
     REMEMBER_MAX_CHARS,
     MemoryCommand,
     already_forgotten_reply,
@@ -28,13 +34,7 @@ from kodiai.execution.mention.governance import (
     remember_usage_reply,
     remembered_reply,
 )
-from kodiai.execution.mention.surface import MentionSurface
-from kodiai.github.permissions import PermissionLookupError, lookup_permission
-from kodiai.github.rest import RestApi
-from kodiai.handlers.deps import HandlerDeps, LearnedMemory
-from kodiai.learning.provenance import comment_url
-from kodiai.learning.setup import finding_memory_text
-from kodiai.learning.types import LearningMemoryRecord
+from kodiai.mention.surface import MentionSurface
 from kodiai.storage.knowledge_models import MemoryGovernanceRecord
 
 #: What a hand-added memory looks like to retrieval and the prompt: a repo-wide team note.

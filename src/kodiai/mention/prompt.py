@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from kodiai.text.js import js_trim
+from kodiai.compat.js import js_trim
 from kodiai.text.quoted_data import data_token, quote_data
 from kodiai.text.sanitizer import sanitize_content
 

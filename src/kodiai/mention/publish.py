@@ -26,8 +26,13 @@ from typing import Any, Protocol
 from urllib.parse import quote
 
 from kodiai.config.models import WriteConfig
-from kodiai.execution.mention.intent import source_pr_url
-from kodiai.execution.mention.replies import (
+from kodiai.github.branch_names import validate_branch_name
+from kodiai.github.rest import RestApi
+from kodiai.github.workspace import Workspace
+from kodiai.handler_kit.fail_open import fail_open
+from kodiai.log import redact
+from kodiai.mention.intent import source_pr_url
+from kodiai.mention.replies import (
     already_applied_reply,
     existing_pr_reply,
     no_changes_reply,
@@ -35,13 +40,7 @@ from kodiai.execution.mention.replies import (
     updated_pr_reply,
     write_refusal_reply,
 )
-from kodiai.execution.mention.write_safety import (
-    DirectPushBlock,
-    bot_pr_instead_reply,
-    fork_patch_reply,
-    fork_write_refused_reply,
-)
-from kodiai.execution.write.messages import (
+from kodiai.mention.write.messages import (
     build_bot_pr_body,
     build_bot_pr_title,
     build_commit_message,
@@ -49,13 +48,14 @@ from kodiai.execution.write.messages import (
     is_branch_conflict_error,
     policy_refusal,
 )
-from kodiai.execution.write.policy import WritePolicy, WritePolicyError
-from kodiai.execution.write.staged import commit_and_push, enforce_write_policy, stage_all
-from kodiai.github.branch_names import validate_branch_name
-from kodiai.github.rest import RestApi
-from kodiai.github.workspace import Workspace
-from kodiai.handlers.fail_open import fail_open
-from kodiai.log import redact
+from kodiai.mention.write.policy import WritePolicy, WritePolicyError
+from kodiai.mention.write.safety import (
+    DirectPushBlock,
+    bot_pr_instead_reply,
+    fork_patch_reply,
+    fork_write_refused_reply,
+)
+from kodiai.mention.write.staged import commit_and_push, enforce_write_policy, stage_all
 
 #: Commits of the PR head scanned for this request's marker.
 MARKER_SCAN_DEPTH = 50

@@ -13,13 +13,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from kodiai.compat.js import js_number_to_string
 from kodiai.execution.error_comments import mention_error_body
 from kodiai.execution.errors import classify_error, format_error_comment
 from kodiai.github.rest import RestApi
 from kodiai.log import get_logger, redact
 from kodiai.review.posted_texts import build_cost_warning
 from kodiai.text.formatting import wrap_in_details
-from kodiai.text.js import js_number_to_string
 from kodiai.text.sanitizer import sanitize_outgoing_mentions
 
 from .surface import MentionSurface
@@ -298,7 +298,7 @@ async def deliver_reply(
 
     Returns the created comment's JSON, or None when every endpoint failed under ``on_failure="log"``.
     """
-    logger = log or get_logger("kodiai.execution.mention")
+    logger = log or get_logger("kodiai.mention")
     text = sanitize_outgoing_mentions(body, bot_handles) if sanitize else body
     last = len(route.endpoints) - 1
     for index, endpoint in enumerate(route.endpoints):

@@ -20,7 +20,7 @@ write is one transaction that runs alone (SQLite: ``BEGIN IMMEDIATE``, a second 
 busy timeout; PostgreSQL: the store's advisory lock), so check-and-set steps are atomic across processes. Times are stored as integer Unix epoch
 microseconds (exact round trip).
 
-The keys are built by :mod:`kodiai.execution.mention.intent` (``write_rate_limit_key``,
+The keys are built by :mod:`kodiai.mention.intent` (``write_rate_limit_key``,
 ``conversation_key``, ``build_write_output_key``); this store treats them as opaque strings.
 """
 

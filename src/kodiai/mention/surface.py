@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from kodiai.text.js import js_trim
+from kodiai.compat.js import js_trim
 from kodiai.webhook.payloads import (
     IssueCommentEvent,
     PullRequest,

@@ -3,7 +3,7 @@
 ``compute_confidence`` scores a finding from its severity, category and whether it matches a known
 pattern. ``match_pattern`` / ``matches_suppression`` decide whether a configured suppression applies:
 a ``glob:`` pattern is picomatch (``dot: true``) on the lowercased title, a ``regex:`` pattern is a JS
-``RegExp(src, "i")`` (translated faithfully by :mod:`kodiai.text.jsregex`; an invalid one never
+``RegExp(src, "i")`` (translated faithfully by :mod:`kodiai.compat.jsregex`; an invalid one never
 matches), anything else is a case-insensitive substring test.
 """
 
@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from kodiai.text.glob import glob_match
-from kodiai.text.jsregex import JsRegexUnsupported, compile_js_regex
+from kodiai.compat.glob import glob_match
+from kodiai.compat.jsregex import JsRegexUnsupported, compile_js_regex
 
 SEVERITY_BOOST: dict[str, int] = {"critical": 30, "major": 20, "medium": 10, "minor": 0}
 CATEGORY_BOOST: dict[str, int] = {

@@ -12,8 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kodiai.compat.js import js_number_to_string
 from kodiai.text.git_path import display_path
-from kodiai.text.js import js_number_to_string
 
 from .output_key import build_review_details_marker
 

@@ -23,6 +23,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kodiai.compat.glob import GlobSet, compile_glob_set, has_dot_segment
+from kodiai.compat.js import JS_LINE_TERMINATORS, JS_S, js_parse_int
 from kodiai.review.languages import (
     EXTENSION_LANGUAGE_MAP,
     UNKNOWN_LANGUAGE,
@@ -30,8 +32,6 @@ from kodiai.review.languages import (
     classify_languages,
     file_extension,
 )
-from kodiai.text.glob import GlobSet, compile_glob_set, has_dot_segment
-from kodiai.text.js import JS_LINE_TERMINATORS, JS_S, js_parse_int
 
 __all__ = [
     "CATEGORY_ORDER",

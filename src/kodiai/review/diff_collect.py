@@ -5,7 +5,7 @@ fetch is deepened (50, 150, 300), then unshallowed, before falling back to a two
 a failing two-dot listing, numstat or full diff reaches the job's outer catch.
 
 A pull request's content is hostile input, so every output is streamed with a cap (:class:`DiffLimits`)
-and parsed NUL-separated (:mod:`kodiai.handlers.review.diff_parse`): the file list and numstat stop at
+and parsed NUL-separated (:mod:`kodiai.review.diff_parse`): the file list and numstat stop at
 ``max_files`` entries; a file larger than ``max_file_bytes`` is left out of the full diff and noted;
 the full diff is read for its hunk count up to ``max_diff_bytes`` and kept only while the content risk
 scan would read it. Paths never reach git's argv except as literal pathspecs after ``--``.
@@ -23,14 +23,14 @@ from pydantic import BaseModel, ConfigDict
 
 from kodiai.github.git_stream import Consumer, StreamOutcome
 from kodiai.github.workspace import GitCommandError
-from kodiai.handlers.review.diff_parse import (
+from kodiai.review.diff_analysis import CONTENT_SCAN_LIMIT
+from kodiai.review.diff_parse import (
     ChangedFile,
     DiffReader,
     NumstatListing,
     RawListing,
     parse_blob_sizes,
 )
-from kodiai.review.diff_analysis import CONTENT_SCAN_LIMIT
 from kodiai.text.git_path import markdown_code
 
 MAX_FILES_FOR_FULL_DIFF = 200

@@ -17,7 +17,7 @@ from __future__ import annotations
 import codecs
 from dataclasses import dataclass, field
 
-from kodiai.text.js import JS_LINE_TERMINATORS
+from kodiai.compat.js import JS_LINE_TERMINATORS
 
 __all__ = [
     "ChangedFile",

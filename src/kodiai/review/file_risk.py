@@ -8,6 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from kodiai.compat.glob import any_glob_match
+from kodiai.compat.js import js_round
 from kodiai.review.diff_analysis import (
     AUTH_PATTERNS,
     INFRA_RISK_PATTERNS,
@@ -17,8 +19,6 @@ from kodiai.review.diff_analysis import (
     FileLineStats,
 )
 from kodiai.review.languages import classify_file_language, file_extension
-from kodiai.text.glob import any_glob_match
-from kodiai.text.js import js_round
 
 __all__ = [
     "CATEGORY_RISK",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from kodiai.text.js import js_trim
+from kodiai.compat.js import js_trim
 
 _FNV_OFFSET_BASIS = 2166136261
 _FNV_PRIME = 16777619

@@ -14,20 +14,19 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from kodiai.compat.glob import compile_glob_set, normalize_skip_paths
 from kodiai.config import RepoConfig
 from kodiai.github.workspace import GitCommandError, Workspace
-from kodiai.handlers.fail_open import fail_open
-from kodiai.handlers.review.dep_bump import DepBumpFindings, gather_dep_bump
-from kodiai.handlers.review.diff import (
+from kodiai.handler_kit.fail_open import fail_open
+from kodiai.review.delta import PriorFinding as DeltaPriorFinding
+from kodiai.review.dep_bumps.review_stage import DepBumpFindings, gather_dep_bump
+from kodiai.review.diff_analysis import DiffAnalysis, FileLineStats, analyze_diff, parse_numstat_per_file
+from kodiai.review.diff_collect import (
     DEFAULT_LIMITS,
     MAX_FILES_FOR_FULL_DIFF,
     DiffCollection,
     collect_diff,
 )
-from kodiai.handlers.review.retrieval import RetrievalStep, gather_retrieval
-from kodiai.handlers.review.sources import GatherSources
-from kodiai.review.delta import PriorFinding as DeltaPriorFinding
-from kodiai.review.diff_analysis import DiffAnalysis, FileLineStats, analyze_diff, parse_numstat_per_file
 from kodiai.review.file_risk import TieredFiles, compute_file_risk_scores, triage_files_by_risk
 from kodiai.review.incremental import GitResult, IncrementalDiffResult, compute_incremental_diff
 from kodiai.review.plan import PlanInput
@@ -39,8 +38,9 @@ from kodiai.review.prompt import (
     match_path_instructions,
 )
 from kodiai.review.pull_request import PullRequestFacts
+from kodiai.review.retrieval import RetrievalStep, gather_retrieval
+from kodiai.review.sources import GatherSources
 from kodiai.storage.knowledge_models import PriorFinding
-from kodiai.text.glob import compile_glob_set, normalize_skip_paths
 
 USAGE_TIME_BUDGET_MS = 3000
 TOP_FILE_PATHS = 15

@@ -14,9 +14,9 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
+from kodiai.compat.js import js_trim
 from kodiai.github.git_env import UnsafeGitConfigError, harden_args, workspace_git_env
 from kodiai.log import get_logger
-from kodiai.text.js import js_trim
 
 DEEPEN_COMMITS = 100
 #: NUL-separated raw names; no external diff or textconv driver from the repository's configuration.

@@ -26,14 +26,12 @@ from kodiai.feedback.adjuster import FeedbackSuppressionResult, evaluate_feedbac
 from kodiai.github.pulls import PullRequestApi, bodies
 from kodiai.github.rest import GitHubRest
 from kodiai.github.workspace import Workspace
-from kodiai.handlers.deps import HandlerDeps
-from kodiai.handlers.fail_open import fail_open
-from kodiai.handlers.review import publish, record
-from kodiai.handlers.review.gather import Gathered, gather, plan_input
-from kodiai.handlers.review.sources import GatherSources, webhook_sources
-from kodiai.handlers.spend_cap import SpendTarget, check_spend_cap, record_run_spend
-from kodiai.handlers.workspace import TrustedConfig, clone_for_pull_request, load_pull_request_config
+from kodiai.handler_kit.checkout import TrustedConfig, clone_for_pull_request, load_pull_request_config
+from kodiai.handler_kit.deps import HandlerDeps
+from kodiai.handler_kit.fail_open import fail_open
 from kodiai.log import get_logger, redact
+from kodiai.review import publish, record
+from kodiai.review.gather import Gathered, gather, plan_input
 from kodiai.review.metadata import extract_findings
 from kodiai.review.output_key import build_review_output_marker
 from kodiai.review.plan import ReviewPlan, plan_review
@@ -45,7 +43,9 @@ from kodiai.review.posted_texts import (
 from kodiai.review.postprocess import ProcessedReview, process_findings
 from kodiai.review.pull_request import PullRequestFacts
 from kodiai.review.rereview_team import request_rereview_team_best_effort
+from kodiai.review.sources import GatherSources, webhook_sources
 from kodiai.review.trigger import ClonePlan
+from kodiai.spend_cap.gate import SpendTarget, check_spend_cap, record_run_spend
 from kodiai.text.sanitizer import sanitize_outgoing_mentions
 
 CLONE_DEPTH = 50
@@ -299,7 +299,7 @@ class ReviewJob:
         )
 
     async def pass_spend_cap(self, config: RepoConfig, claim: RunClaim) -> bool:
-        """The daily spend cap (:mod:`kodiai.handlers.spend_cap`), after every other gate: a PR that would
+        """The daily spend cap (:mod:`kodiai.spend_cap.gate`), after every other gate: a PR that would
         not be reviewed anyway gets no spend cap notice. A refused run gives its claim back, so any
         trigger for the same head after the reset reviews it."""
         cap = config.telemetry.daily_spend_cap_usd

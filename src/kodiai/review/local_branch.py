@@ -4,7 +4,7 @@ A local-workspace adapter: the checkout is the workspace, the PR's facts come fr
 the head commit, its author, the commits of ``base..head``), there is no GitHub to ask for the author's
 tier or for advisories, and learned memory is the same LanceDB table ``kodiai memory import`` writes.
 For ``kodiai review URL`` the facts and commits are the real PR's instead (a :class:`PullContext`, built
-by :mod:`kodiai.handlers.review.remote`) and the workspace is its clone. The
+by :mod:`kodiai.review.remote_pr`) and the workspace is its clone. The
 prompt it builds is the one the bot would send for that range. :func:`run_local_review` then runs the
 executor with GitHub replaced by a recorder, so what would have been posted is shown instead.
 """
@@ -32,17 +32,17 @@ from kodiai.execution.sandbox import AgentSandbox
 from kodiai.execution.types import ExecutionContext, ExecutionResult
 from kodiai.github.git_env import UnsafeGitConfigError, harden_args, workspace_git_env
 from kodiai.github.workspace import Workspace
-from kodiai.handlers.deps import LearnedMemory
-from kodiai.handlers.review.gather import gather, plan_input
-from kodiai.handlers.review.retrieval import RetrievalStep
-from kodiai.handlers.review.sources import CommitSource, GatherSources
+from kodiai.handler_kit.deps import LearnedMemory
 from kodiai.learning.embeddings import EmbeddingProvider
 from kodiai.learning.isolation import IsolationLayer
 from kodiai.learning.setup import open_store_for_provider
 from kodiai.log import redact, stderr_logger
+from kodiai.review.gather import gather, plan_input
 from kodiai.review.output_key import build_review_output_key
 from kodiai.review.plan import plan_review
 from kodiai.review.pull_request import PullRequestFacts
+from kodiai.review.retrieval import RetrievalStep
+from kodiai.review.sources import CommitSource, GatherSources
 
 LOCAL_PR_NUMBER = 0
 BOT_HANDLES = ["kodiai", "claude"]

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from kodiai.text.js import JS_S, js_trim
+from kodiai.compat.js import JS_S, js_trim
 
 Severity = Literal["critical", "major", "medium", "minor"]
 Category = Literal["security", "correctness", "performance", "style", "documentation"]

@@ -7,7 +7,7 @@ comments GitHub does not display. The "already published" scan that looks for th
 
 from __future__ import annotations
 
-from kodiai.text.js import js_trim
+from kodiai.compat.js import js_trim
 
 OUTPUT_MARKER_PREFIX = "kodiai:review-output-key"
 DETAILS_MARKER_PREFIX = "kodiai:review-details"

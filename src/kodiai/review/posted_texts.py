@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kodiai.text.js import to_fixed
+from kodiai.compat.js import to_fixed
 
 from .output_key import build_review_output_marker
 
@@ -34,7 +34,7 @@ APPROVAL_MERGE_CONFIDENCE_LABEL = {
 
 
 class MergeConfidenceInput(BaseModel):
-    """Reads ``kodiai.review.merge_confidence.MergeConfidence`` (``level``, ``rationale``)."""
+    """Reads ``kodiai.review.dep_bumps.merge_confidence.MergeConfidence`` (``level``, ``rationale``)."""
 
     model_config = ConfigDict(from_attributes=True, extra="ignore")
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from kodiai.config import RepoConfig
 from kodiai.feedback.adjuster import FeedbackSuppressionResult, adjust_confidence_for_feedback
-from kodiai.knowledge.confidence import (
+from kodiai.review.confidence import (
     SuppressionPattern,
     compute_confidence,
     first_matching_suppression,

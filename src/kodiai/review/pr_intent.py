@@ -1,7 +1,7 @@
 """PR intent parsing: bracket tags, conventional-commit type and breaking-change signals (§2.8).
 
 The regexes reproduce the original's JS regexes (no ``u`` flag): ``\\s`` is JS whitespace and ``/i``
-folds ASCII letters only, hence :data:`kodiai.text.js.JS_S` and ``re.ASCII | re.IGNORECASE``.
+folds ASCII letters only, hence :data:`kodiai.compat.js.JS_S` and ``re.ASCII | re.IGNORECASE``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kodiai.text.js import JS_S, js_trim
+from kodiai.compat.js import JS_S, js_trim
 
 __all__ = [
     "DEFAULT_EMPTY_INTENT",

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from kodiai.text.js import fixed_number, js_trim
+from kodiai.compat.js import fixed_number, js_trim
 
 SEVERITY_SCORES: dict[str, int] = {"critical": 100, "major": 80, "medium": 30, "minor": 15}
 CATEGORY_SCORES: dict[str, int] = {

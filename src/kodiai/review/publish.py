@@ -10,11 +10,12 @@ import asyncio
 from datetime import datetime
 from typing import Any
 
+from kodiai.compat.js import js_number_to_string
 from kodiai.execution.error_comments import post_or_update_error_comment
 from kodiai.execution.errors import classify_error, format_error_comment
 from kodiai.execution.types import ExecutionResult
 from kodiai.github.pulls import PullRequestApi, bodies
-from kodiai.handlers.fail_open import fail_open
+from kodiai.handler_kit.fail_open import fail_open
 from kodiai.log import redact
 from kodiai.review.details import (
     ProfileSelection,
@@ -29,7 +30,6 @@ from kodiai.review.plan import ReviewPlan
 from kodiai.review.posted_texts import build_approval_body, build_cost_warning, should_post_cost_warning
 from kodiai.review.postprocess import ProcessedReview
 from kodiai.review.pr_intent import ParsedPRIntent, build_keyword_parsing_section
-from kodiai.text.js import js_number_to_string
 from kodiai.text.sanitizer import sanitize_outgoing_mentions
 
 

@@ -7,7 +7,7 @@ thread), so the lane's next job already sees it.
 
 Issue 23: only a PR author with write permission (looked up on GitHub, fail-closed) teaches the memory
 directly. Another author's findings are held back in the knowledge DB (``pending_memories``), where no
-retrieval sees them, until a writer confirms them (:mod:`kodiai.handlers.feedback.trust`).
+retrieval sees them, until a writer confirms them (:mod:`kodiai.feedback.trust`).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from kodiai.config.snapshot import config_snapshot
 from kodiai.execution.types import ExecutionResult
 from kodiai.github.permissions import AccessLevel, access_level
 from kodiai.github.rest import RestApi
-from kodiai.handlers.deps import LearnedMemory
-from kodiai.handlers.fail_open import fail_open
+from kodiai.handler_kit.deps import LearnedMemory
+from kodiai.handler_kit.fail_open import fail_open
 from kodiai.learning.pipeline import RetrievalOutcome
 from kodiai.learning.setup import finding_memory_text
 from kodiai.learning.telemetry import quality_row

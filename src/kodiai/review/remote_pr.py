@@ -2,10 +2,10 @@
 
 The PR is read through the REST API with a token: ``GITHUB_TOKEN`` from the environment, else an
 installation token of the configured GitHub App for that repository. The clone is the webhook handler's
-(:func:`kodiai.handlers.workspace.clone_for_pull_request`: the base repository at the base ref, then
+(:func:`kodiai.handler_kit.checkout.clone_for_pull_request`: the base repository at the base ref, then
 ``refs/pull/N/head`` fetched and checked out), with the token handed to git as an ``extraHeader`` in the
 environment, never in a URL, argv or ``.git/config``. The review is built by
-:func:`kodiai.handlers.review.local.build_local_review` from the PR's own facts, and the clone is removed
+:func:`kodiai.review.local_branch.build_local_review` from the PR's own facts, and the clone is removed
 when the ``async with`` ends.
 
 :func:`post_review` publishes what the model produced (recorded, not posted, during the run): the inline
@@ -28,12 +28,12 @@ from kodiai.github.app_auth import GitHubApp, GitHubAppError
 from kodiai.github.pulls import PullRequestApi
 from kodiai.github.rest import GitHubApiError, GitHubRest
 from kodiai.github.workspace import GitCommandError, WorkspaceManager, git_base_url_for, scrub
-from kodiai.handlers.review.local import LocalReview, LocalReviewError, PullContext, build_local_review
-from kodiai.handlers.review.pull_url import PullRef, PullUrlError, check_api_matches, parse_pull_url
-from kodiai.handlers.workspace import clone_for_pull_request
+from kodiai.handler_kit.checkout import clone_for_pull_request
 from kodiai.learning.embeddings import EmbeddingProvider
 from kodiai.log import stderr_logger
+from kodiai.review.local_branch import LocalReview, LocalReviewError, PullContext, build_local_review
 from kodiai.review.pull_request import PullRequestFacts
+from kodiai.review.pull_url import PullRef, PullUrlError, check_api_matches, parse_pull_url
 from kodiai.settings import Settings
 
 CLONE_DEPTH = 50  # the handler's

@@ -12,8 +12,8 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
+from kodiai.compat.js import js_trim
 from kodiai.log import get_logger
-from kodiai.text.js import js_trim
 
 _ALIASES = {"ai-review": "aireview", "aireview": "ai-review"}
 

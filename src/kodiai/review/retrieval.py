@@ -13,8 +13,7 @@ from pydantic import BaseModel, ConfigDict
 
 from kodiai.config import RepoConfig
 from kodiai.feedback.tally import FeedbackTally
-from kodiai.handlers.deps import LearnedMemory
-from kodiai.handlers.review.sources import FeedbackLookup, GatherSources
+from kodiai.handler_kit.deps import LearnedMemory
 from kodiai.learning.calibration import resolve_cut
 from kodiai.learning.pipeline import RetrievalOutcome, retrieve_context, signal_configs
 from kodiai.learning.retrieval_query import RetrievalQuerySignals, build_retrieval_query
@@ -22,6 +21,7 @@ from kodiai.learning.stages import StageSwitches
 from kodiai.review.diff_analysis import DiffAnalysis
 from kodiai.review.pr_intent import ParsedPRIntent
 from kodiai.review.pull_request import PullRequestFacts
+from kodiai.review.sources import FeedbackLookup, GatherSources
 
 TOP_FILE_PATHS = 15
 

@@ -15,11 +15,11 @@ import httpx
 from github import Github
 from kodiai.feedback.tally import FeedbackTally
 from kodiai.github.pulls import PullRequestApi
-from kodiai.handlers.deps import HandlerDeps, LearnedMemory, UsageAnalyzer
+from kodiai.handler_kit.deps import HandlerDeps, LearnedMemory, UsageAnalyzer
 from kodiai.review.author import classify_author
-from kodiai.review.dep_bump import DepBumpDetails
-from kodiai.review.dep_enrichment import ChangelogContext, SecurityContext
-from kodiai.review.dep_enrichment_fetch import fetch_changelog, fetch_security_advisories
+from kodiai.review.dep_bumps.detect import DepBumpDetails
+from kodiai.review.dep_bumps.enrichment import ChangelogContext, SecurityContext
+from kodiai.review.dep_bumps.enrichment_fetch import fetch_changelog, fetch_security_advisories
 from kodiai.review.pull_request import PullRequestFacts
 from kodiai.review.usage_scan import analyze_package_usage
 from kodiai.storage.knowledge import KnowledgeStore

@@ -7,8 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from kodiai.compat.js import js_number_to_string, js_round, to_fixed
 from kodiai.review.file_risk import DEFAULT_LANGUAGE_RISK, LANGUAGE_RISK
-from kodiai.text.js import js_number_to_string, js_round, to_fixed
 
 __all__ = ["TimeoutEstimate", "compute_language_complexity", "estimate_timeout_risk"]
 

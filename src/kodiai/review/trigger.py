@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from kodiai.text.js import js_trim
+from kodiai.compat.js import js_trim
 
 REVIEW_ACTIONS = ("opened", "ready_for_review", "review_requested", "synchronize")
 REREVIEW_TEAM_NAMES = frozenset({"ai-review", "aireview"})

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from kodiai.text.js import JS_DOT, js_parse_int, js_trim
+from kodiai.compat.js import JS_DOT, js_parse_int, js_trim
 
 __all__ = ["UsageEvidence", "build_search_terms", "parse_git_grep_output"]
 

@@ -1,10 +1,10 @@
-"""``python -m kodiai.server``: the same as ``kodiai serve``, without loading the other CLI groups."""
+"""``python -m kodiai.server``: the same as ``kodiai serve``, without loading the other CLI groups (the command is the server package's own)."""
 
 from __future__ import annotations
 
 import typer
 
-from kodiai.cli.serve_cmd import serve
+from kodiai.server.serve_cmd import serve
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""The composition root's handler half: build :class:`~kodiai.handlers.HandlerDeps` once from the
+"""The composition root's handler half: build :class:`~kodiai.handler_kit.deps.HandlerDeps` once from the
 runtime and the settings, and register the built-in handlers (``kodiai serve`` does this by default)."""
 
 from __future__ import annotations
@@ -15,14 +15,15 @@ from kodiai.execution.executor import ClaudeAgentExecutor, Executor, load_agent_
 from kodiai.execution.options import ModelCredentials
 from kodiai.execution.sandbox import AgentSandbox
 from kodiai.execution.sandbox_run import log_startup_status
-from kodiai.handlers import HandlerDeps, LearnedMemory, register_builtin_handlers
+from kodiai.handler_kit.deps import HandlerDeps, LearnedMemory
 from kodiai.jobs.limit import ConcurrencyLimit, default_review_concurrency
-from kodiai.jobs.mention_state import MentionState
 from kodiai.log import get_logger
+from kodiai.mention.state import MentionState
 from kodiai.review.diff_analysis import warm_up as warm_up_diff_analysis
-from kodiai.review.spend_cap import OperatorCaps
+from kodiai.server.handlers import register_builtin_handlers
 from kodiai.server.runtime import HandlerRegistrar, Runtime
 from kodiai.settings import Settings
+from kodiai.spend_cap.policy import OperatorCaps
 
 
 def model_credentials(settings: Settings) -> ModelCredentials:

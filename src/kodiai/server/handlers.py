@@ -8,16 +8,16 @@ that the same event starts on the installation's lane.
 
 from __future__ import annotations
 
-from kodiai import feedback
+from kodiai.feedback.entry import register as register_feedback
 from kodiai.handler_kit.deps import HandlerDeps
-from kodiai.mention import MentionDeps
-from kodiai.mention import register as register_mention
+from kodiai.mention.deps import MentionDeps
+from kodiai.mention.entry import register as register_mention
 from kodiai.mention.state import MentionState
 from kodiai.review.dep_bumps import history as dep_bump_history
 from kodiai.review.entry import register as register_review
 from kodiai.webhook.router import EventRouter
 
-BUILTIN = (register_review, feedback.register, dep_bump_history.register)
+BUILTIN = (register_review, register_feedback, dep_bump_history.register)
 
 
 def register_builtin_handlers(

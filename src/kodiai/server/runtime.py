@@ -24,9 +24,9 @@ from kodiai.jobs.journal import JobJournal
 from kodiai.jobs.lanes import JobQueue
 from kodiai.log import get_logger
 from kodiai.metrics import Metrics
+from kodiai.server.ingress import WebhookIngress
 from kodiai.server.setup_mode import setup_link_message
 from kodiai.webhook.bot_filter import BotFilter
-from kodiai.webhook.ingress import WebhookIngress
 from kodiai.webhook.router import EventRouter
 
 if TYPE_CHECKING:

@@ -258,7 +258,7 @@ def render_manifest_form(
 
 
 def mention_handle(slug: str) -> str:
-    """What people write to ask the bot: ``@<app slug>`` (see :mod:`kodiai.execution.mention.intent`)."""
+    """What people write to ask the bot: ``@<app slug>`` (see :mod:`kodiai.mention.intent`)."""
     return f"@{slug}"
 
 

@@ -13,7 +13,7 @@ ASGI directly and answers exactly what the framework route answered:
   taken only from the real headers, which are copied before the body is read); ``503`` when the
   in-flight body budget (bodies and bytes) is spent;
 - ``408`` with ``Connection: close`` when the body does not arrive within the body deadline;
-- otherwise the :class:`~kodiai.webhook.ingress.IngressResult` of the ingress: an empty ``text/plain``
+- otherwise the :class:`~kodiai.server.ingress.IngressResult` of the ingress: an empty ``text/plain``
   body (``401``) or a compact JSON body (``200``/``400``);
 - an uncaught error becomes the logged ``500`` ``{"error":"Internal Server Error"}``.
 """
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.types import Message, Receive, Scope, Send
 
 from kodiai.log import CachedLogger
-from kodiai.webhook.ingress import RECEIVED, IngressResult
+from kodiai.server.ingress import RECEIVED, IngressResult
 from kodiai.webhook.signature import well_formed
 
 if TYPE_CHECKING:

@@ -2,7 +2,7 @@
 
 :func:`check_spend_cap` runs after a job's own gates, just before it would start Claude: with no cap set it
 reads nothing and allows; otherwise it sums today's ``spend_ledger`` rows of the installation (one indexed
-query) and lets :func:`kodiai.review.spend_cap.decide` answer. A refusal is logged (``Run refused by the
+query) and lets :func:`kodiai.spend_cap.policy.decide` answer. A refusal is logged (``Run refused by the
 daily spend cap``), counted in ``kodiai_spend_cap_refusals``, written to the ledger (outcome ``refused``)
 and explained in one comment per pull request or issue per UTC day (a hidden marker dedups it).
 
@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from kodiai.github.rest import RestApi
-from kodiai.handlers.deps import HandlerDeps
-from kodiai.handlers.fail_open import fail_open
+from kodiai.handler_kit.deps import HandlerDeps
+from kodiai.handler_kit.fail_open import fail_open
 from kodiai.log import redact
-from kodiai.review.spend_cap import (
+from kodiai.spend_cap.policy import (
     CapDecision,
     RunKind,
     Spend,

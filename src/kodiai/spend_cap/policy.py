@@ -6,7 +6,7 @@ per-installation ``SPEND_CAP_USD_PER_DAY_OVERRIDES``); a repository's ``.kodiai.
 its own (``telemetry.dailySpendCapUsd``). The repository's cap is a second, separate limit on that
 repository's own spend, so it can only ever stop runs earlier: it never raises the operator's. ``0`` (or
 unset) means no cap, for both. Spend is what the ledger recorded today; reading it is the handler's job
-(:mod:`kodiai.handlers.spend_cap`).
+(:mod:`kodiai.spend_cap.gate`).
 """
 
 from __future__ import annotations

@@ -170,7 +170,7 @@ class TelemetryStore:
 
     @reports_writes
     def record_spend(self, entry: SpendEntry) -> None:
-        """Insert one ``spend_ledger`` row (the daily spend cap's record; see :mod:`kodiai.review.spend_cap`)."""
+        """Insert one ``spend_ledger`` row (the daily spend cap's record; see :mod:`kodiai.spend_cap.policy`)."""
         values = entry.model_dump()
         values["created_at"] = sqlite_utc(entry.created_at)
         names = ", ".join(values)

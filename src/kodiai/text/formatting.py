@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kodiai.text.js import js_trim_start, utf16_len
+from kodiai.compat.js import js_trim_start, utf16_len
 
 
 def wrap_in_details(body: str, summary_text: str | None = None) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from kodiai.text.js import JS_NOT_S, JS_S
+from kodiai.compat.js import JS_NOT_S, JS_S
 
 REDACTED_TOKEN = "[REDACTED_GITHUB_TOKEN]"
 

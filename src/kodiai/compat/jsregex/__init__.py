@@ -26,9 +26,9 @@ from functools import lru_cache
 
 import regex
 
-from kodiai.text.jsregex.errors import JsRegexSyntaxError, JsRegexUnsupported
-from kodiai.text.jsregex.parser import translate_js_regex
-from kodiai.text.jsregex.units import canon_translation, from_units, to_units
+from kodiai.compat.jsregex.errors import JsRegexSyntaxError, JsRegexUnsupported
+from kodiai.compat.jsregex.parser import translate_js_regex
+from kodiai.compat.jsregex.units import canon_translation, from_units, to_units
 
 __all__ = [
     "JsMatch",

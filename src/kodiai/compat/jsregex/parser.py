@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import regex
 
-from kodiai.text.jsregex.errors import JsRegexSyntaxError, JsRegexUnsupported
-from kodiai.text.jsregex.units import (
+from kodiai.compat.jsregex.errors import JsRegexSyntaxError, JsRegexUnsupported
+from kodiai.compat.jsregex.units import (
     CLASS_ESCAPES,
     CONTROL_ESCAPES,
     LINE_TERMINATORS,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from kodiai.text.js import JS_WHITESPACE
+from kodiai.compat.js import JS_WHITESPACE
 
 MAX_UNIT = 0xFFFF
 LINE_TERMINATORS = "\n\r\u2028\u2029"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from kodiai.text.js import js_trim, js_trim_end
+from kodiai.compat.js import js_trim, js_trim_end
 
 DECISION_SUMMARY = "<summary>kodiai response</summary>"
 REVIEW_SUMMARY = "<summary>Kodiai Review Summary</summary>"

@@ -1,16 +1,16 @@
 """Pure texts of write mode: the commit message and its idempotency marker, the bot PR's title and body,
 the "someone already pushed there" error classifier, and the bridge from a policy error to the refusal reply.
 
-The write-output key and the bot branch name are built by :mod:`kodiai.execution.mention.intent`
+The write-output key and the bot branch name are built by :mod:`kodiai.mention.intent`
 (``build_write_output_key``, ``build_write_branch_name``); the reply texts live in
-:mod:`kodiai.execution.mention.replies`."""
+:mod:`kodiai.mention.replies`."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kodiai.execution.mention.replies import WritePolicyRefusal
-from kodiai.execution.write.policy import WritePolicyError
+from kodiai.mention.replies import WritePolicyRefusal
+from kodiai.mention.write.policy import WritePolicyError
 
 __all__ = [
     "build_bot_pr_body",
@@ -83,7 +83,7 @@ def is_branch_conflict_error(error: BaseException | str) -> bool:
 
 def policy_refusal(error: WritePolicyError) -> WritePolicyRefusal:
     """The R15 reply's view of a policy error: pass it to
-    :func:`kodiai.execution.mention.replies.write_refusal_reply` (with the repo's ``allowPaths``)."""
+    :func:`kodiai.mention.replies.write_refusal_reply` (with the repo's ``allowPaths``)."""
     return WritePolicyRefusal(
         code=error.code,
         message=error.message,

@@ -12,7 +12,7 @@ Trusted code, never the model, decides whether a mention's edits may be committe
    original let the flag turn off the regexes too; here it governs only the entropy heuristic, so a
    model can never commit a token or the App's key (see docs/parity.md).
 
-Globs are picomatch with dot files (:mod:`kodiai.text.glob`), anchored at the repository root: a
+Globs are picomatch with dot files (:mod:`kodiai.compat.glob`), anchored at the repository root: a
 pattern without a slash matches only a root-level path (``README.md``, ``*.md``), ``**/*.pem`` also
 matches at the root, and a pattern ending in ``/`` covers everything below that directory.
 
@@ -25,9 +25,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from kodiai.compat.glob import GlobError, compile_glob, glob_match, normalize_write_paths
+from kodiai.compat.js import to_fixed
 from kodiai.config.models import DEFAULT_DENY_PATHS
-from kodiai.text.glob import GlobError, compile_glob, glob_match, normalize_write_paths
-from kodiai.text.js import to_fixed
 from kodiai.text.secret_scan import (
     ENTROPY_MIN_LENGTH,
     ENTROPY_THRESHOLD,

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from kodiai.mention.replies import REPLY_SUMMARY
 from kodiai.text.formatting import wrap_in_details
-
-from .replies import REPLY_SUMMARY
 
 #: GitHub refuses comments longer than 65 536 characters; the patch leaves room for the text around it.
 MAX_PATCH_CHARS = 60_000

@@ -17,14 +17,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from kodiai.execution.write.policy import (
+from kodiai.github.branch_names import validate_branch_name
+from kodiai.mention.write.policy import (
     WritePolicy,
     WritePolicyError,
     added_lines,
     check_commit_message,
     check_write_policy,
 )
-from kodiai.github.branch_names import validate_branch_name
 from kodiai.outbound import known_secrets, report_hit
 
 __all__ = [
@@ -77,7 +77,7 @@ async def read_staged_changes(ws: GitWorkspace, *, with_diffs: bool = True) -> S
 
 
 async def enforce_write_policy(ws: GitWorkspace, policy: WritePolicy) -> StagedChanges:
-    """Read what is staged and raise :class:`~kodiai.execution.write.policy.WritePolicyError` when the
+    """Read what is staged and raise :class:`~kodiai.mention.write.policy.WritePolicyError` when the
     policy refuses it (``write-policy-no-changes`` when nothing is staged). Does not stage anything."""
     changes = await read_staged_changes(ws)
     try:

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from kodiai.text.js import JS_NOT_S, JS_S, js_parse_int, js_trim
+from kodiai.compat.js import JS_NOT_S, JS_S, js_parse_int, js_trim
 
 __all__ = [
     "BRANCH_ECOSYSTEMS",

@@ -1,7 +1,7 @@
 """Dependency-bump enrichment data shapes and breaking-change extraction (spec/review.md §2.10).
 
 The network parts of the original (advisories, registry look-ups, changelog fetching) live in
-:mod:`kodiai.review.dep_enrichment_fetch`; this module is pure.
+:mod:`kodiai.review.dep_bumps.enrichment_fetch`; this module is pure.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from kodiai.text.js import JS_S, js_trim
+from kodiai.compat.js import JS_S, js_trim
 
 __all__ = [
     "ADVISORY_ECOSYSTEMS",

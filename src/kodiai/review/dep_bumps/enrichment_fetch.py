@@ -18,8 +18,9 @@ import httpx
 from pydantic import BaseModel
 
 from github import Github
-from kodiai.review.dep_bump import SemverParts, parse_semver
-from kodiai.review.dep_enrichment import (
+from kodiai.compat.js import js_trim
+from kodiai.review.dep_bumps.detect import SemverParts, parse_semver
+from kodiai.review.dep_bumps.enrichment import (
     ADVISORY_ECOSYSTEMS,
     AdvisoryInfo,
     ChangelogContext,
@@ -27,7 +28,6 @@ from kodiai.review.dep_enrichment import (
     SecurityContext,
     extract_breaking_changes,
 )
-from kodiai.text.js import js_trim
 
 __all__ = [
     "GitHubRepoRef",

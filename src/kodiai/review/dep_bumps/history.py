@@ -4,7 +4,7 @@ remember what was bumped, how risky it looked and whether advisories were involv
 The record is the raw material for judging future bumps of the same package, so it is written once per
 PR (insert-or-ignore on repo + PR number) and never at the cost of anything else: the job has its own
 catch that only warns. Detection, details, enrichment and merge confidence are the review's own pure
-pieces (:mod:`kodiai.review.dep_bump`, :mod:`kodiai.review.merge_confidence`).
+pieces (:mod:`kodiai.review.dep_bumps.detect`, :mod:`kodiai.review.dep_bumps.merge_confidence`).
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from kodiai.github.rest import GitHubRest
-from kodiai.handlers.deps import HandlerDeps
-from kodiai.handlers.review.sources import dep_enricher
+from kodiai.handler_kit.deps import HandlerDeps
 from kodiai.jobs.lanes import JobContext
 from kodiai.log import get_logger, redact
-from kodiai.review.dep_bump import classify_dep_bump, detect_dep_bump, extract_dep_bump_details
-from kodiai.review.dep_enrichment import ChangelogContext, SecurityContext
-from kodiai.review.merge_confidence import SEVERITY_RANK, DepBumpContext, compute_merge_confidence
+from kodiai.review.dep_bumps.detect import classify_dep_bump, detect_dep_bump, extract_dep_bump_details
+from kodiai.review.dep_bumps.enrichment import ChangelogContext, SecurityContext
+from kodiai.review.dep_bumps.merge_confidence import SEVERITY_RANK, DepBumpContext, compute_merge_confidence
+from kodiai.review.sources import dep_enricher
 from kodiai.storage.knowledge import KnowledgeStore
 from kodiai.storage.knowledge_models import DepBumpMergeHistoryRecord
 from kodiai.webhook.events import WebhookEvent
@@ -118,7 +118,7 @@ class DepBumpHistoryJob:
         self.knowledge = knowledge
         self.pull = pull
         self.log = get_logger(
-            "kodiai.handlers.dep_bump_history",
+            "kodiai.review.dep_bumps.history",
             deliveryId=pull.delivery_id,
             installationId=pull.installation_id,
             repo=pull.full_name,

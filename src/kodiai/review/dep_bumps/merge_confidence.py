@@ -6,8 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from kodiai.review.dep_bump import DepBumpClassification, DepBumpDetails, DepBumpDetection
-from kodiai.review.dep_enrichment import ChangelogContext, SecurityContext
+from kodiai.review.dep_bumps.detect import DepBumpClassification, DepBumpDetails, DepBumpDetection
+from kodiai.review.dep_bumps.enrichment import ChangelogContext, SecurityContext
 
 __all__ = ["DepBumpContext", "MergeConfidence", "MergeConfidenceLevel", "compute_merge_confidence"]
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from kodiai.text.js import utf16_len, utf16_slice
-
-from .context import (
+from kodiai.compat.js import utf16_len, utf16_slice
+from kodiai.review.prompt.context import (
     ChangelogView,
     DepBumpPromptContext,
     MergeConfidenceView,
@@ -12,7 +11,7 @@ from .context import (
     SecurityContextView,
     UsageEvidenceView,
 )
-from .truncate import truncate_to_char_budget
+from kodiai.review.prompt.truncate import truncate_to_char_budget
 
 MAX_ADVISORIES = 3
 ADVISORY_SECTION_CHARS = 500

@@ -9,9 +9,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from kodiai.github.workspace import Workspace
-from kodiai.handlers.fail_open import fail_open
-from kodiai.handlers.review.sources import GatherSources
-from kodiai.review.dep_bump import (
+from kodiai.handler_kit.fail_open import fail_open
+from kodiai.review.dep_bumps.detect import (
     DepBumpClassification,
     DepBumpDetails,
     DepBumpDetection,
@@ -19,10 +18,11 @@ from kodiai.review.dep_bump import (
     detect_dep_bump,
     extract_dep_bump_details,
 )
-from kodiai.review.dep_enrichment import ChangelogContext, SecurityContext
-from kodiai.review.merge_confidence import DepBumpContext, MergeConfidence, compute_merge_confidence
+from kodiai.review.dep_bumps.enrichment import ChangelogContext, SecurityContext
+from kodiai.review.dep_bumps.merge_confidence import DepBumpContext, MergeConfidence, compute_merge_confidence
 from kodiai.review.pull_request import PullRequestFacts
 from kodiai.review.scope import ScopeGroup, detect_scope_coordination, extract_scoped_packages
+from kodiai.review.sources import GatherSources
 from kodiai.review.usage_scan import UsageAnalysisResult
 
 USAGE_TIME_BUDGET_MS = 3000

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kodiai.review.dep_bumps.prompt import build_dep_bump_section
+
 from .change_context import (
     build_diff_analysis_section,
     build_incremental_review_section,
@@ -11,7 +13,6 @@ from .change_context import (
     build_reviewed_categories_line,
 )
 from .context import ReviewPromptContext
-from .dep_bump import build_dep_bump_section
 from .filters import (
     build_comment_limit_section,
     build_confidence_section,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kodiai.text.js import js_number_to_string
+from kodiai.compat.js import js_number_to_string
 
 from .context import SeverityLevel, SuppressionView
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from kodiai.text.js import js_trim
+from kodiai.compat.js import js_trim
 from kodiai.text.sanitizer import sanitize_content
 
 from .context import ReviewPromptContext

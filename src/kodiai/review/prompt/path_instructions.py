@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from kodiai.text.glob import glob_match
-from kodiai.text.js import js_trim, utf16_len
+from kodiai.compat.glob import glob_match
+from kodiai.compat.js import js_trim, utf16_len
 
 from .context import PathInstructionMatch, PromptView
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kodiai.text.js import js_trim_end, utf16_len, utf16_slice
+from kodiai.compat.js import js_trim_end, utf16_len, utf16_slice
 
 TRUNCATED_MARKER = "...[truncated]"
 BUDGET_MARKER = "...(truncated)"
