@@ -18,7 +18,7 @@ import sys
 import time
 from collections.abc import Iterator, MutableMapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 import structlog
@@ -50,6 +50,20 @@ def redact(text: str) -> str:
     if not any(hint in text for hint in _TOKEN_HINTS):
         return text
     return _TOKEN_PATTERNS.sub("[REDACTED]", text)
+
+
+class Logger(Protocol):
+    """What the code calls on a logger: structlog's bound loggers (and :class:`CachedLogger`) satisfy it.
+
+    A protocol rather than structlog's own types so a test can hand in any recorder with these methods.
+    """
+
+    def debug(self, event: str, *args: object, **kw: object) -> object: ...
+    def info(self, event: str, *args: object, **kw: object) -> object: ...
+    def warning(self, event: str, *args: object, **kw: object) -> object: ...
+    def error(self, event: str, *args: object, **kw: object) -> object: ...
+    def exception(self, event: str, *args: object, **kw: object) -> object: ...
+    def bind(self, **new_values: object) -> Logger: ...
 
 
 def _redact_processor(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
@@ -110,16 +124,17 @@ def configure_logging(level: str | None = None, *, json: bool | None = None) -> 
     )
 
 
-def get_logger(name: str | None = None, **bound: Any) -> Any:
+def get_logger(name: str | None = None, **bound: object) -> Logger:
     """A structlog logger, optionally with bound key/values."""
     log = structlog.get_logger(name) if name else structlog.get_logger()
     return log.bind(**bound) if bound else log
 
 
-def stderr_logger(level: str = "warn", **bound: Any) -> Any:
+def stderr_logger(level: str = "warn", **bound: object) -> Logger:
     """A logger of its own for a command's progress lines: stderr, console format, its own level, and the
     process-wide configuration untouched (so a command run in-process leaves other loggers as they were)."""
-    logger = structlog.wrap_logger(
+    # Annotated so mypy checks that structlog's bound logger satisfies :class:`Logger`.
+    logger: structlog.typing.FilteringBoundLogger = structlog.wrap_logger(
         structlog.PrintLogger(file=sys.stderr),
         processors=[
             structlog.processors.add_log_level,

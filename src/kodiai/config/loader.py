@@ -13,7 +13,7 @@ over `MAX_CONFIG_BYTES` is refused before it is read — another whole-file `Rep
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_snake
@@ -25,6 +25,7 @@ from kodiai.config.guarded import advisories as guard_advisories
 from kodiai.config.issues import issue_strings
 from kodiai.config.models import SECTIONS, RepoConfig
 from kodiai.github.workspace_files import WorkspaceFileError, read_regular_file, read_workspace_file
+from kodiai.log import Logger
 
 CONFIG_FILENAME = ".kodiai.yml"
 #: Bytes read at most: any document within the parser's character limit fits (UTF-8: <= 4 bytes a
@@ -78,10 +79,6 @@ class RepoConfigResult(BaseModel):
         return [line for warning in self.warnings for line in warning.failed_closed]
 
 
-class _WarningLogger(Protocol):
-    def warning(self, event: str, /, **fields: Any) -> Any: ...
-
-
 #: The log message the runbooks grep for (spec/platform.md §1.3).
 WARNING_LOG_MESSAGE = "Config section invalid, using defaults"
 #: The log message of a section whose guarded settings took their safe values (a port addition).
@@ -90,7 +87,7 @@ FAIL_CLOSED_LOG_MESSAGE = "Config section invalid, guarded settings failed close
 ADVISORY_LOG_MESSAGE = "Config advisory"
 
 
-def log_section_warnings(result: RepoConfigResult, logger: _WarningLogger) -> None:
+def log_section_warnings(result: RepoConfigResult, logger: Logger) -> None:
     """Log each warning at warn level: "Config section invalid, using defaults", or for a section whose
     guarded settings failed closed "Config section invalid, guarded settings failed closed" with
     ``failedClosed`` (each setting and what its safe value means)."""
@@ -106,7 +103,7 @@ def log_section_warnings(result: RepoConfigResult, logger: _WarningLogger) -> No
             logger.warning(WARNING_LOG_MESSAGE, section=warning.section, issues=list(warning.issues))
 
 
-def log_config_warnings(result: RepoConfigResult, logger: _WarningLogger) -> None:
+def log_config_warnings(result: RepoConfigResult, logger: Logger) -> None:
     """Log each warning (:func:`log_section_warnings`), then each advisory ("Config advisory")."""
     log_section_warnings(result, logger)
     for advice in result.advisories:

@@ -7,12 +7,12 @@ fails the run through the generic error path, a section-level problem is logged 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel
 
 from kodiai.config import DEFAULT_MODEL, RepoConfig, load_repo_config
 from kodiai.config.loader import log_section_warnings
+from kodiai.log import Logger
 
 
 class ExecutorConfig(BaseModel):
@@ -34,7 +34,7 @@ class ExecutorConfig(BaseModel):
         )
 
 
-def load_executor_config(workspace_dir: Path, log: Any) -> ExecutorConfig:
+def load_executor_config(workspace_dir: Path, log: Logger) -> ExecutorConfig:
     """Load ``.kodiai.yml`` (defaults when absent); ``RepoConfigError`` propagates on bad YAML."""
     result = load_repo_config(workspace_dir)
     log_section_warnings(result, log)

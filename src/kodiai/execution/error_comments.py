@@ -8,10 +8,9 @@ failure to report a failure is logged ("Failed to post/update error comment") an
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from kodiai.github.rest import RestApi
-from kodiai.log import get_logger, redact
+from kodiai.log import Logger, get_logger, redact
 from kodiai.text.formatting import wrap_in_details
 from kodiai.text.sanitizer import sanitize_outgoing_mentions
 
@@ -30,7 +29,7 @@ async def post_or_update_error_comment(
     body: str,
     bot_handles: Sequence[str] = (),
     tracking_comment_id: int | None = None,
-    log: Any = None,
+    log: Logger | None = None,
 ) -> int | None:
     """Edit ``tracking_comment_id`` or create a comment on ``issue_number``; return its id, None on failure."""
     logger = log or get_logger("kodiai.execution.error_comments")

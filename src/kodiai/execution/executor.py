@@ -30,7 +30,7 @@ from kodiai.execution.sandbox import AgentSandbox
 from kodiai.execution.sandbox_run import SandboxUnavailable, agent_run
 from kodiai.execution.types import ExecutionContext, ExecutionResult
 from kodiai.github.rest import RestApi
-from kodiai.log import get_logger, redact
+from kodiai.log import Logger, get_logger, redact
 
 if TYPE_CHECKING:
     from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, Transport
@@ -188,7 +188,7 @@ class ClaudeAgentExecutor:
         )
         return build_agent_options(context, config, servers, self._credentials, cli_path=launcher)
 
-    async def _stream(self, prompt: str, options: ClaudeAgentOptions, log: Any) -> ResultMessage | None:
+    async def _stream(self, prompt: str, options: ClaudeAgentOptions, log: Logger) -> ResultMessage | None:
         from claude_agent_sdk import AssistantMessage, ResultMessage, SystemMessage, query
 
         from kodiai.execution.cli_transport import ClosingCLITransport

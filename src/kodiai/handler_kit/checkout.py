@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import os
 from dataclasses import dataclass
-from typing import Any
 
 from kodiai.config import CONFIG_FILENAME, RepoConfig, RepoConfigError, load_repo_config, parse_repo_config
 from kodiai.config.loader import MAX_CONFIG_BYTES, RepoConfigResult, log_section_warnings
@@ -21,6 +20,7 @@ from kodiai.github.branch_names import validate_branch_name
 from kodiai.github.permissions import access_level
 from kodiai.github.rest import RestApi
 from kodiai.github.workspace import Workspace, WorkspaceManager
+from kodiai.log import Logger
 
 #: git's mode of a regular blob (``100755`` is an executable one); a symlink is ``120000``.
 _REGULAR_MODES = frozenset({"100644", "100755"})
@@ -51,13 +51,13 @@ async def clone_for_pull_request(
     return ws
 
 
-def _log_warnings(result: RepoConfigResult, log: Any) -> None:
+def _log_warnings(result: RepoConfigResult, log: Logger) -> None:
     """One warning line per invalid section; a guarded setting that failed closed (e.g. an unreadable
     ``mention.allowedUsers``: nobody may mention) logs "..., guarded settings failed closed"."""
     log_section_warnings(result, log)
 
 
-async def load_workspace_config(ws: Workspace, log: Any) -> RepoConfig:
+async def load_workspace_config(ws: Workspace, log: Logger) -> RepoConfig:
     """``.kodiai.yml`` of the workspace (defaults when absent); an invalid section falls back to its
     defaults with a warning, a YAML error raises."""
     result = await asyncio.to_thread(load_repo_config, ws.dir)
@@ -92,7 +92,7 @@ async def read_ref_config_text(ws: Workspace, ref: str) -> bytes | None:
     return text.encode("utf-8")
 
 
-async def load_ref_config(ws: Workspace, ref: str, log: Any) -> tuple[RepoConfig, bool]:
+async def load_ref_config(ws: Workspace, ref: str, log: Logger) -> tuple[RepoConfig, bool]:
     """``.kodiai.yml`` of a fetched ref (defaults when absent) and whether the file was there; warnings
     and errors as :func:`load_workspace_config`."""
     raw = await read_ref_config_text(ws, ref)
@@ -103,7 +103,7 @@ async def load_ref_config(ws: Workspace, ref: str, log: Any) -> tuple[RepoConfig
     return result.config, True
 
 
-async def load_base_only_settings(ws: Workspace, ref: str, log: Any) -> RepoConfig:
+async def load_base_only_settings(ws: Workspace, ref: str, log: Logger) -> RepoConfig:
     """The base branch's ``.kodiai.yml`` for the keys only the base may set (``mention.allowedDomains``)
     when the run itself follows the head's file. Fail-soft to defaults (no web access): a broken base file
     must not fail a run the head's valid file governs."""
@@ -134,7 +134,7 @@ async def load_pull_request_config(
     author: str | None,
     is_fork: bool,
     base_ref: str,
-    log: Any,
+    log: Logger,
 ) -> TrustedConfig:
     """The trusted ``.kodiai.yml`` of a PR run. The workspace's checkout must be the PR head and
     ``refs/remotes/origin/<base_ref>`` fetched (:func:`clone_for_pull_request` does both).

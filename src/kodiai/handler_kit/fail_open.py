@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from kodiai.log import redact
+from kodiai.log import Logger, redact
 
 T = TypeVar("T")
 
 
 async def fail_open(
-    log: Any, step: str, work: Callable[[], Awaitable[T]], default: T, message: str | None = None
+    log: Logger, step: str, work: Callable[[], Awaitable[T]], default: T, message: str | None = None
 ) -> T:
     """``await work()``, or ``default`` after a warning when it raises (cancellation still propagates)."""
     try:
@@ -33,7 +33,7 @@ async def fail_open(
         return default
 
 
-def fail_open_sync(log: Any, step: str, work: Callable[[], T], default: T, message: str | None = None) -> T:
+def fail_open_sync(log: Logger, step: str, work: Callable[[], T], default: T, message: str | None = None) -> T:
     """The synchronous form of :func:`fail_open`, for pure-but-fallible steps."""
     try:
         return work()

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict
 
 from kodiai.compat.js import JS_S, js_trim, utf16_len
 from kodiai.github.rest import RestApi
-from kodiai.log import get_logger, redact
+from kodiai.log import Logger, get_logger, redact
 from kodiai.review.prompt.truncate import truncate_deterministic
 from kodiai.text.quoted_data import data_token, quote_data
 from kodiai.text.sanitizer import filter_comments_to_trigger_time, sanitize_content
@@ -233,7 +233,7 @@ async def fetch_thread_inputs(
     rest: RestApi,
     surface: MentionSurface,
     finding_lookup: FindingLookup | None = None,
-    log: Any = None,
+    log: Logger | None = None,
 ) -> ThreadInputs | None:
     """Step 6 reads: the parent (404 → None, other errors propagate), its finding when the parent carries
     a review-output marker (lookup errors swallowed), and the first 100 review comments of the PR."""
@@ -269,7 +269,7 @@ async def fetch_mention_context_inputs(
     *,
     finding_lookup: FindingLookup | None = None,
     limits: MentionContextLimits | None = None,
-    log: Any = None,
+    log: Logger | None = None,
 ) -> MentionContextInputs:
     """All GitHub reads of the context, in the original's order: conversation, PR, thread."""
     limits = limits or MentionContextLimits()
@@ -454,7 +454,7 @@ async def build_mention_context(
     *,
     finding_lookup: FindingLookup | None = None,
     limits: MentionContextLimits | None = None,
-    log: Any = None,
+    log: Logger | None = None,
 ) -> str:
     """Fetch and render; non-fatal: any failure is logged and yields ``""`` (cancellation propagates)."""
     logger = log or get_logger("kodiai.mention")

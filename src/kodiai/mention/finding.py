@@ -7,11 +7,11 @@ comment. A lookup failure never fails a mention: the reply is simply answered wi
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from kodiai.log import get_logger, redact
+from kodiai.log import Logger, get_logger, redact
 
 from .surface import MentionSurface
 
@@ -54,7 +54,7 @@ def call_finding_lookup(lookup: FindingLookup, repo: str, comment_id: int) -> Re
 
 
 def lookup_reply_finding(
-    surface: MentionSurface, lookup: FindingLookup | None, log: Any = None
+    surface: MentionSurface, lookup: FindingLookup | None, log: Logger | None = None
 ) -> ReviewFinding | None:
     """§3.10: for a thread reply, the finding behind the parent comment (marker or not); errors → warning."""
     if lookup is None or surface.in_reply_to_id is None:

@@ -18,6 +18,7 @@ from kodiai.handler_kit.deps import HandlerDeps, LearnedMemory
 from kodiai.learning.provenance import comment_url
 from kodiai.learning.setup import finding_memory_text
 from kodiai.learning.types import LearningMemoryRecord
+from kodiai.log import Logger
 from kodiai.mention.memory_commands import (
     REMEMBER_MAX_CHARS,
     MemoryCommand,
@@ -48,7 +49,7 @@ Reply = Callable[[str], Awaitable[Any]]
 class MemoryGovernance:
     """One governance command; :meth:`run` returns the job outcome (``memory:<result>``)."""
 
-    def __init__(self, deps: HandlerDeps, rest: RestApi, surface: MentionSurface, reply: Reply, log: Any):
+    def __init__(self, deps: HandlerDeps, rest: RestApi, surface: MentionSurface, reply: Reply, log: Logger):
         self.deps = deps
         self.rest = rest
         self.surface = surface

@@ -30,7 +30,7 @@ from kodiai.github.branch_names import validate_branch_name
 from kodiai.github.rest import RestApi
 from kodiai.github.workspace import Workspace
 from kodiai.handler_kit.fail_open import fail_open
-from kodiai.log import redact
+from kodiai.log import Logger, redact
 from kodiai.mention.intent import source_pr_url
 from kodiai.mention.replies import (
     already_applied_reply,
@@ -129,7 +129,7 @@ class WritePublisher:
         target: WriteTarget,
         *,
         reply: Callable[[str], Awaitable[Any]],
-        log: Any,
+        log: Logger,
         evidence: Evidence,
     ) -> None:
         self.ws = ws

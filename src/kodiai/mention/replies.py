@@ -17,7 +17,7 @@ from kodiai.compat.js import js_number_to_string
 from kodiai.execution.error_comments import mention_error_body
 from kodiai.execution.errors import classify_error, format_error_comment
 from kodiai.github.rest import RestApi
-from kodiai.log import get_logger, redact
+from kodiai.log import Logger, get_logger, redact
 from kodiai.review.posted_texts import build_cost_warning
 from kodiai.text.formatting import wrap_in_details
 from kodiai.text.sanitizer import sanitize_outgoing_mentions
@@ -292,7 +292,7 @@ async def deliver_reply(
     *,
     bot_handles: Sequence[str],
     sanitize: bool = True,
-    log: Any = None,
+    log: Logger | None = None,
 ) -> Any:
     """Post ``body`` along ``route`` (outgoing mentions defused unless ``sanitize`` is false, i.e. R14).
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -18,6 +17,7 @@ from kodiai.compat.glob import compile_glob_set, normalize_skip_paths
 from kodiai.config import RepoConfig
 from kodiai.github.workspace import GitCommandError, Workspace
 from kodiai.handler_kit.fail_open import fail_open
+from kodiai.log import Logger
 from kodiai.review.delta import PriorFinding as DeltaPriorFinding
 from kodiai.review.dep_bumps.review_stage import DepBumpFindings, gather_dep_bump
 from kodiai.review.diff_analysis import DiffAnalysis, FileLineStats, analyze_diff, parse_numstat_per_file
@@ -72,7 +72,7 @@ class Gathered(BaseModel):
         return self.analysis.metrics.total_lines_added + self.analysis.metrics.total_lines_removed
 
 
-async def parse_intent(facts: PullRequestFacts, sources: GatherSources, log: Any) -> ParsedPRIntent:
+async def parse_intent(facts: PullRequestFacts, sources: GatherSources, log: Logger) -> ParsedPRIntent:
     """Step 15 (fail-open): bracket tags, conventional type and breaking-change signals."""
 
     async def work() -> ParsedPRIntent:
@@ -132,7 +132,7 @@ async def gather(
     config: RepoConfig,
     ws: Workspace,
     sources: GatherSources,
-    log: Any,
+    log: Logger,
     *,
     base: str,
     base_ref: str | None,

@@ -10,13 +10,13 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from pydantic import BaseModel
 
 from kodiai.compat.js import js_trim
 from kodiai.github.git_env import UnsafeGitConfigError, harden_args, workspace_git_env
-from kodiai.log import get_logger
+from kodiai.log import Logger, get_logger
 
 DEEPEN_COMMITS = 100
 #: NUL-separated raw names; no external diff or textconv driver from the repository's configuration.
@@ -79,7 +79,7 @@ def compute_incremental_diff(
     pr_number: int,
     get_last_reviewed_head_sha: Callable[[str, int], str | None],
     git: GitRunner = run_git,
-    logger: Any | None = None,
+    logger: Logger | None = None,
 ) -> IncrementalDiffResult:
     """Incremental mode from the last reviewed SHA, or full mode with the reason it could not be used.
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 from datetime import datetime
-from typing import Any
 
 from kodiai.compat.js import js_number_to_string
 from kodiai.execution.error_comments import post_or_update_error_comment
@@ -16,7 +15,7 @@ from kodiai.execution.errors import classify_error, format_error_comment
 from kodiai.execution.types import ExecutionResult
 from kodiai.github.pulls import PullRequestApi, bodies
 from kodiai.handler_kit.fail_open import fail_open
-from kodiai.log import redact
+from kodiai.log import Logger, redact
 from kodiai.review.details import (
     ProfileSelection,
     ReviewDetailsInput,
@@ -33,7 +32,7 @@ from kodiai.review.pr_intent import ParsedPRIntent, build_keyword_parsing_sectio
 from kodiai.text.sanitizer import sanitize_outgoing_mentions
 
 
-async def delete_filtered_comments(pr: PullRequestApi, processed: ProcessedReview, log: Any) -> int:
+async def delete_filtered_comments(pr: PullRequestApi, processed: ProcessedReview, log: Logger) -> int:
     """Step 44: delete the inline comments of suppressed, low-confidence and deprioritised findings."""
     deleted = 0
     for comment_id in processed.filtered_comment_ids:
@@ -85,7 +84,7 @@ def review_details(
 
 
 async def publish_review_details(
-    pr: PullRequestApi, details: ReviewDetailsInput, *, published: bool, handles: list[str], log: Any
+    pr: PullRequestApi, details: ReviewDetailsInput, *, published: bool, handles: list[str], log: Logger
 ) -> None:
     """Step 46 (fail-open): embed into the run's summary comment when one was published, else upsert the
     standalone comment (found by the review-details marker; it carries no output marker)."""
@@ -136,7 +135,7 @@ async def post_cost_warning(
     enabled: bool,
     threshold: float,
     handles: list[str],
-    log: Any,
+    log: Logger,
 ) -> bool:
     """Step 47's warning comment when the run cost more than ``telemetry.costWarningUsd``."""
     if not should_post_cost_warning(
@@ -163,7 +162,7 @@ def error_detail(result: ExecutionResult, plan: ReviewPlan) -> str:
 
 
 async def post_run_error(
-    pr: PullRequestApi, result: ExecutionResult, plan: ReviewPlan, *, handles: list[str], log: Any
+    pr: PullRequestApi, result: ExecutionResult, plan: ReviewPlan, *, handles: list[str], log: Logger
 ) -> str:
     """Step 52: the classified error comment of a run that ended in ``error``; returns the category."""
     category = classify_error(
@@ -183,7 +182,7 @@ async def auto_approve(
     published: bool,
     merge_confidence: object | None,
     handles: list[str],
-    log: Any,
+    log: Logger,
     may_approve: bool = True,
 ) -> bool:
     """Step 53: approve a clean run that published nothing, unless this run's marker is already there.

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import Mapping
-from typing import Any
 
 from kodiai.config import RepoConfig
 from kodiai.config.snapshot import config_snapshot
@@ -28,6 +27,7 @@ from kodiai.learning.pipeline import RetrievalOutcome
 from kodiai.learning.setup import finding_memory_text
 from kodiai.learning.telemetry import quality_row
 from kodiai.learning.types import LearningMemoryRecord
+from kodiai.log import Logger
 from kodiai.review.postprocess import ProcessedReview
 from kodiai.review.pull_request import PullRequestFacts
 from kodiai.storage.knowledge import KnowledgeStore
@@ -59,7 +59,7 @@ async def record_retrieval(
     facts: PullRequestFacts,
     delivery_id: str,
     event_name: str,
-    log: Any,
+    log: Logger,
     feedback_counts: Mapping[str, int] | None = None,
 ) -> None:
     """Step 32.7: one ``retrieval_quality`` row (event type is the bare event name, as the original),
@@ -85,7 +85,7 @@ async def record_execution(
     facts: PullRequestFacts,
     delivery_id: str,
     action: str,
-    log: Any,
+    log: Logger,
 ) -> None:
     """Step 47: one ``executions`` row per executed run (when ``telemetry.enabled``)."""
     if telemetry is None:
@@ -127,7 +127,7 @@ def _write_knowledge(
     files_analyzed: int,
     lines_changed: int | float,
     review_output_key: str,
-    log: Any,
+    log: Logger,
 ) -> int:
     counts = processed.counts
     review_id = store.record_review(
@@ -207,7 +207,7 @@ async def record_knowledge(
     files_analyzed: int,
     lines_changed: int | float,
     review_output_key: str,
-    log: Any,
+    log: Logger,
 ) -> int | None:
     """Step 48: the ``reviews`` row, its findings, the suppression log and global patterns."""
     if store is None:
@@ -297,7 +297,7 @@ async def hold_back(
     processed: ProcessedReview,
     review_id: int | None,
     access: AccessLevel,
-    log: Any,
+    log: Logger,
 ) -> int:
     """Store an untrusted author's findings as pending; without a knowledge DB they are not kept at all."""
     if knowledge is None:
@@ -329,7 +329,7 @@ async def record_memories(
     facts: PullRequestFacts,
     processed: ProcessedReview,
     review_id: int | None,
-    log: Any,
+    log: Logger,
     *,
     knowledge: KnowledgeStore | None,
     rest: RestApi,

@@ -8,12 +8,12 @@ protocol; the handler passes an adapter over its GitHub client. It never raises.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from pydantic import BaseModel
 
 from kodiai.compat.js import js_trim
-from kodiai.log import get_logger
+from kodiai.log import Logger, get_logger
 
 _ALIASES = {"ai-review": "aireview", "aireview": "ai-review"}
 
@@ -67,7 +67,7 @@ def request_rereview_team_best_effort(
     client: ReviewerRequestClient,
     configured_team: str | None,
     fallback_reviewer: str | None = None,
-    logger: Any | None = None,
+    logger: Logger | None = None,
 ) -> RereviewTeamResult:
     """Request the configured team (or its alias), else the fallback user. Never raises."""
     log = logger if logger is not None else get_logger(__name__)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -18,6 +18,7 @@ from kodiai.learning.calibration import resolve_cut
 from kodiai.learning.pipeline import RetrievalOutcome, retrieve_context, signal_configs
 from kodiai.learning.retrieval_query import RetrievalQuerySignals, build_retrieval_query
 from kodiai.learning.stages import StageSwitches
+from kodiai.log import Logger
 from kodiai.review.diff_analysis import DiffAnalysis
 from kodiai.review.pr_intent import ParsedPRIntent
 from kodiai.review.pull_request import PullRequestFacts
@@ -76,7 +77,7 @@ def result_feedback(
     return out
 
 
-def re_review_scope(cut_name: str, sources: GatherSources, log: Any) -> frozenset[int] | None:
+def re_review_scope(cut_name: str, sources: GatherSources, log: Logger) -> frozenset[int] | None:
     """On a re-review the PR's own earlier findings are the precedent (a port addition; see
     docs/retrieval-quality.md): the ids of its earlier reviews, or None for a first review. The original's
     ``maxgap`` path keeps its behaviour. A failed read is a first review (fail-open)."""
@@ -97,7 +98,7 @@ async def gather_retrieval(
     author_tier: str,
     review_files: Sequence[str],
     sources: GatherSources,
-    log: Any,
+    log: Logger,
 ) -> RetrievalStep:
     """Step 32 (fail-open): query → embed → isolation [+ lexical channel] → rerank → recency → calibrated
     cut → labels. The lexical channel (``memory.lexical``, BM25 over the query text) runs only for a cut

@@ -8,7 +8,6 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 import httpx
 
@@ -16,6 +15,7 @@ from github import Github
 from kodiai.feedback.tally import FeedbackTally
 from kodiai.github.pulls import PullRequestApi
 from kodiai.handler_kit.deps import HandlerDeps, LearnedMemory, UsageAnalyzer
+from kodiai.log import Logger
 from kodiai.review.author import classify_author
 from kodiai.review.dep_bumps.detect import DepBumpDetails
 from kodiai.review.dep_bumps.enrichment import ChangelogContext, SecurityContext
@@ -58,7 +58,7 @@ class GatherSources:
 COUNTED_ASSOCIATIONS = frozenset({"NONE", "MANNEQUIN", "COLLABORATOR", "CONTRIBUTOR"})
 
 
-async def author_tier(store: KnowledgeStore, pr: PullRequestApi, facts: PullRequestFacts, log: Any) -> str:
+async def author_tier(store: KnowledgeStore, pr: PullRequestApi, facts: PullRequestFacts, log: Logger) -> str:
     """Step 18: the 24-hour cache, else the merged-PR search for outside associations, then classify."""
     try:
         cached = await asyncio.to_thread(store.get_author_cache, facts.full_name, facts.author)
@@ -90,7 +90,7 @@ async def author_tier(store: KnowledgeStore, pr: PullRequestApi, facts: PullRequ
     return tier.tier
 
 
-def dep_enricher(client: Github, registry: Callable[[], httpx.Client], log: Any) -> DepEnricher:
+def dep_enricher(client: Github, registry: Callable[[], httpx.Client], log: Logger) -> DepEnricher:
     """Step 22: advisories and changelog in parallel; each failure alone becomes None."""
 
     async def enrich(details: DepBumpDetails) -> tuple[SecurityContext | None, ChangelogContext | None]:
@@ -137,7 +137,7 @@ def webhook_sources(
     client: Github,
     facts: PullRequestFacts,
     last_reviewed_head_sha: str | None,
-    log: Any,
+    log: Logger,
 ) -> GatherSources:
     store = deps.knowledge
     return GatherSources(

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any
 
 from kodiai.github.rest import RestApi
 from kodiai.handler_kit.deps import HandlerDeps
 from kodiai.handler_kit.fail_open import fail_open
-from kodiai.log import redact
+from kodiai.log import Logger, redact
 from kodiai.spend_cap.policy import (
     CapDecision,
     RunKind,
@@ -50,7 +49,7 @@ class SpendTarget:
     kind: RunKind
 
 
-async def read_spend(deps: HandlerDeps, target: SpendTarget, day: UtcDay, log: Any) -> Spend | None:
+async def read_spend(deps: HandlerDeps, target: SpendTarget, day: UtcDay, log: Logger) -> Spend | None:
     """Today's spend of the installation and the repository, or ``None`` (logged) when unreadable."""
     store = deps.telemetry
     if store is None:
@@ -68,7 +67,7 @@ async def read_spend(deps: HandlerDeps, target: SpendTarget, day: UtcDay, log: A
 
 
 async def check_spend_cap(
-    deps: HandlerDeps, rest: RestApi, target: SpendTarget, configured_cap: float | None, log: Any
+    deps: HandlerDeps, rest: RestApi, target: SpendTarget, configured_cap: float | None, log: Logger
 ) -> bool:
     """Whether the run may start; on a refusal everything above is done before returning ``False``.
 
@@ -106,11 +105,11 @@ async def check_spend_cap(
     return False
 
 
-async def record_refusal(deps: HandlerDeps, target: SpendTarget, decision: CapDecision, log: Any) -> None:
+async def record_refusal(deps: HandlerDeps, target: SpendTarget, decision: CapDecision, log: Logger) -> None:
     await _write(deps, target, log, outcome="refused", reason=decision.reason, cost_usd=0.0)
 
 
-async def record_run_spend(deps: HandlerDeps, target: SpendTarget, cost_usd: float | None, log: Any) -> None:
+async def record_run_spend(deps: HandlerDeps, target: SpendTarget, cost_usd: float | None, log: Logger) -> None:
     """One ledger row for a Claude run that ran (its cost as the CLI reported it; 0 when it reported none,
     e.g. a run cut by its timeout). Refreshes the spend gauge when the installation has a cap."""
     await _write(deps, target, log, outcome="run", reason=None, cost_usd=float(cost_usd or 0.0))
@@ -120,7 +119,7 @@ async def record_run_spend(deps: HandlerDeps, target: SpendTarget, cost_usd: flo
 
 
 async def _write(
-    deps: HandlerDeps, target: SpendTarget, log: Any, *, outcome: str, reason: str | None, cost_usd: float
+    deps: HandlerDeps, target: SpendTarget, log: Logger, *, outcome: str, reason: str | None, cost_usd: float
 ) -> None:
     store = deps.telemetry
     if store is None:
@@ -145,7 +144,7 @@ async def _write(
     )
 
 
-async def post_notice(rest: RestApi, number: int, body: str, day: UtcDay, log: Any) -> None:
+async def post_notice(rest: RestApi, number: int, body: str, day: UtcDay, log: Logger) -> None:
     """Post ``body`` unless today's notice is already among the comments updated since the day began."""
     marker = spend_cap_marker(day)
     since = day.start.strftime("%Y-%m-%dT%H:%M:%SZ")

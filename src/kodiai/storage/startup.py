@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
+from kodiai.log import Logger
 from kodiai.storage.db_path import resolve_knowledge_db_path
 from kodiai.storage.knowledge import KnowledgeStore
 from kodiai.storage.telemetry import TelemetryStore
@@ -23,7 +23,7 @@ TELEMETRY_RETENTION_DAYS = 90
 RUN_STATE_RETENTION_DAYS = 30
 
 
-def open_telemetry_store(path: str | Path, log: Any) -> TelemetryStore:
+def open_telemetry_store(path: str | Path, log: Logger) -> TelemetryStore:
     """§1.2 step 6: ``path`` is the SQLite file, or ``DATABASE_URL``. Errors propagate (fail-fast, as the
     original)."""
     store = TelemetryStore(path)
@@ -37,7 +37,7 @@ def open_telemetry_store(path: str | Path, log: Any) -> TelemetryStore:
 
 
 def open_knowledge_store(
-    arg: str | None, env: Mapping[str, str], log: Any, cwd: str | Path | None = None
+    arg: str | None, env: Mapping[str, str], log: Logger, cwd: str | Path | None = None
 ) -> KnowledgeStore:
     """§1.2 step 7: ``arg`` > ``KNOWLEDGE_DB_PATH`` in ``env`` > default. Errors propagate (fail-fast)."""
     path, source = resolve_knowledge_db_path(arg, env, cwd)
@@ -47,14 +47,14 @@ def open_knowledge_store(
     return store
 
 
-def open_knowledge_store_in(database_url: str, log: Any) -> KnowledgeStore:
+def open_knowledge_store_in(database_url: str, log: Logger) -> KnowledgeStore:
     """§1.2 step 7 with ``DATABASE_URL``: the knowledge tables in PostgreSQL (``KNOWLEDGE_DB_PATH`` unused)."""
     store = KnowledgeStore(database_url)
     log.info("Knowledge store path resolved", knowledgeDbPath=store.path, source="database_url")
     return store
 
 
-def purge_run_state(store: KnowledgeStore, log: Any) -> int:
+def purge_run_state(store: KnowledgeStore, log: Logger) -> int:
     """§1.2 step 11, fail-open: any error is a warning and 0 rows."""
     try:
         purged = store.purge_old_runs(RUN_STATE_RETENTION_DAYS)

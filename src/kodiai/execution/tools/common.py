@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from kodiai.execution.pacing import WritePacer
 from kodiai.github.rest import GitHubClientFactory, GitHubRest, RestApi
-from kodiai.log import get_logger
+from kodiai.log import Logger, get_logger
 
 M = TypeVar("M", bound=BaseModel)
 ToolResult = dict[str, Any]
@@ -72,7 +72,7 @@ class ToolEnv:
             raise RuntimeError("No GitHub client configured for the tools")
         return GitHubRest(self.client_factory(), self.owner, self.repo)
 
-    def logger(self, tool: str) -> Any:
+    def logger(self, tool: str) -> Logger:
         return get_logger("kodiai.execution.tools", tool=tool, delivery_id=self.delivery_id)
 
 

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from kodiai.github.workspace import Workspace
 from kodiai.handler_kit.fail_open import fail_open
+from kodiai.log import Logger
 from kodiai.review.dep_bumps.detect import (
     DepBumpClassification,
     DepBumpDetails,
@@ -44,7 +45,7 @@ class DepBumpFindings(BaseModel):
 
 
 async def gather_dep_bump(
-    facts: PullRequestFacts, all_changed: Sequence[str], ws: Workspace, sources: GatherSources, log: Any
+    facts: PullRequestFacts, all_changed: Sequence[str], ws: Workspace, sources: GatherSources, log: Logger
 ) -> DepBumpFindings | None:
     """Steps 21–25: detection, enrichment, merge confidence, usage and scope (each fail-open)."""
 
