@@ -404,7 +404,16 @@ def test_trap_unknown_severity_ranks_zero_and_is_kept_as_original() -> None:
     assert severity_rank("Critical") == 0
 
 
-def test_trap_language_comes_from_files_by_language_not_extension() -> None:
-    """A path not listed in files_by_language has no language: only language-less floors apply."""
-    [out] = enforce(finding("src/other.cpp", "Null pointer dereference", "minor"))
-    assert out["severity"] == "minor"
+def test_language_comes_from_the_extension_even_when_files_by_language_omits_the_file() -> None:
+    """A path missing from files_by_language still gets its extension's floors, as in the original."""
+    [out] = enforce(finding("src/other.cxx", "Null pointer dereference", "minor"))
+    assert (out["severity"], out["enforcement_pattern_id"]) == ("critical", "cpp-null-deref")
+
+
+def test_a_file_named_go_without_a_dot_is_go() -> None:
+    """JS ``"go".split(".").pop()`` is ``"go"``: the whole name is the extension; ``cmd/go`` is Unknown."""
+    root, nested = enforce(
+        finding("go", "Unchecked error from Close", "minor"),
+        finding("cmd/go", "Unchecked error from Close", "minor"),
+    )
+    assert (root["severity"], nested["severity"]) == ("major", "minor")

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kodiai.review.findings import fingerprint_finding_title
-from support.vectors import assert_matches, cases, dump, float_for_int, ids, snake_keys
+from support.vectors import assert_matches, cases, dump, float_for_int, ids, local_cases, snake_keys
 
 
 class VectorError(Exception):
@@ -170,6 +170,8 @@ SPECS: dict[str, tuple[str, frozenset[str], Callable[[dict], dict]]] = {
 }
 
 ROWS = [r for r in cases("review.jsonl") if r["fn"] in SPECS]
+# The project's own rows, in the same format, for behaviours of the original the shared file does not pin.
+LOCAL_ROWS = [r for r in local_cases("review_extra.jsonl") if r["fn"] in SPECS]
 
 EXPECTED_COUNTS = {
     "compute_confidence": 40,
@@ -219,6 +221,12 @@ def _check(row: dict) -> None:
 @pytest.mark.parametrize("row", ROWS, ids=ids(ROWS))
 def test_review_vector(row: dict) -> None:
     """Every row, with the models of README §1a built from the arguments."""
+    _check(row)
+
+
+@pytest.mark.parametrize("row", LOCAL_ROWS, ids=ids(LOCAL_ROWS))
+def test_project_review_vector(row: dict) -> None:
+    """The project's own rows (tests/parity/vectors/review_extra.jsonl), run like the shared ones."""
     _check(row)
 
 

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 VECTORS = SHARED / "parity-vectors"
+LOCAL_VECTORS = Path(__file__).resolve().parents[1] / "parity" / "vectors"
 
 _WORDS = re.compile(r"(?<=[a-z0-9])(PRs|PR|WIP)(?=[A-Z]|$)")
 _CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
@@ -56,6 +57,12 @@ def cases(file: str, fn: str | None = None) -> list[dict[str, Any]]:
                 if fn is None or row["fn"] == fn:
                     rows.append(row)
     return rows
+
+
+def local_cases(file: str) -> list[dict[str, Any]]:
+    """Every row of the project's own vector file ``tests/parity/vectors/<file>`` (same format as ``cases``)."""
+    with (LOCAL_VECTORS / file).open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
 
 
 def ids(rows: list[dict[str, Any]]) -> list[str]:

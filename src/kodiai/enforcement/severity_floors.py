@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from kodiai.compat.js import JS_S
+from kodiai.review.languages import classify_file_language
 
 SEVERITY_RANK: dict[str, int] = {"minor": 0, "medium": 1, "major": 2, "critical": 3}
 _WHITESPACE_RUN = re.compile(JS_S + "+")
@@ -154,11 +155,6 @@ def active_patterns(language_rules: LanguageRulesConfig | None) -> list[Enforcem
     return builtin + [user_floor_pattern(f) for f in rules.severity_floors]
 
 
-def _language_of_files(files_by_language: Mapping[str, Sequence[str]]) -> dict[str, str]:
-    """Reverse the language map; a path listed under two languages takes the later one."""
-    return {path: language for language, paths in files_by_language.items() for path in paths}
-
-
 def enforce_severity_floors(
     findings: Sequence[Mapping[str, Any]],
     files_by_category: Mapping[str, Sequence[str]],
@@ -169,12 +165,15 @@ def enforce_severity_floors(
     ``severity_elevated``, ``enforcement_pattern_id`` (when raised) and ``tooling_suppressed=False``.
 
     A test file (listed in ``files_by_category["test"]``) is left alone when the matching pattern relaxes
-    test files. The language test is exact string equality.
+    test files. A finding's language is ``classify_file_language(file_path)``, from the path alone, as in
+    the original: a file missing from ``files_by_language`` still gets the C++ floors for ``.cxx``, and a
+    file named ``go`` is Go. ``files_by_language`` is accepted for the pinned signature and not read (the
+    review builds it with the same function, so the two never disagree). The language test is exact
+    string equality.
     """
     rules = None if language_rules is None else LanguageRulesConfig.model_validate(language_rules)
     patterns = active_patterns(rules)
     test_files = set(files_by_category.get("test", ()))
-    language_of = _language_of_files(files_by_language)
     out: list[dict[str, Any]] = []
     for finding in findings:
         original = finding.get("severity")  # JS: an absent severity ranks 0, like any unknown value
@@ -185,7 +184,7 @@ def enforce_severity_floors(
             "severity_elevated": False,
             "tooling_suppressed": False,
         }
-        language = language_of.get(finding["file_path"], "Unknown")
+        language = classify_file_language(finding["file_path"])
         match = next(
             (
                 p
