@@ -26,6 +26,8 @@ import h11
 from pydantic import SecretStr
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from kodiai.settings import Settings
+
 REQUEST_TIMEOUT_RESPONSE = (
     b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
     b"content-length: 15\r\nconnection: close\r\n\r\nRequest Timeout"
@@ -47,7 +49,7 @@ class HttpOptions:
     metrics_token: SecretStr | None = None
 
     @classmethod
-    def from_settings(cls, settings: Any) -> HttpOptions:
+    def from_settings(cls, settings: Settings) -> HttpOptions:
         """The options of a :class:`kodiai.settings.Settings`."""
         return cls(
             max_header_bytes=settings.http_max_header_bytes,

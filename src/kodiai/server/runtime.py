@@ -26,6 +26,7 @@ from kodiai.log import get_logger
 from kodiai.metrics import Metrics
 from kodiai.server.ingress import WebhookIngress
 from kodiai.server.setup_mode import setup_link_message
+from kodiai.settings import Settings
 from kodiai.webhook.bot_filter import BotFilter
 from kodiai.webhook.router import EventRouter
 
@@ -75,46 +76,32 @@ class ServerConfig(BaseModel):
         return bool(self.missing_settings)
 
     @classmethod
-    def from_settings(cls, settings: object, *, env_file: str = ".env") -> ServerConfig:
-        """Read the fields by name from a ``kodiai.settings.Settings`` (duck-typed, no import cycle)."""
-
-        def get(name: str, default: object = None) -> object:
-            return getattr(settings, name, default)
-
-        missing_fn = get("missing_github_app_settings")
-        missing = list(missing_fn()) if callable(missing_fn) else []
-        allow = get("bot_allow_list", []) or []
+    def from_settings(cls, settings: Settings, *, env_file: str = ".env") -> ServerConfig:
+        """The server's fields of the process settings."""
         return cls(
-            app_id=_text(get("github_app_id")),
-            private_key=_secret(get("private_key_pem") or get("github_private_key")),
-            webhook_secret=_secret(get("github_webhook_secret")),
-            webhook_secret_previous=_secret(get("github_webhook_secret_previous")),
-            github_api_url=str(get("github_api_url", DEFAULT_API_URL) or DEFAULT_API_URL),
-            jobs_db_path=str(get("jobs_db_path", "./data/kodiai-jobs.db")),
-            job_timeout_seconds=float(get("job_timeout_seconds", 3600) or 0),  # type: ignore[arg-type]
-            max_lane_length=int(get("max_lane_length", 100)),  # type: ignore[call-overload]
-            shutdown_grace_seconds=float(get("shutdown_grace_seconds", 30)),  # type: ignore[arg-type]
-            workspace_root=_text(get("workspace_root")),
-            bot_allow_list=list(allow),  # type: ignore[call-overload]
-            missing_settings=missing,
+            app_id=settings.github_app_id,
+            private_key=_secret(settings.private_key_pem or settings.github_private_key),
+            webhook_secret=_secret(settings.github_webhook_secret),
+            webhook_secret_previous=_secret(settings.github_webhook_secret_previous),
+            github_api_url=settings.github_api_url or DEFAULT_API_URL,
+            jobs_db_path=settings.jobs_db_path,
+            job_timeout_seconds=settings.job_timeout_seconds,
+            max_lane_length=settings.max_lane_length,
+            shutdown_grace_seconds=settings.shutdown_grace_seconds,
+            workspace_root=settings.workspace_root,
+            bot_allow_list=list(settings.bot_allow_list or []),
+            missing_settings=settings.missing_github_app_settings(),
             env_file=env_file,
-            port=int(get("port", 3000) or 0),  # type: ignore[call-overload]
-            database_url=_secret(get("database_url")),
+            port=settings.port,
+            database_url=_secret(settings.database_url),
         )
 
 
-def _text(value: object) -> str | None:
+def _secret(value: SecretStr | None) -> SecretStr | None:
+    """An empty secret counts as unset."""
     if value is None:
         return None
-    return str(value)
-
-
-def _secret(value: object) -> SecretStr | None:
-    if value is None:
-        return None
-    if isinstance(value, SecretStr):
-        return value if value.get_secret_value() else None
-    return SecretStr(str(value)) if str(value) else None
+    return value if value.get_secret_value() else None
 
 
 HandlerRegistrar = Callable[["Runtime"], None]

@@ -242,10 +242,10 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _label_key(settings: object) -> bytes | None:
+def _label_key(settings: Settings) -> bytes | None:
     """The key of the installation labels in /metrics: derived from the webhook secret, so labels stay
     the same across restarts without the secret being guessable from them (random in setup mode)."""
-    secret = getattr(settings, "github_webhook_secret", None)
+    secret = settings.github_webhook_secret
     if secret is None or not secret.get_secret_value():
         return None
     return hmac.new(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
 
 from kodiai.learning.embeddings import EmbeddingProvider, build_embedding_provider
 from kodiai.learning.isolation import IsolationLayer
@@ -18,6 +17,7 @@ from kodiai.learning.memory_store import LanceMemoryStore
 from kodiai.learning.object_store import MemoryStoreRefused
 from kodiai.learning.setup import open_store_for_provider, warm_in_background
 from kodiai.log import get_logger, redact
+from kodiai.settings import Settings
 from kodiai.storage.knowledge import KnowledgeStore
 from kodiai.storage.startup import (
     open_knowledge_store,
@@ -55,7 +55,7 @@ class Stores:
                     get_logger("kodiai.server").warning("Store close failed", err=redact(str(exc)))
 
 
-def open_stores(settings: Any, *, learned_memory: bool = True) -> Stores:
+def open_stores(settings: Settings, *, learned_memory: bool = True) -> Stores:
     """Open everything in the original's order; telemetry/knowledge errors propagate (fail-fast).
 
     ``learned_memory=False`` (a ``--role web`` replica: it runs no job) opens neither the embedder nor the
