@@ -31,6 +31,8 @@ from kodiai.webhook.router import EventRouter
 CHANGED = "src/index.ts"
 PATH_MATCH = "Unchecked export counter in the index module"
 NEAREST = "Vector neighbour 1 about widgets"
+#: The first stage alone (the cut, not the abstention and second stage that run after it by default).
+FIRST_STAGE = "knowledge:\n  retrieval:\n    abstain: false\n    secondStage: false\n"
 
 
 def seed(h: ReviewHarness, finding_id: int, distance: float, axis: int, path: str, text: str) -> None:
@@ -79,7 +81,7 @@ async def test_a_memory_only_the_lexical_channel_finds_reaches_the_prompt(
     try:
         assert h.deps.memory is not None and isinstance(h.deps.memory.lexical, LexicalChannel)
         seed_pool(h)
-        pull = h.open_pr()
+        pull = h.open_pr(config=FIRST_STAGE)
         await h.deliver(pull, delivery="lexical-1")
         [prompt] = h.prompts
         assert "## Similar Prior Findings (Learning Context)" in prompt
@@ -94,6 +96,24 @@ async def test_a_memory_only_the_lexical_channel_finds_reaches_the_prompt(
         h.close()
 
 
+async def test_with_the_default_stages_the_lexical_only_memory_on_the_changed_file_is_kept(
+    tmp_path: Path, harness: ReviewHarness
+) -> None:
+    """The default chain (cut, then second stage and abstention): the memory on the file the PR changes,
+    which only the lexical channel finds, is what the second stage keeps."""
+    h = ReviewHarness(tmp_path / "staged", harness.fake, harness.state, embedder=AxisEmbedder())
+    try:
+        seed_pool(h)
+        await h.deliver(h.open_pr(), delivery="lexical-6")
+        [prompt] = h.prompts
+        assert PATH_MATCH in prompt
+        [(channels, method, count)] = channel_rows(h)
+        assert (channels, method) == ("vector+lexical", "rank:kept")
+        assert int(count) == 1 and NEAREST not in prompt  # type: ignore[call-overload]
+    finally:
+        h.close()
+
+
 async def test_without_the_lexical_weight_the_far_memory_stays_out(
     tmp_path: Path, harness: ReviewHarness
 ) -> None:
@@ -101,7 +121,7 @@ async def test_without_the_lexical_weight_the_far_memory_stays_out(
     h = ReviewHarness(tmp_path / "vector", harness.fake, harness.state, embedder=AxisEmbedder())
     try:
         seed_pool(h)
-        config = "knowledge:\n  retrieval:\n    calibration:\n      headLexicalWeight: 0\n"
+        config = FIRST_STAGE + "    calibration:\n      headLexicalWeight: 0\n"
         await h.deliver(h.open_pr(config=config), delivery="lexical-2")
         [prompt] = h.prompts
         assert NEAREST in prompt and PATH_MATCH not in prompt
@@ -122,7 +142,7 @@ async def test_a_store_whose_full_text_index_cannot_be_built_still_answers_by_ve
         indices = table_dir(h) / "_indices"
         assert not indices.exists()
         indices.write_text("not a directory")
-        await h.deliver(h.open_pr(), delivery="lexical-3")
+        await h.deliver(h.open_pr(config=FIRST_STAGE), delivery="lexical-3")
         [prompt] = h.prompts
         assert NEAREST in prompt and PATH_MATCH not in prompt
         [(channels, method, count)] = channel_rows(h)
