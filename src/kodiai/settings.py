@@ -1,4 +1,4 @@
-"""Process settings from the environment and an optional `.env` file (spec/platform.md §1.1).
+"""Process settings from the environment and an optional `.env` file (behaviour P1.1).
 
 The original's variables keep their names, defaults and parsing (`GITHUB_PRIVATE_KEY` as inline PEM, a
 `/` or `./` path, or base64 with the browser `atob` rules; `PORT` through JavaScript `Number()`;

@@ -172,7 +172,7 @@ def any_glob_match(patterns: Iterable[str], path: str) -> bool:
 
 
 def normalize_skip_paths(patterns: Iterable[str]) -> list[str]:
-    """``review.skipPaths`` as the original normalises them (spec/review.md §1 step 26).
+    """``review.skipPaths`` as the original normalises them (behaviour R1 step 26).
 
     Each entry is trimmed (JS whitespace); a trailing ``/`` gets ``**`` appended (``dist/`` → ``dist/**``);
     a leading ``*.`` gets ``**/`` prepended (``*.lock`` → ``**/*.lock``); empty entries are dropped.
@@ -191,7 +191,7 @@ def normalize_skip_paths(patterns: Iterable[str]) -> list[str]:
 
 
 def normalize_write_paths(patterns: Iterable[str]) -> list[str]:
-    """``write.allowPaths``/``denyPaths`` (spec/platform.md): trim, a trailing ``/`` becomes ``/**``, drop empties.
+    """``write.allowPaths``/``denyPaths`` (behaviour E3.14.7): trim, a trailing ``/`` becomes ``/**``, drop empties.
 
     Unlike skipPaths there is no ``*.ext`` rewrite: ``*.md`` matches root-level Markdown only.
     """

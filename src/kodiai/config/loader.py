@@ -1,4 +1,4 @@
-"""Load `.kodiai.yml` exactly as the original does (spec/platform.md §5.1).
+"""Load `.kodiai.yml` exactly as the original does (behaviour P5.1).
 
 1. No file: defaults, no warnings. 2. YAML syntax error: `RepoConfigError` (the only whole-file failure).
 3. Pass 1: the whole document against the full schema. 4. Pass 2, only when pass 1 fails: each top-level
@@ -79,7 +79,7 @@ class RepoConfigResult(BaseModel):
         return [line for warning in self.warnings for line in warning.failed_closed]
 
 
-#: The log message the runbooks grep for (spec/platform.md §1.3).
+#: The log message the runbooks grep for (behaviour P1.3).
 WARNING_LOG_MESSAGE = "Config section invalid, using defaults"
 #: The log message of a section whose guarded settings took their safe values (a port addition).
 FAIL_CLOSED_LOG_MESSAGE = "Config section invalid, guarded settings failed closed"

@@ -1,4 +1,4 @@
-"""The complete `.kodiai.yml` schema (spec/platform.md §5.2): every key, type, default and bound.
+"""The complete `.kodiai.yml` schema (behaviour P5.2): every key, type, default and bound.
 
 Field names are snake_case; the YAML keys are the original's camelCase aliases. Optional keys without a
 default are `None`, so `model_dump(by_alias=True, exclude_none=True)` gives the original's parsed config.

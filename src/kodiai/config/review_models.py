@@ -1,4 +1,4 @@
-"""The `review` section of `.kodiai.yml` (spec/platform.md §5.2)."""
+"""The `review` section of `.kodiai.yml` (behaviour P5.2)."""
 
 from __future__ import annotations
 

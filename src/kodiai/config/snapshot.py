@@ -1,6 +1,6 @@
 """`reviews.config_snapshot`: the compact JSON summary of the review config stored with each review.
 
-spec/review.md step 48 and X-22: keys in the order mode, severityMinLevel, focusAreas, maxComments,
+behaviour R1 step 48 and X-22: keys in the order mode, severityMinLevel, focusAreas, maxComments,
 suppressionCount, minConfidence, profile (left out when unset), shareGlobal; raw config values (before any
 profile is applied); `JSON.stringify` formatting (compact separators, `7` not `7.0`, non-ASCII kept).
 """

@@ -1,4 +1,4 @@
-"""Language enforcement for one review (spec/review.md §1 step 39, §2.28 ``applyEnforcement``).
+"""Language enforcement for one review (behaviour R1 step 39, R2.28 ``applyEnforcement``).
 
 Detect the repository's tooling (reads the workspace root), suppress the findings that tooling already
 covers, then apply the severity floors. Fail-open: any error returns the findings unchanged with

@@ -1,4 +1,4 @@
-"""Severity floors: raise the severity of findings that match known-dangerous patterns (spec/review.md §2.28).
+"""Severity floors: raise the severity of findings that match known-dangerous patterns (behaviour R2.28).
 
 The built-in patterns come first, then the user's ``languageRules.severityFloors``; the first pattern whose
 language filter passes and whose keywords match decides, even when it raises nothing. Severities are only

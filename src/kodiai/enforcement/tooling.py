@@ -1,4 +1,4 @@
-"""Repository tooling detection and suppression of findings the tooling already enforces (spec/review.md §2.28).
+"""Repository tooling detection and suppression of findings the tooling already enforces (behaviour R2.28).
 
 :func:`detect_repo_tooling` looks for formatter and linter config files at the repository root.
 :func:`suppress_tooling_findings` marks ``style``/``documentation`` findings about formatting or import

@@ -1,6 +1,6 @@
 """The four repository settings the executor reads, loaded from the workspace's ``.kodiai.yml``.
 
-The executor loads the config a second time (spec/exec.md §1.3 step 2, quirk §1.11.1): a YAML error
+The executor loads the config a second time (behaviour E1.3 step 2, quirk E1.11.1): a YAML error
 fails the run through the generic error path, a section-level problem is logged and defaulted.
 """
 

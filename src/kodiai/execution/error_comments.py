@@ -1,4 +1,4 @@
-"""Posting the user-visible error comment (spec/exec.md §4 ``postOrUpdateErrorComment``).
+"""Posting the user-visible error comment (behaviour E4 ``postOrUpdateErrorComment``).
 
 The text comes from :func:`kodiai.execution.errors.format_error_comment`; this module only delivers it:
 edit the tracking comment when one is given, else create a new issue/PR comment. It never raises — a

@@ -1,4 +1,4 @@
-"""Error classification and the user-visible error comment (spec/exec.md §4, spec/review.md §2.18, §3.6)."""
+"""Error classification and the user-visible error comment (behaviour E4, behaviour R2.18, R3.6)."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def error_message(error: object) -> str:
 
 
 def classify_error(error: object, is_timeout: bool, published: bool | None = None) -> ErrorCategory:
-    """Classify a failure; the first rule that matches wins (exec §4).
+    """Classify a failure; the first rule that matches wins (behaviour E4).
 
     timeout+published → ``timeout_partial``; timeout → ``timeout``; message containing ``.kodiai.yml``
     (case-sensitive) → ``config_error``; ``rate limit``/``API``/a standalone 400–599 number

@@ -1,4 +1,4 @@
-"""The executor: runs Claude Code (Claude Agent SDK) on a workspace with our MCP tools (spec/exec.md §1).
+"""The executor: runs Claude Code (Claude Agent SDK) on a workspace with our MCP tools (behaviour E1).
 
 Handlers depend on the :class:`Executor` protocol; :class:`ClaudeAgentExecutor` is the implementation.
 The SDK transport is the test seam: pass ``transport_factory`` to replay a scripted message stream

@@ -1,4 +1,4 @@
-"""The fallback prompt used when the caller supplies none (spec/exec.md §1.9), pure."""
+"""The fallback prompt used when the caller supplies none (behaviour E1.9), pure."""
 
 from __future__ import annotations
 

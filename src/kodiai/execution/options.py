@@ -1,6 +1,6 @@
-"""The tool surface and the Claude Agent SDK options of a run (spec/exec.md §1.3 steps 4–7, §1.4).
+"""The tool surface and the Claude Agent SDK options of a run (behaviour E1.3 steps 4–7, E1.4).
 
-Decision on §1.4: the allow-list is **enforced**. The original ran under ``bypassPermissions`` where the
+Decision on E1.4: the allow-list is **enforced**. The original ran under ``bypassPermissions`` where the
 list was advisory; here the CLI runs in ``dontAsk`` mode, which denies every tool call the allow rules
 do not approve. Explicit deny rules (which win over allow rules) say the rest: ``Bash`` always (git is
 reached through the ``git`` MCP server's fixed sub-commands, never a shell: ``git log --output=…``
@@ -152,7 +152,7 @@ def build_agent_options(
     cli_path: str | Path | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> ClaudeAgentOptions:
-    """``ClaudeAgentOptions`` per §1.3 step 7 (with the enforced tool surface above). ``cli_path`` is
+    """``ClaudeAgentOptions`` per E1.3 step 7 (with the enforced tool surface above). ``cli_path`` is
     the run's launcher when the executor runs it (sandbox, per-run ``HOME``, allow-listed env)."""
     from claude_agent_sdk import ClaudeAgentOptions
 

@@ -1,4 +1,4 @@
-"""Map the SDK's final ``result`` message to an :class:`ExecutionResult` (spec/exec.md §1.5), pure."""
+"""Map the SDK's final ``result`` message to an :class:`ExecutionResult` (behaviour E1.5), pure."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Review-output marker stamping and the async "already published" scan the tools run (spec/exec.md §2.5).
+"""Review-output marker stamping and the async "already published" scan the tools run (behaviour E2.5).
 
 The key, the marker format and the scan limits are the review package's (``kodiai.review.output_key``);
 this module adds what the MCP tools need on top: stamping a body, and scanning a PR through the REST

@@ -1,4 +1,4 @@
-"""Executor input and output (spec/exec.md §1.1, §1.2)."""
+"""Executor input and output (behaviour E1.1, E1.2)."""
 
 from __future__ import annotations
 

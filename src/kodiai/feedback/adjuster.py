@@ -1,4 +1,4 @@
-"""Feedback-driven confidence adjustment and the suppression evaluation (spec/review.md §2.29, step 40).
+"""Feedback-driven confidence adjustment and the suppression evaluation (behaviour R2.29, step 40).
 
 ``evaluate_feedback_suppressions`` is fail-open: any store error gives the empty result and a warning.
 """

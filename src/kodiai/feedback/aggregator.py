@@ -1,4 +1,4 @@
-"""Aggregation of thumbs-down feedback into suppressible patterns (spec/review.md §2.29)."""
+"""Aggregation of thumbs-down feedback into suppressible patterns (behaviour R2.29)."""
 
 from __future__ import annotations
 

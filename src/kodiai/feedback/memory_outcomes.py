@@ -1,6 +1,6 @@
 """Learned-memory outcome rows from human thumbs (beyond the original: PARITY.md "learned-memory outcomes").
 
-A finding's memory (``finding_id`` = its comment id, spec/review.md §1 step 50) gets a ``thumbs_up`` row
+A finding's memory (``finding_id`` = its comment id, behaviour R1 step 50) gets a ``thumbs_up`` row
 while a writer's 👍 stands and a ``thumbs_down`` row while a writer's 👎 stands (only writers' reactions
 are stored, :mod:`.trust`), so retrieval can tell later
 reviews how the team judged it. A withdrawn or changed reaction removes the row it no longer supports.

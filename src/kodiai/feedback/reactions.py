@@ -1,4 +1,4 @@
-"""The pure half of feedback sync (spec/review.md §1 step 55): which events target a PR, which findings
+"""The pure half of feedback sync (behaviour R1 step 55): which events target a PR, which findings
 are recent enough to ask GitHub about, and which reactions count as a human's verdict on a finding.
 
 Kept free of I/O so the filter that decides what the bot learns from can be read and tested on its own.

@@ -1,4 +1,4 @@
-"""The safety guard: findings that feedback may never auto-suppress (spec/review.md §2.29)."""
+"""The safety guard: findings that feedback may never auto-suppress (behaviour R2.29)."""
 
 from __future__ import annotations
 

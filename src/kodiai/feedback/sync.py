@@ -1,4 +1,4 @@
-"""Feedback sync (spec/review.md §1 step 55): on PR activity, read the 👍/👎 humans left on recent
+"""Feedback sync (behaviour R1 step 55): on PR activity, read the 👍/👎 humans left on recent
 finding comments and store them, so feedback suppression and learned memory see the team's verdicts.
 
 Phase A gates and enqueues on the installation's lane (job type ``feedback-sync``); the job never

@@ -1,4 +1,4 @@
-"""GitHub App authentication with PyGithub (spec/platform.md §1.4).
+"""GitHub App authentication with PyGithub (behaviour P1.4).
 
 - App JWT calls go through one :class:`github.GithubIntegration` with ``base_url=GITHUB_API_URL``.
 - Installation tokens are cached per installation until shortly before they expire; every REST

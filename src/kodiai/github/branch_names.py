@@ -1,4 +1,4 @@
-"""Branch-name validation for clone and push refs (spec/platform.md §4.2, pure).
+"""Branch-name validation for clone and push refs (behaviour P4.2, pure).
 
 Stricter than git on purpose: only ``[A-Za-z0-9_/.-]``, starting alphanumeric, so a ref can never be
 read as an option or smuggle shell/revision syntax. Checked in the original's order; each rule has

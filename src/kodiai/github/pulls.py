@@ -1,4 +1,4 @@
-"""The pull-request calls a review makes, on top of the REST façade (spec/review.md §1, §2.1, §3).
+"""The pull-request calls a review makes, on top of the REST façade (behaviour R1, R2.1, R3).
 
 Each method is one GitHub endpoint with the paging the spec names; errors are the façade's
 :class:`~kodiai.github.rest.GitHubApiError` and propagate: whether a step is fail-open is the
@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from kodiai.github.rest import GitHubRest, RestApi
 
-#: Where a review-output marker was found (spec/review.md §2.1), in scan order.
+#: Where a review-output marker was found (behaviour R2.1), in scan order.
 MarkerSurface = Literal["review-comment", "issue-comment", "review"]
 SCAN_PAGE_SIZE = 100
 SCAN_ITEM_CAP = 2000

@@ -3,7 +3,7 @@
 PyGithub is synchronous; every request runs in a worker thread so the agent's event loop keeps
 serving the CLI while GitHub answers. Failures are re-raised as :class:`GitHubApiError`, whose
 ``str()`` follows Octokit's shape (``<message>[: <errors>] - <documentation_url>``) because the
-inline tool's hints and error classification (spec/exec.md §3.22, §4) read that text.
+inline tool's hints and error classification (behaviour E3.22, E4) read that text.
 
 Every POST/PATCH/PUT body is scanned for secrets in :meth:`GitHubRest.call` before it is sent.
 """

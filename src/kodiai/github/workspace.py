@@ -1,4 +1,4 @@
-"""Workspaces: shallow clones in temp dirs (spec/platform.md §4.2–§4.3), with the token kept out of sight.
+"""Workspaces: shallow clones in temp dirs (behaviour P4.2–P4.3), with the token kept out of sight.
 
 Unlike the original (token in the clone URL, hence in ``.git/config``), the installation token is
 handed to git only through the environment, as an ``http.<base>/.extraHeader`` set with

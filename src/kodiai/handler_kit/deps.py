@@ -85,5 +85,5 @@ class HandlerDeps:
 
     @property
     def bot_handles(self) -> list[str]:
-        """Handles the outgoing-mention sanitiser neutralises (spec/review.md §0.3)."""
+        """Handles the outgoing-mention sanitiser neutralises (behaviour R0.3)."""
         return [self.app_slug, "claude"]

@@ -1,7 +1,7 @@
 """Fail-open steps: one helper, so a stage list shows which steps may fail and which may not.
 
 A fail-open step logs a warning carrying the delivery id (bound in the log context by the dispatcher)
-and the step's name, and the review continues with the step's neutral default (spec/review.md §0.4).
+and the step's name, and the review continues with the step's neutral default (behaviour R0.4).
 Anything not wrapped is fail-closed: it reaches the job's outer catch and its error comment.
 """
 

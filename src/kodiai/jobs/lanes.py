@@ -1,6 +1,6 @@
 """Per-installation job lanes: one job at a time per installation, installations in parallel.
 
-The original's queue (spec/platform.md §4.1) plus three production guards: a per-job timeout, a bound
+The original's queue (behaviour P4.1) plus three production guards: a per-job timeout, a bound
 on how many jobs may wait in one lane (beyond it new jobs are shed with a clear log), and idle lanes
 pruned as soon as they have nothing waiting or running. The log messages are the original's, which
 operators' runbooks grep for.

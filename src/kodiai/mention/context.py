@@ -1,7 +1,7 @@
-"""The context block of a mention prompt (spec/exec.md §3.9), split the sans-I/O way.
+"""The context block of a mention prompt (behaviour E3.9), split the sans-I/O way.
 
 :func:`fetch_mention_context_inputs` does the GitHub reads (with the original's paging and stop rules,
-including its newest-first assumption, §3.21.7); :func:`render_mention_context` is pure: TOCTOU filter,
+including its newest-first assumption, E3.21.7); :func:`render_mention_context` is pure: TOCTOU filter,
 sanitising, UTF-16 truncation, budgets and scale notes. :func:`build_mention_context` composes both and
 never fails a mention: any error yields an empty context.
 """
@@ -191,7 +191,7 @@ async def scan_conversation(
     """Step 1: up to ``max_api_pages`` pages of issue comments, stopping early as the original does.
 
     The request asks for ``sort=created&direction=desc``; GitHub ignores both on this endpoint and
-    answers oldest-first, so the early exit can select an old window on long issues (§3.21.7, kept).
+    answers oldest-first, so the early exit can select an old window on long issues (E3.21.7, kept).
     """
     trigger = surface.created_at
     comments: list[ContextComment] = []
@@ -387,7 +387,7 @@ def _finding_lines(finding: ReviewFinding) -> list[str]:
 def _render_thread(
     surface: MentionSurface, thread: ThreadInputs, limits: MentionContextLimits, notes: list[str]
 ) -> list[str]:
-    """Step 6: the thread's earlier turns (not TOCTOU-filtered, §3.21.8); older turns cut shorter."""
+    """Step 6: the thread's earlier turns (not TOCTOU-filtered, E3.21.8); older turns cut shorter."""
     lines = ["## Review Comment Thread Context"]
     if thread.finding is not None:
         lines += _finding_lines(thread.finding)

@@ -1,4 +1,4 @@
-"""Phase A of a mention (spec/exec.md §3.1–§3.3): cheap filters on the dispatcher's task, then enqueue.
+"""Phase A of a mention (behaviour E3.1–E3.3): cheap filters on the dispatcher's task, then enqueue.
 
 Nothing here does I/O: an event that is not a mention, or that the app (or any bot) wrote itself, is
 dropped before a job or a workspace exists. The dispatch settles when the job does, like the review's.
@@ -76,7 +76,7 @@ class MentionHandler:
 
 
 def register(router: EventRouter, deps: MentionDeps) -> None:
-    """The three mention event keys (§3.1); the handler re-checks event and action itself."""
+    """The three mention event keys (E3.1); the handler re-checks event and action itself."""
     handler = MentionHandler(deps)
     for key in MENTION_EVENT_KEYS:
         router.register(key, handler, name="mention")

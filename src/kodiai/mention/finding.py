@@ -1,4 +1,4 @@
-"""The review finding a thread reply is about (spec/exec.md §3.9 step 6, §3.10).
+"""The review finding a thread reply is about (behaviour E3.9 step 6, E3.10).
 
 The knowledge store answers ``(owner/repo, comment id)`` with the newest finding posted as that
 comment. A lookup failure never fails a mention: the reply is simply answered without the finding.
@@ -56,7 +56,7 @@ def call_finding_lookup(lookup: FindingLookup, repo: str, comment_id: int) -> Re
 def lookup_reply_finding(
     surface: MentionSurface, lookup: FindingLookup | None, log: Logger | None = None
 ) -> ReviewFinding | None:
-    """§3.10: for a thread reply, the finding behind the parent comment (marker or not); errors → warning."""
+    """E3.10: for a thread reply, the finding behind the parent comment (marker or not); errors → warning."""
     if lookup is None or surface.in_reply_to_id is None:
         return None
     try:

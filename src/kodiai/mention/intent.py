@@ -1,4 +1,4 @@
-"""What a mention asks for (spec/exec.md §3.5 gates, §3.6 write intent), all pure.
+"""What a mention asks for (behaviour E3.5 gates, E3.6 write intent), all pure.
 
 The config gates answer with a named skip reason (the handler logs it and stops silently, no reply).
 Write intent is read from the question after the mention is stripped; the write output key and the
@@ -22,7 +22,7 @@ _KEYWORDS: tuple[WriteKeyword, ...] = ("apply", "change", "plan")
 
 ConfigSkip = Literal["mentions-disabled", "user-not-allowlisted", "handle-not-accepted", "empty-question"]
 
-#: The log line of each config gate (§3.5); the handler logs it and returns without a reply.
+#: The log line of each config gate (E3.5); the handler logs it and returns without a reply.
 CONFIG_SKIP_MESSAGES: dict[ConfigSkip, str] = {
     "mentions-disabled": "Mentions disabled in config, skipping",
     "user-not-allowlisted": "Mention author not in allowedUsers; skipping",
@@ -42,7 +42,7 @@ def bot_handles(app_slug: str) -> tuple[str, ...]:
 
 
 def matches_accepted_handles(body: str, handles: tuple[str, ...]) -> bool:
-    """Gate 3: a plain substring test of ``@<handle>`` on the lowercased body (§3.21.1: ``@kodiaibot`` passes)."""
+    """Gate 3: a plain substring test of ``@<handle>`` on the lowercased body (E3.21.1: ``@kodiaibot`` passes)."""
     text = body.lower()
     return any(f"@{handle.lower()}" in text for handle in handles)
 
@@ -58,7 +58,7 @@ class MentionGateResult(BaseModel):
 
 
 def apply_config_gates(surface: MentionSurface, config: MentionConfig, app_slug: str) -> MentionGateResult:
-    """§3.5 gates 1–4 in order: enabled, allowedUsers (case-insensitive), accepted handle, non-empty question."""
+    """E3.5 gates 1–4 in order: enabled, allowedUsers (case-insensitive), accepted handle, non-empty question."""
     handles = accepted_handles(app_slug, config.accept_claude_alias is not False)
     if not config.enabled:
         return MentionGateResult(skip="mentions-disabled", handles=handles)
@@ -143,11 +143,11 @@ def source_pr_url(owner: str, repo: str, pr_number: int) -> str:
 
 
 def conversation_key(surface: MentionSurface) -> str:
-    """Turn-limit key ``<owner>/<repo>#<n>``: per PR (or issue), not per thread (§3.7, §3.21.11)."""
+    """Turn-limit key ``<owner>/<repo>#<n>``: per PR (or issue), not per thread (E3.7, E3.21.11)."""
     number = surface.pr_number if surface.pr_number is not None else surface.issue_number
     return f"{surface.owner}/{surface.repo}#{number}"
 
 
 def write_rate_limit_key(installation_id: int, owner: str, repo: str) -> str:
-    """Rate-limit key ``<installationId>:<owner>/<repo>`` of ``write.minIntervalSeconds`` (§3.6 gate 3)."""
+    """Rate-limit key ``<installationId>:<owner>/<repo>`` of ``write.minIntervalSeconds`` (E3.6 gate 3)."""
     return f"{installation_id}:{owner}/{repo}"

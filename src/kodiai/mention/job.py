@@ -1,4 +1,4 @@
-"""Phase B of a mention (spec/exec.md §3.4–§3.15): the queued job, as a list of named stages.
+"""Phase B of a mention (behaviour E3.4–E3.15): the queued job, as a list of named stages.
 
     workspace → trusted config → config gates → [memory command: forget / remember, then stop]
     → write-intent gates (permission, fork, then the original's) → turn limit → daily spend cap → 👀
@@ -154,7 +154,7 @@ class MentionJob:
         self.log.info(message, gateResult="skipped", skipReason=reason, **fields)
 
     async def reply(self, body: str, purpose: ReplyPurpose = "reply") -> Any:
-        """A trusted-code reply along the surface's route (§3.16)."""
+        """A trusted-code reply along the surface's route (E3.16)."""
         return await deliver_reply(
             self.rest, reply_route(self.surface, purpose), body, bot_handles=self.handles, log=self.log
         )
@@ -202,7 +202,7 @@ class MentionJob:
                 await asyncio.shield(workspace.cleanup())
         return self.outcome
 
-    # ------------------------------------------------------------------ §3.4 workspace (fail-closed)
+    # ------------------------------------------------------------------ E3.4 workspace (fail-closed)
     async def fill_pull_refs(self, surface: MentionSurface) -> MentionSurface:
         """``pr_comment`` payloads carry no refs: read them from ``GET pulls/{n}``."""
         if surface.pr_number is None or surface.base_ref:
@@ -265,7 +265,7 @@ class MentionJob:
         self.allowed_domains = tuple(base.mention.allowed_domains or ())
         return trusted
 
-    # ------------------------------------------------------------------ §3.5 config gates (silent)
+    # ------------------------------------------------------------------ E3.5 config gates (silent)
     def pass_config_gates(self, config: RepoConfig) -> str | None:
         """The question to answer, or None after logging the first failing gate (no reply, no reaction)."""
         gate = apply_config_gates(self.surface, config.mention, self.deps.review.app_slug)
@@ -277,7 +277,7 @@ class MentionJob:
             return None
         return gate.question
 
-    # ------------------------------------------------------------------ §3.6 write intent and gates
+    # ------------------------------------------------------------------ E3.6 write intent and gates
     def write_plan(self, config: RepoConfig, question: str) -> WritePlan:
         intent = parse_write_intent(question)
         enabled = is_write_enabled(intent, config.write.enabled)
@@ -311,7 +311,7 @@ class MentionJob:
         return False
 
     async def pass_write_gates(self, config: RepoConfig, plan: WritePlan) -> bool:
-        """Write access, then forks (port additions), then §3.6 gates 1–5 in order; each failing gate
+        """Write access, then forks (port additions), then E3.6 gates 1–5 in order; each failing gate
         replies and stops the job."""
         s, state, now = self.surface, self.deps.state, self.deps.review.clock()
         if plan.key is not None and not await self.pass_write_permission():
@@ -369,7 +369,7 @@ class MentionJob:
                 False,
             )
 
-    # ------------------------------------------------------------------ §3.7 turn limit (replies only)
+    # ------------------------------------------------------------------ E3.7 turn limit (replies only)
     async def pass_turn_limit(self, config: RepoConfig) -> bool:
         if self.surface.in_reply_to_id is None:
             return True
@@ -399,7 +399,7 @@ class MentionJob:
         self.outcome = "skipped:spend-cap"
         return False
 
-    # ------------------------------------------------------------------ §3.8 acknowledgement
+    # ------------------------------------------------------------------ E3.8 acknowledgement
     async def add_eyes(self) -> None:
         """Inline → review-comment reaction; review body → none (a review id is no comment id); else the
         issue-comment reaction."""
@@ -409,7 +409,7 @@ class MentionJob:
         kind = "pulls" if s.is_inline else "issues"
         await self.rest.post(f"/{kind}/comments/{s.comment_id}/reactions", {"content": "eyes"})
 
-    # ------------------------------------------------------------------ §3.9–§3.11 context and prompt
+    # ------------------------------------------------------------------ E3.9–E3.11 context and prompt
     def finding_lookup(self) -> FindingLookup | None:
         store = self.deps.review.knowledge
         return store.get_finding_by_comment_id if store is not None else None
@@ -436,7 +436,7 @@ class MentionJob:
             )
         )
 
-    # ------------------------------------------------------------------ §3.12 execution
+    # ------------------------------------------------------------------ E3.12 execution
     async def execute(
         self, ws: Workspace, config: RepoConfig, plan: WritePlan, prompt: str
     ) -> ExecutionResult:
@@ -485,7 +485,7 @@ class MentionJob:
             self.log, "write-rate-limit", lambda: asyncio.to_thread(state.record_write, scope, now), None
         )
 
-    # ------------------------------------------------------------------ §3.13 bookkeeping (fail-open)
+    # ------------------------------------------------------------------ E3.13 bookkeeping (fail-open)
     async def bookkeeping(self, config: RepoConfig, result: ExecutionResult) -> None:
         s, deps = self.surface, self.deps
         if s.in_reply_to_id is not None and result.conclusion == "success":
@@ -540,7 +540,7 @@ class MentionJob:
                 "Failed to post cost warning",
             )
 
-    # ------------------------------------------------------------------ §3.14 write mode
+    # ------------------------------------------------------------------ E3.14 write mode
     def publisher(self, ws: Workspace, config: RepoConfig, plan: WritePlan) -> WritePublisher:
         s = self.surface
         assert plan.key is not None and plan.branch is not None and s.pr_number is not None
@@ -586,7 +586,7 @@ class MentionJob:
             **fields,
         )
 
-    # ------------------------------------------------------------------ §3.15 non-write endings
+    # ------------------------------------------------------------------ E3.15 non-write endings
     async def finish(self, result: ExecutionResult) -> None:
         self.outcome = "published" if result.published else result.conclusion
         if result.conclusion == "success" and not result.published:

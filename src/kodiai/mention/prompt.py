@@ -1,4 +1,4 @@
-"""The mention prompt (spec/exec.md §3.10–§3.11): sections in a fixed order, joined with newlines.
+"""The mention prompt (behaviour E3.10–E3.11): sections in a fixed order, joined with newlines.
 
 The model publishes its own answer through the MCP comment tools; the prompt says which tool, that an
 eyes reaction already acknowledged the mention, and how the answer must look. Repository-controlled
@@ -52,7 +52,7 @@ def build_custom_instructions(mention_prompt: str | None, intent: WriteIntent, w
     """Non-blank of [``mention.prompt``, plan-only block, write block], blank-line separated.
 
     ``plan:`` is a write intent that never writes, so it gets the plan-only block *and* the
-    "write intent, do not write" block (§3.21.2).
+    "write intent, do not write" block (E3.21.2).
     """
     plan_block = PLAN_ONLY_INSTRUCTIONS if intent.is_plan_only else ""
     if write_enabled:
@@ -92,7 +92,7 @@ def _header(surface: MentionSurface) -> list[str]:
 
 
 def build_finding_preamble(finding: ReviewFinding) -> list[str]:
-    """§3.10: the follow-up block naming the finding the user replied to. Its stored fields are quoted data
+    """E3.10: the follow-up block naming the finding the user replied to. Its stored fields are quoted data
     (issue 23: a stored title must not open a prompt section of its own)."""
     path = quote_data(finding.file_path)
     where = f"{path} (line {finding.start_line})" if finding.start_line is not None else path
@@ -205,7 +205,7 @@ def build_output_language_line(output_language: str | None) -> str:
 
 
 def build_mention_prompt(data: MentionPromptInput) -> str:
-    """§3.11 sections 1–12, in order, joined with ``\\n``."""
+    """E3.11 sections 1–12, in order, joined with ``\\n``."""
     surface = data.surface
     lines = _header(surface)
     if data.finding is not None:

@@ -1,4 +1,4 @@
-"""Write-mode publishing (spec/exec.md §3.14): trusted code turns the model's workspace edits into a
+"""Write-mode publishing (behaviour E3.14): trusted code turns the model's workspace edits into a
 commit, never the model.
 
 Same-repo PRs get the commit on their head branch, guarded by the write-output marker in the head's
@@ -7,7 +7,7 @@ through a bot branch and a bot PR. Every path ends the job with one reply.
 
 Deliberate differences:
 
-- (the §3.14.3d caveat decided in the user's favour) when the same-repo commit was made and only its push
+- (the E3.14.3d caveat decided in the user's favour) when the same-repo commit was made and only its push
   failed, that commit is pushed to the bot branch and the bot PR opened for it, instead of the original's
   misleading "no changes" refusal;
 - (security) a head that is the default branch or a protected branch, or whose protection cannot be read,
@@ -67,7 +67,7 @@ class Evidence(Protocol):
 
 
 async def find_existing_pr(rest: RestApi, owner: str, branch: str) -> str | None:
-    """The URL of a PR (any state) whose head is ``<owner>:<branch>``, or None (§3.6 gate 1)."""
+    """The URL of a PR (any state) whose head is ``<owner>:<branch>``, or None (E3.6 gate 1)."""
     pulls = await rest.get("/pulls", state="all", head=f"{owner}:{branch}", per_page=5)
     if isinstance(pulls, list) and pulls and isinstance(pulls[0], dict):
         url = pulls[0].get("html_url")
@@ -206,7 +206,7 @@ class WritePublisher:
             return None
         return "protected" if protected is True else "unverified"
 
-    # ------------------------------------------------------------------ same-repo (§3.14.3)
+    # ------------------------------------------------------------------ same-repo (E3.14.3)
     async def head_has_marker(self) -> bool:
         """Fetch the PR head and look for this request's marker in its last 50 commit messages; a
         lookup failure counts as "not found" (logged)."""
@@ -284,7 +284,7 @@ class WritePublisher:
             return None
         return head if has_write_output_marker([message], self.target.write_key) else None
 
-    # ------------------------------------------------------------------ bot PR (§3.14.4)
+    # ------------------------------------------------------------------ bot PR (E3.14.4)
     async def publish_bot_pr(self, *, base: str | None = None, block: DirectPushBlock | None = None) -> str:
         """Commit the edits on the deterministic bot branch and open a PR into ``base`` (default: the
         PR's base branch)."""

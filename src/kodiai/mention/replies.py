@@ -1,4 +1,4 @@
-"""Replies trusted code posts for a mention (spec/exec.md §3.15–§3.17) and where they go.
+"""Replies trusted code posts for a mention (behaviour E3.15–E3.17) and where they go.
 
 Every text here is final except for the outgoing-mention sanitiser, which :func:`deliver_reply` applies
 (R14, the cost warning, is posted as is). The routing decision is pure (:func:`reply_route`); the
@@ -131,7 +131,7 @@ WritePolicyCode = Literal[
 
 
 class WritePolicyRefusal(BaseModel):
-    """A write-policy error as R15 reports it (§3.14.7)."""
+    """A write-policy error as R15 reports it (E3.14.7)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -205,20 +205,20 @@ def write_refusal_reply(refusal: WritePolicyRefusal, allow_paths: Sequence[str] 
     return _wrapped(*lines)
 
 
-# --- error replies (§3.15) --------------------------------------------------------------------------
+# --- error replies (E3.15) --------------------------------------------------------------------------
 
 
 def execution_error_reply(
     *, is_timeout: bool, error_message_text: str | None, bot_handles: Sequence[str]
 ) -> str:
-    """§3.15.2: an ``error`` conclusion; ``timeout`` when timed out, else classified (never ``timeout_partial``)."""
+    """E3.15.2: an ``error`` conclusion; ``timeout`` when timed out, else classified (never ``timeout_partial``)."""
     category = "timeout" if is_timeout else classify_error(error_message_text or "", False)
     detail = error_message_text or ERROR_DETAIL_FALLBACK
     return mention_error_body(format_error_comment(category, detail), bot_handles)
 
 
 def catch_all_error_reply(error: object, bot_handles: Sequence[str]) -> str:
-    """§3.15.3: an exception escaped the job; classified from its message (a non-exception gets the fallback)."""
+    """E3.15.3: an exception escaped the job; classified from its message (a non-exception gets the fallback)."""
     category = classify_error(error, False)
     detail = str(error) if isinstance(error, BaseException) else ""
     return mention_error_body(
@@ -226,7 +226,7 @@ def catch_all_error_reply(error: object, bot_handles: Sequence[str]) -> str:
     )
 
 
-# --- routing (§3.16) --------------------------------------------------------------------------------
+# --- routing (E3.16) --------------------------------------------------------------------------------
 
 ReplyPurpose = Literal["reply", "no_publish_fallback", "error", "catch_all_error"]
 
@@ -257,8 +257,8 @@ def reply_route(surface: MentionSurface, purpose: ReplyPurpose = "reply") -> Rep
     - ``reply`` (R-post): inline surface with a PR → thread reply, falling back to a top-level comment;
       otherwise top-level; a failed top-level post raises.
     - ``no_publish_fallback`` (R3): inline → thread reply only; otherwise top-level.
-    - ``error`` (§3.15.2): like R-post, but a final failure is only logged.
-    - ``catch_all_error`` (§3.15.3): inline → thread reply only; otherwise top-level; failures are logged.
+    - ``error`` (E3.15.2): like R-post, but a final failure is only logged.
+    - ``catch_all_error`` (E3.15.3): inline → thread reply only; otherwise top-level; failures are logged.
     """
     top = ReplyEndpoint(kind="issue_comment", suffix=f"/issues/{surface.issue_number}/comments")
     thread = (

@@ -1,4 +1,4 @@
-"""Where a mention came from (spec/exec.md §3.2) and the pre-queue filters (§3.3), all pure.
+"""Where a mention came from (behaviour E3.2) and the pre-queue filters (E3.3), all pure.
 
 Three webhook events can carry an ``@kodiai`` mention; :func:`normalize_mention` turns each into one
 :class:`MentionSurface`, so the rest of the flow never looks at a raw payload again. The pre-queue
@@ -24,7 +24,7 @@ from kodiai.webhook.payloads import (
 
 SurfaceKind = Literal["issue_comment", "pr_comment", "pr_review_comment", "pr_review_body"]
 
-#: ``<event>.<action>`` keys the mention handler registers for (§3.1).
+#: ``<event>.<action>`` keys the mention handler registers for (E3.1).
 MENTION_EVENT_KEYS = (
     "issue_comment.created",
     "pull_request_review_comment.created",
@@ -194,7 +194,7 @@ def normalize_mention(event_name: str, payload: Mapping[str, Any]) -> MentionSur
 
 
 def with_pull_refs(surface: MentionSurface, pull: Mapping[str, Any]) -> MentionSurface:
-    """Fill head/base refs and the head repo from a ``GET pulls/{n}`` answer (``pr_comment``, §3.4 step 2)."""
+    """Fill head/base refs and the head repo from a ``GET pulls/{n}`` answer (``pr_comment``, E3.4 step 2)."""
     return surface.model_copy(update=_pull_refs(PullRequest.model_validate(pull)))
 
 
@@ -234,7 +234,7 @@ def _trigger_text(event_name: str, payload: Mapping[str, Any]) -> tuple[Any, Any
 
 
 def has_fast_mention(body: str | None, app_slug: str) -> bool:
-    """The cheap substring filter: ``@<slug>`` or ``@claude`` anywhere (so ``@kodiai123`` passes, §3.21.1)."""
+    """The cheap substring filter: ``@<slug>`` or ``@claude`` anywhere (so ``@kodiai123`` passes, E3.21.1)."""
     text = (body or "").lower()
     return f"@{app_slug.lower()}" in text or f"@{CLAUDE_HANDLE}" in text
 
@@ -248,7 +248,7 @@ def is_self_or_bot_author(login: str | None, app_slug: str) -> bool:
 def pre_queue_skip(
     event_name: str, action: str | None, payload: Mapping[str, Any], app_slug: str
 ) -> PreQueueSkip | None:
-    """§3.3 in order: event/action, empty review body, fast mention filter, self/bot author; None = enqueue."""
+    """E3.3 in order: event/action, empty review body, fast mention filter, self/bot author; None = enqueue."""
     if f"{event_name}.{action or ''}" not in MENTION_EVENT_KEYS:
         return "unsupported-event"
     body, author = _trigger_text(event_name, payload)

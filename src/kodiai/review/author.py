@@ -1,4 +1,4 @@
-"""Author tier classification from the PR's author association and PR count (spec/review.md §2.7)."""
+"""Author tier classification from the PR's author association and PR count (behaviour R2.7)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Finding confidence and suppression matching (spec/review.md §2.30, spec/platform.md §8.5).
+"""Finding confidence and suppression matching (behaviour R2.30, behaviour P8.5).
 
 ``compute_confidence`` scores a finding from its severity, category and whether it matches a known
 pattern. ``match_pattern`` / ``matches_suppression`` decide whether a configured suppression applies:

@@ -1,4 +1,4 @@
-"""Incremental-review dedup: prior findings on unchanged code are not re-posted (spec/review.md §2.14).
+"""Incremental-review dedup: prior findings on unchanged code are not re-posted (behaviour R2.14).
 
 Keys are ``"<file_path>:<title_fingerprint>"`` compared as strings, exactly as in the original (the parity
 vectors pin this). For the review Q1 fix, build the context from

@@ -1,4 +1,4 @@
-"""Delta classification of a re-review: which findings are new, still open or resolved (spec/review.md §2.15).
+"""Delta classification of a re-review: which findings are new, still open or resolved (behaviour R2.15).
 
 The pure function keeps the original's semantics exactly (the parity vectors pin them): keys are
 ``"<file_path>:<fingerprint>"`` compared as strings. The original stored prior fingerprints as bare hex and

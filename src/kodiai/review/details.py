@@ -1,4 +1,4 @@
-"""The Review Details block and how it is merged into the summary comment (spec/review.md §3.4).
+"""The Review Details block and how it is merged into the summary comment (behaviour R3.4).
 
 Everything here is pure string work; the handler fetches and posts the comments.
 """
@@ -212,7 +212,7 @@ def insert_before_last_details_close(summary_body: str, block: str) -> str:
 
 
 def embed_review_details(summary_body: str, details: ReviewDetailsInput) -> str:
-    """The summary comment's new body with the Review Details block embedded (§3.4 "embedding").
+    """The summary comment's new body with the Review Details block embedded (R3.4 "embedding").
 
     When the summary holds severity tags, the Findings line shows the sum of the handler's counts and
     the tag counts, with `` (includes <n> from summary observations)``.

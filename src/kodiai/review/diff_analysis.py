@@ -1,4 +1,4 @@
-"""Diff analysis: file categories, languages, risk signals and metrics (spec/review.md §2.3).
+"""Diff analysis: file categories, languages, risk signals and metrics (behaviour R2.3).
 
 Pure: the only outside input is the clock used for the 50 ms time budget, which is injectable
 (``clock`` returns milliseconds) so tests can freeze it or make it trip.

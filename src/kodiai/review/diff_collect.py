@@ -1,4 +1,4 @@
-"""Diff collection (spec/review.md §1 step 20): which files changed and how, with real ``git``.
+"""Diff collection (behaviour R1 step 20): which files changed and how, with real ``git``.
 
 The range is triple-dot from the merge base when one exists. A shallow clone often lacks it, so the base
 fetch is deepened (50, 150, 300), then unshallowed, before falling back to a two-dot range. Fail-closed:

@@ -1,4 +1,4 @@
-"""Phase A of the review (spec/review.md §1 steps 1–7): gate the webhook, then enqueue the job.
+"""Phase A of the review (behaviour R1 steps 1–7): gate the webhook, then enqueue the job.
 
 Runs on the dispatcher's task; everything slow happens in the job on the installation's lane, under
 the global review cap. The dispatch settles when the job does, so the job journal knows whether the

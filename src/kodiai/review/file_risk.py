@@ -1,4 +1,4 @@
-"""Per-file risk scores and large-PR triage (spec/review.md §2.4)."""
+"""Per-file risk scores and large-PR triage (behaviour R2.4)."""
 
 from __future__ import annotations
 

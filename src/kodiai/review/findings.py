@@ -1,4 +1,4 @@
-"""Finding identity: the title fingerprint used everywhere findings are matched (spec/review.md §0.1).
+"""Finding identity: the title fingerprint used everywhere findings are matched (behaviour R0.1).
 
 One fingerprint form is used throughout the port (``fp-`` + 8 lowercase hex digits). Rows written by an older
 database in the bare 8-hex form still match through :func:`fingerprint_variants` / :func:`normalize_fingerprint`
@@ -36,7 +36,7 @@ def _fnv1a_32(text: str) -> int:
 
 
 def fingerprint_finding_title(title: str) -> str:
-    """The title fingerprint ``fp-xxxxxxxx`` (§0.1): FNV-1a of the normalised title, 8 lowercase hex digits."""
+    """The title fingerprint ``fp-xxxxxxxx`` (R0.1): FNV-1a of the normalised title, 8 lowercase hex digits."""
     return f"{FINGERPRINT_PREFIX}{_fnv1a_32(_normalise_title(title)):08x}"
 
 

@@ -1,4 +1,4 @@
-"""Gather: everything a review is planned from (spec/review.md §1 steps 15, 18–32).
+"""Gather: everything a review is planned from (behaviour R1 steps 15, 18–32).
 
 Shared by the webhook job and ``kodiai review``: what differs between them (where commit messages, the
 author tier and dependency advisories come from, whether a knowledge store exists) is a

@@ -1,4 +1,4 @@
-"""Incremental re-review helpers (spec/review.md §2.17, §1 steps 19 and 27).
+"""Incremental re-review helpers (behaviour R2.17, R1 steps 19 and 27).
 
 ``compute_incremental_diff`` asks git (in the job's local workspace) which files changed since the last
 reviewed head SHA. Git runs through an injectable runner, so the decision logic is testable and the

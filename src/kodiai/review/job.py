@@ -1,4 +1,4 @@
-"""Phase B of the review: the queued job (spec/review.md §1 steps 8–54), as a list of named stages.
+"""Phase B of the review: the queued job (behaviour R1 steps 8–54), as a list of named stages.
 
     claim run → workspace + config → gates → daily spend cap → gather → plan → execute → post-process
     → publish + record

@@ -1,4 +1,4 @@
-"""The "Keyword parsing" bullet of the review prompt's context section (spec/review.md §2.8)."""
+"""The "Keyword parsing" bullet of the review prompt's context section (behaviour R2.8)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Language classification of changed files by extension (spec/review.md §2.3).
+"""Language classification of changed files by extension (behaviour R2.3).
 
 The "extension" is whatever follows the last ``.`` of the whole path, lowercased (JS
 ``path.split(".").pop().toLowerCase()``): ``dir.d/file`` has the extension ``d/file``, a path without a dot

@@ -325,7 +325,7 @@ async def build_local_review(
     if config.knowledge.retrieval.enabled:
         try:
             memory = _open_memory(memory_uri, embedder_factory)
-        except Exception as exc:  # retrieval is fail-open (spec/review.md §1 step 32)
+        except Exception as exc:  # retrieval is fail-open (behaviour R1 step 32)
             no_store_reason = redact(f"{type(exc).__name__}: {exc}")
             log.warning("Learned memory could not be opened (fail-open)", err=no_store_reason)
     sources = GatherSources(commits=commits, memory=memory, now=now)

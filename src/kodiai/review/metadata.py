@@ -1,4 +1,4 @@
-"""Parse a finding's severity, category and title from an inline comment body (spec/review.md §2.31)."""
+"""Parse a finding's severity, category and title from an inline comment body (behaviour R2.31)."""
 
 from __future__ import annotations
 
@@ -108,7 +108,7 @@ def parse_finding_metadata(body: str) -> FindingMetadata:
 
 
 class ExtractedFinding(BaseModel):
-    """One finding read back from this run's inline comments (spec/review.md §1 step 38)."""
+    """One finding read back from this run's inline comments (behaviour R1 step 38)."""
 
     comment_id: int
     file_path: str

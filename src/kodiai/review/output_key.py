@@ -1,4 +1,4 @@
-"""The review output key and its markers (spec/review.md §0.2, §2.1 and §3.10; spec/exec.md §2.5).
+"""The review output key and its markers (behaviour R0.2, R2.1 and R3.10; behaviour E2.5).
 
 The key names one review output (one delivery of one event on one head SHA); the markers are HTML
 comments GitHub does not display. The "already published" scan that looks for them on a PR is

@@ -1,4 +1,4 @@
-"""Plan: from what was gathered to the prompt and the run's limits (spec/review.md §1 steps 33–36), pure.
+"""Plan: from what was gathered to the prompt and the run's limits (behaviour R1 steps 33–36), pure.
 
 Profile resolution and presets, the timeout estimate and its scope reduction, the intent's area tweaks,
 then the prompt. The webhook job and ``kodiai review`` both call :func:`plan_review`, so the preview a

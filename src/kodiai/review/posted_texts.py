@@ -1,4 +1,4 @@
-"""Deterministic texts the review handler posts (spec/review.md §3.5, §3.7, §3.8).
+"""Deterministic texts the review handler posts (behaviour R3.5, R3.7, R3.8).
 
 Error comments are built by ``kodiai.execution.errors``; the Review Details block by
 ``kodiai.review.details``. Every body still goes through the outgoing-mention sanitiser when posted.

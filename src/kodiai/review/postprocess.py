@@ -1,4 +1,4 @@
-"""Post-process: what becomes of each finding the model posted (spec/review.md §1 steps 41–43, 45), pure.
+"""Post-process: what becomes of each finding the model posted (behaviour R1 steps 41–43, 45), pure.
 
 Input: the findings read back from this run's inline comments after language enforcement, the
 feedback-suppression result, and the plan. Output: per finding its confidence and whether it stays

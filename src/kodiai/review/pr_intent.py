@@ -1,4 +1,4 @@
-"""PR intent parsing: bracket tags, conventional-commit type and breaking-change signals (§2.8).
+"""PR intent parsing: bracket tags, conventional-commit type and breaking-change signals (R2.8).
 
 The regexes reproduce the original's JS regexes (no ``u`` flag): ``\\s`` is JS whitespace and ``/i``
 folds ASCII letters only, hence :data:`kodiai.compat.js.JS_S` and ``re.ASCII | re.IGNORECASE``.

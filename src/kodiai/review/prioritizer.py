@@ -1,4 +1,4 @@
-"""Finding prioritisation: score each finding and keep the best ``maxComments`` (spec/review.md §2.16)."""
+"""Finding prioritisation: score each finding and keep the best ``maxComments`` (behaviour R2.16)."""
 
 from __future__ import annotations
 

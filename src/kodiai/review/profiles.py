@@ -1,5 +1,5 @@
-"""Review profiles: resolution (keyword override, then manual config, then auto by PR size, §2.6) and the
-presets that fill the review scope (spec/review.md §1 steps 33–35)."""
+"""Review profiles: resolution (keyword override, then manual config, then auto by PR size, R2.6) and the
+presets that fill the review scope (behaviour R1 steps 33–35)."""
 
 from __future__ import annotations
 

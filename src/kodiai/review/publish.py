@@ -1,4 +1,4 @@
-"""Publish: what the handler itself posts after the model ran (spec/review.md §1 steps 44, 46, 47, 52, 53).
+"""Publish: what the handler itself posts after the model ran (behaviour R1 steps 44, 46, 47, 52, 53).
 
 Every body goes through the outgoing-mention sanitiser. All of it is fail-open except the marker scan
 before an approval, whose errors are logged like the approval's own.

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 
 class PullRequestFacts(BaseModel):
-    """Identity, refs and description of the PR under review (spec/review.md §1 steps 2, 6, 15, 33)."""
+    """Identity, refs and description of the PR under review (behaviour R1 steps 2, 6, 15, 33)."""
 
     model_config = ConfigDict(frozen=True)
 

@@ -1,4 +1,4 @@
-"""Record: telemetry, knowledge and learned memory of a run (spec/review.md §1 steps 32.7, 47–50).
+"""Record: telemetry, knowledge and learned memory of a run (behaviour R1 steps 32.7, 47–50).
 
 All fail-open: a review that reached GitHub is never undone because a database write failed. The
 learned-memory write closes the learning loop inside the product: the next PR of the same repo

@@ -1,4 +1,4 @@
-"""UI re-review team helpers (spec/review.md §2.2).
+"""UI re-review team helpers (behaviour R2.2).
 
 ``build_rereview_team_candidates`` is pure. ``request_rereview_team_best_effort`` holds the decision
 logic (already requested? which candidate next? fall back to the app user?) over a small client

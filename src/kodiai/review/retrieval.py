@@ -1,4 +1,4 @@
-"""Retrieval from learned memory (spec/review.md §1 step 32): the query, its embedding, the isolated and
+"""Retrieval from learned memory (behaviour R1 step 32): the query, its embedding, the isolated and
 re-ranked candidates (with the lexical channel's hits when the cut uses it), the embedder's calibrated cut
 and the confidence and ambiguity signals, and (a port addition) how the team reacted to each result, so
 the prompt never offers a rejected finding as precedent."""

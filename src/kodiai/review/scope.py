@@ -1,4 +1,4 @@
-"""Scope coordination: scoped npm packages bumped together (spec/review.md §2.13)."""
+"""Scope coordination: scoped npm packages bumped together (behaviour R2.13)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ _SCOPED_PACKAGE_RE = re.compile(r"@[\w-]+/[\w.-]+", re.ASCII)
 
 
 def extract_scoped_packages(body: str | None) -> list[str]:
-    """The ``@scope/name`` tokens of a PR body, de-duplicated in first-seen order (§1 step 25, X-35)."""
+    """The ``@scope/name`` tokens of a PR body, de-duplicated in first-seen order (R1 step 25, X-35)."""
     return list(dict.fromkeys(_SCOPED_PACKAGE_RE.findall(body or "")))
 
 

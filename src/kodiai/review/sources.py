@@ -1,5 +1,5 @@
 """Where a review's gather stage reads what the workspace cannot tell it, and the webhook's sources:
-commits, the author's tier, dependency advisories (spec/review.md §1 steps 15, 18, 22) and the knowledge
+commits, the author's tier, dependency advisories (behaviour R1 steps 15, 18, 22) and the knowledge
 store's prior findings (step 31). A local review has its own (``handlers/review/local.py``)."""
 
 from __future__ import annotations

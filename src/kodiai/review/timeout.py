@@ -1,4 +1,4 @@
-"""Review timeout estimation from PR size and language mix (spec/review.md §2.5, spec/exec.md §3.20)."""
+"""Review timeout estimation from PR size and language mix (behaviour R2.5, behaviour E3.20)."""
 
 from __future__ import annotations
 

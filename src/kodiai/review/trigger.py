@@ -1,4 +1,4 @@
-"""Phase A of the review (spec/review.md §1 steps 1–6), pure: which events start a review, and what
+"""Phase A of the review (behaviour R1 steps 1–6), pure: which events start a review, and what
 to clone for them. A gate answers with a named skip reason; the handler logs it and stops."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Usage analysis for dependency bumps: search terms, ``git grep`` output parsing (spec/review.md §2.12).
+"""Usage analysis for dependency bumps: search terms, ``git grep`` output parsing (behaviour R2.12).
 
 The helpers are pure. :func:`analyze_package_usage` is the I/O part: it runs ``git grep`` in a workspace
 through an injectable runner and never raises.

@@ -1,4 +1,4 @@
-"""Package usage scan in a workspace with ``git grep`` (spec/review.md §2.12) — the I/O half of usage analysis.
+"""Package usage scan in a workspace with ``git grep`` (behaviour R2.12) — the I/O half of usage analysis.
 
 The pure helpers live in :mod:`kodiai.review.usage`. Here a runner executes ``git`` (injectable, so tests
 can make it slow or fail), a time budget bounds it, and nothing ever raises.
@@ -77,7 +77,7 @@ async def with_time_budget(work: Awaitable[T], ms: float) -> T | None:
 
 def build_grep_command(workspace_dir: str, terms: Sequence[str]) -> list[str]:
     """``git -C <dir> grep -rn --max-count=20 -e <terms joined by \\|> --`` (GNU BRE alternation,
-    unescaped, §4.37 X-38). The pattern is an ``-e`` argument and ``--`` ends the options, so a term from a
+    unescaped, R4.37 X-38). The pattern is an ``-e`` argument and ``--`` ends the options, so a term from a
     pull request (a dependency named ``--output=x``) is only ever a pattern."""
     pattern = "\\|".join(terms)
     return ["git", "-C", workspace_dir, "grep", "-rn", f"--max-count={MAX_EVIDENCE}", "-e", pattern, "--"]

@@ -1,4 +1,4 @@
-"""The HTTP app factory (spec/platform.md §2): webhook ingress, health, readiness, metrics, setup pages.
+"""The HTTP app factory (behaviour P2): webhook ingress, health, readiness, metrics, setup pages.
 
 ``create_app(runtime)`` is the composition root's last step: the runtime (built by
 :func:`kodiai.server.runtime.build_runtime`) already holds every store and client. Routing is strict

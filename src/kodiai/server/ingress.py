@@ -1,4 +1,4 @@
-"""``POST /webhooks/github`` without the HTTP framework (spec/platform.md §3.1, plus the port's fixes).
+"""``POST /webhooks/github`` without the HTTP framework (behaviour P3.1, plus the port's fixes).
 
 Order: signature over the exact bytes → JSON check and routing fields (invalid → 400, *not* marked seen:
 PARITY fix; the full payload is parsed when a handler reads it, see :mod:`kodiai.webhook.routing`) →

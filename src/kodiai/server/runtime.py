@@ -1,6 +1,6 @@
 """The composition root's state: every store, client and queue, built once and passed in.
 
-:func:`build_runtime` runs the start-up steps that may fail fast (spec/platform.md §1.2): GitHub App
+:func:`build_runtime` runs the start-up steps that may fail fast (behaviour P1.2): GitHub App
 authentication (one clear message on a bad key or an unreachable GitHub), the jobs database and its
 migrations, stale-workspace cleanup. In setup mode (App settings missing) only what the setup pages
 need is built. :func:`kodiai.server.app.create_app` turns a runtime into the HTTP app.

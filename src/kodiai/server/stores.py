@@ -1,4 +1,4 @@
-"""Start-up steps 6–11 (spec/platform.md §1.2): the stores and providers handlers are given.
+"""Start-up steps 6–11 (behaviour P1.2): the stores and providers handlers are given.
 
 Built once by the composition root (``kodiai serve``) and attached to the runtime as ``runtime.stores``:
 telemetry and knowledge stores (fail-fast, as the original), learned memory (fail-open: a failure logs

@@ -1,4 +1,4 @@
-"""Where the knowledge database lives: ``--db`` argument > ``KNOWLEDGE_DB_PATH`` > the default (§1.1, §8.4)."""
+"""Where the knowledge database lives: ``--db`` argument > ``KNOWLEDGE_DB_PATH`` > the default (P1.1, P8.4)."""
 
 from __future__ import annotations
 

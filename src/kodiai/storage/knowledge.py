@@ -1,5 +1,5 @@
 """Knowledge store: reviews, findings, suppressions, global patterns, feedback reactions, run state, author
-cache and dep-bump merge history (spec/platform.md §6.2), in the original's tables.
+cache and dep-bump merge history (behaviour P6.2), in the original's tables.
 
 A SQLite file, or the PostgreSQL database when given a ``postgresql://`` URL (``DATABASE_URL``; see
 :mod:`kodiai.storage.database`): the same tables, the same SQL. Foreign keys are enforced (a finding or

@@ -1,7 +1,7 @@
 """Feedback and memory-governance queries of the knowledge DB (port additions on the original's tables).
 
 Reactions are keyed by the finding's comment id, which is also the learned memory's ``finding_id``
-(spec/review.md §1 step 50), so a retrieved memory finds its feedback without a join.
+(behaviour R1 step 50), so a retrieved memory finds its feedback without a join.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Data shapes of the knowledge store (spec/platform.md §6.2), snake_case versions of the original's."""
+"""Data shapes of the knowledge store (behaviour P6.2), snake_case versions of the original's."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Each function takes a plain :class:`sqlite3.Connection` (the CLI's read-only one) or any
 :class:`~kodiai.storage.database.Executor` (the store's database, SQLite or PostgreSQL). SQL follows
-spec/platform.md §6.2 and §7, written to run on both.
+behaviour P6.2 and P7, written to run on both.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Run state (review idempotency per SHA pair) and the author-tier cache of the knowledge DB (§6.2)."""
+"""Run state (review idempotency per SHA pair) and the author-tier cache of the knowledge DB (P6.2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The storage steps of the start-up sequence (spec/platform.md §1.2 steps 6, 7 and 11), for the
+"""The storage steps of the start-up sequence (behaviour P1.2 steps 6, 7 and 11), for the
 composition root. Log messages are the original's, which runbooks grep for.
 
 - Step 6: open the telemetry store (not wrapped: a failure stops start-up), purge ``executions`` older
@@ -24,7 +24,7 @@ RUN_STATE_RETENTION_DAYS = 30
 
 
 def open_telemetry_store(path: str | Path, log: Logger) -> TelemetryStore:
-    """§1.2 step 6: ``path`` is the SQLite file, or ``DATABASE_URL``. Errors propagate (fail-fast, as the
+    """P1.2 step 6: ``path`` is the SQLite file, or ``DATABASE_URL``. Errors propagate (fail-fast, as the
     original)."""
     store = TelemetryStore(path)
     if store.dialect != "sqlite":
@@ -39,7 +39,7 @@ def open_telemetry_store(path: str | Path, log: Logger) -> TelemetryStore:
 def open_knowledge_store(
     arg: str | None, env: Mapping[str, str], log: Logger, cwd: str | Path | None = None
 ) -> KnowledgeStore:
-    """§1.2 step 7: ``arg`` > ``KNOWLEDGE_DB_PATH`` in ``env`` > default. Errors propagate (fail-fast)."""
+    """P1.2 step 7: ``arg`` > ``KNOWLEDGE_DB_PATH`` in ``env`` > default. Errors propagate (fail-fast)."""
     path, source = resolve_knowledge_db_path(arg, env, cwd)
     store = KnowledgeStore(path)
     log.info("Knowledge store path resolved", knowledgeDbPath=path, source=source)
@@ -48,14 +48,14 @@ def open_knowledge_store(
 
 
 def open_knowledge_store_in(database_url: str, log: Logger) -> KnowledgeStore:
-    """§1.2 step 7 with ``DATABASE_URL``: the knowledge tables in PostgreSQL (``KNOWLEDGE_DB_PATH`` unused)."""
+    """P1.2 step 7 with ``DATABASE_URL``: the knowledge tables in PostgreSQL (``KNOWLEDGE_DB_PATH`` unused)."""
     store = KnowledgeStore(database_url)
     log.info("Knowledge store path resolved", knowledgeDbPath=store.path, source="database_url")
     return store
 
 
 def purge_run_state(store: KnowledgeStore, log: Logger) -> int:
-    """§1.2 step 11, fail-open: any error is a warning and 0 rows."""
+    """P1.2 step 11, fail-open: any error is a warning and 0 rows."""
     try:
         purged = store.purge_old_runs(RUN_STATE_RETENTION_DAYS)
     except Exception as exc:

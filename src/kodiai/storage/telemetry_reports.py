@@ -1,4 +1,4 @@
-"""Telemetry report queries (spec/platform.md §7 usage report, plus the retrieval-quality report).
+"""Telemetry report queries (behaviour P7 usage report, plus the retrieval-quality report).
 
 Pure SQL over a (read-only) connection, SQLite or PostgreSQL (:class:`kodiai.storage.database.Executor`, or a
 raw :class:`sqlite3.Connection`); the CLI renders. Works on a file the original created whether or

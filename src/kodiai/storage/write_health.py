@@ -1,7 +1,7 @@
 """Can a store still write? Write failures of the knowledge, telemetry and learned-memory stores, for
 ``/readiness`` and ``/metrics``.
 
-The review handler's writes to these stores are fail-open (spec/review.md §1 steps 47-50): on a full disk
+The review handler's writes to these stores are fail-open (behaviour R1 steps 47-50): on a full disk
 the review is still posted and the failed write only logged, so nothing else would tell an operator that
 every review is now losing its knowledge rows and memories. Each store owns one :class:`WriteHealth`; its
 write methods report through :func:`reports_writes`. A failure is classified (:func:`classify`):

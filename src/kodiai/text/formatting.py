@@ -1,4 +1,4 @@
-"""Markdown helpers for posted replies (spec/review.md §2.20, spec/exec.md §3.19)."""
+"""Markdown helpers for posted replies (behaviour R2.20, behaviour E3.19)."""
 
 from __future__ import annotations
 

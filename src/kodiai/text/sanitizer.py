@@ -1,4 +1,4 @@
-"""Content sanitisation for text that reaches the model or is posted (spec/review.md §2.19, exec §3.18).
+"""Content sanitisation for text that reaches the model or is posted (behaviour R2.19, behaviour E3.18).
 
 :func:`sanitize_content` neutralises prompt-injection carriers (HTML comments, invisible characters,
 hidden markdown/HTML text, numeric entities) and redacts GitHub tokens. :func:`sanitize_outgoing_mentions`

@@ -1,4 +1,4 @@
-"""The bot filter (spec/platform.md §3.3): drop the app's own events and bots not on the allow list."""
+"""The bot filter (behaviour P3.3): drop the app's own events and bots not on the allow list."""
 
 from __future__ import annotations
 

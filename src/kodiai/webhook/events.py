@@ -1,4 +1,4 @@
-"""The event record the router dispatches, and the fields derived from a raw payload (§3.1 step 6)."""
+"""The event record the router dispatches, and the fields derived from a raw payload (P3.1 step 6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The event router (spec/platform.md §3.3): bot filter, specific + general keys, concurrent handlers.
+"""The event router (behaviour P3.3): bot filter, specific + general keys, concurrent handlers.
 
 Handlers are ``async def handler(event: WebhookEvent) -> None`` callables registered under a key
 (``"pull_request.opened"`` or a bare event name) with a name (``"review"``). A handler awaits its

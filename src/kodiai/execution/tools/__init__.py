@@ -1,4 +1,4 @@
-"""The in-process MCP servers the model publishes through (spec/exec.md §2.0).
+"""The in-process MCP servers the model publishes through (behaviour E2.0).
 
 Server keys, also the tool-id prefixes the model sees (``mcp__<key>__<tool>``): ``github_comment``,
 ``reviewCommentThread``, ``github_inline_comment``, ``github_ci`` and ``git`` — five servers, ten tools in
@@ -29,7 +29,7 @@ def build_mcp_servers(
     enable_comment_tools: bool = True,
     enable_inline_tools: bool = True,
 ) -> dict[str, McpSdkServerConfig]:
-    """The server set of §2.0: which servers exist depends on the surface and on write mode; ``git``
+    """The server set of E2.0: which servers exist depends on the surface and on write mode; ``git``
     is in every run with a workspace."""
     servers: dict[str, McpSdkServerConfig] = {}
     if enable_comment_tools:

@@ -1,4 +1,4 @@
-"""``github_ci``: ``get_ci_status`` and ``get_workflow_run_details`` (spec/exec.md §2.4), read-only."""
+"""``github_ci``: ``get_ci_status`` and ``get_workflow_run_details`` (behaviour E2.4), read-only."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``github_comment``: ``create_comment`` and ``update_comment`` (spec/exec.md §2.1).
+"""``github_comment``: ``create_comment`` and ``update_comment`` (behaviour E2.1).
 
 Pipeline for both: decision validator → review-summary validator/stripper → re-review validator →
 review marker (when a key is configured) → outgoing-mention sanitiser → GitHub. ``create_comment`` on a

@@ -1,6 +1,6 @@
 """What every MCP tool shares: its environment, the publish flag, input validation and results.
 
-Conventions (spec/exec.md §2.0): success is one text item of compact JSON with ``None`` values
+Conventions (behaviour E2.0): success is one text item of compact JSON with ``None`` values
 dropped; any failure is ``Error: <message>`` with the error flag set, so validation problems go back to
 the model and nothing is posted.
 """

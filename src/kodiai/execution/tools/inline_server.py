@@ -1,4 +1,4 @@
-"""``github_inline_comment`` → ``create_inline_comment`` (spec/exec.md §2.3, review.md §3.1).
+"""``github_inline_comment`` → ``create_inline_comment`` (behaviour E2.3, behaviour R3.1).
 
 Before the first inline post of a run the review-output marker is looked for on the PR; when it is
 already there every call of this server instance is skipped (``already-published``), so a redelivered

@@ -1,4 +1,4 @@
-"""``reviewCommentThread`` → ``reply_to_pr_review_comment`` (spec/exec.md §2.2).
+"""``reviewCommentThread`` → ``reply_to_pr_review_comment`` (behaviour E2.2).
 
 The reply is wrapped in ``<details>`` (summary ``kodiai response``), checked lightly (an APPROVE needs
 ``Issues: none`` before the closing tag), mention-sanitised and posted as an in-thread reply. It never

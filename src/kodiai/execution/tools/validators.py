@@ -1,4 +1,4 @@
-"""The three body validators of ``github_comment`` (spec/exec.md §2.1.1–§2.1.3), pure.
+"""The three body validators of ``github_comment`` (behaviour E2.1.1–E2.1.3), pure.
 
 Each validator applies only when its marker summary is present in the body and raises
 :class:`CommentValidationError` otherwise-invalid bodies; the message goes back to the model as a tool
@@ -68,7 +68,7 @@ def _details_inner_lines(lines: list[str]) -> list[str]:
 
 
 def validate_decision_response(body: str) -> None:
-    """§2.1.1: the mention decision format (``Decision: APPROVE`` / ``NOT APPROVED``)."""
+    """E2.1.1: the mention decision format (``Decision: APPROVE`` / ``NOT APPROVED``)."""
     if DECISION_SUMMARY not in body or "Decision:" not in body:
         return
     content = [js_trim_end(ln) for ln in _details_inner_lines(body.split("\n"))]
@@ -180,7 +180,7 @@ def _check_observations(body: str, warnings: list[str]) -> int:
 
 
 def sanitize_review_summary(body: str) -> ValidatedBody:
-    """§2.1.2: strip legacy lines, then enforce the five-section review summary layout."""
+    """E2.1.2: strip legacy lines, then enforce the five-section review summary layout."""
     if REVIEW_SUMMARY not in body:
         return ValidatedBody(body)
     body = _strip_legacy_lines(body)
@@ -220,7 +220,7 @@ def sanitize_review_summary(body: str) -> ValidatedBody:
 
 
 def validate_rereview_summary(body: str) -> None:
-    """§2.1.3: the delta re-review summary layout (body unchanged)."""
+    """E2.1.3: the delta re-review summary layout (body unchanged)."""
     if REREVIEW_SUMMARY not in body:
         return
     for section in _DELTA_REQUIRED:
@@ -257,7 +257,7 @@ def validate_comment_body(body: str) -> ValidatedBody:
 
 
 def validate_thread_decision(wrapped: str) -> None:
-    """§2.2: the light APPROVE check of thread replies (``Issues: none`` before ``</details>``)."""
+    """E2.2: the light APPROVE check of thread replies (``Issues: none`` before ``</details>``)."""
     if DECISION_SUMMARY not in wrapped or "Decision:" not in wrapped:
         return
     lines = wrapped.split("\n")

@@ -1,4 +1,4 @@
-"""Dependency-bump PR detection, details extraction and semver classification (spec/review.md §2.9).
+"""Dependency-bump PR detection, details extraction and semver classification (behaviour R2.9).
 
 The original's regexes have no ``u`` flag: ``\\s``/``\\S`` are JS whitespace classes and ``/i`` folds
 ASCII letters only (``re.ASCII | re.IGNORECASE``, with :data:`JS_S` / :data:`JS_NOT_S`).

@@ -1,4 +1,4 @@
-"""Dependency-bump enrichment data shapes and breaking-change extraction (spec/review.md §2.10).
+"""Dependency-bump enrichment data shapes and breaking-change extraction (behaviour R2.10).
 
 The network parts of the original (advisories, registry look-ups, changelog fetching) live in
 :mod:`kodiai.review.dep_bumps.enrichment_fetch`; this module is pure.

@@ -1,4 +1,4 @@
-"""Dependency-bump enrichment over the network (spec/review.md §2.10): advisories, repo resolution, changelogs.
+"""Dependency-bump enrichment over the network (behaviour R2.10): advisories, repo resolution, changelogs.
 
 Everything here is fail-open and returns ``None`` on any error, as the original does. GitHub calls go
 through a PyGithub ``Github`` client (its requester, for the REST shapes the original reads); package

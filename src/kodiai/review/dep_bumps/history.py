@@ -1,4 +1,4 @@
-"""Dependency-bump merge history (spec/review.md §1 step 56): when a Dependabot/Renovate PR is merged,
+"""Dependency-bump merge history (behaviour R1 step 56): when a Dependabot/Renovate PR is merged,
 remember what was bumped, how risky it looked and whether advisories were involved.
 
 The record is the raw material for judging future bumps of the same package, so it is written once per

@@ -1,4 +1,4 @@
-"""Merge confidence for dependency bumps: semver, advisories and changelog (spec/review.md §2.11)."""
+"""Merge confidence for dependency bumps: semver, advisories and changelog (behaviour R2.11)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``## Dependency Bump Context`` (§2.32 item 22)."""
+"""``## Dependency Bump Context`` (R2.32 item 22)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ MAX_USAGE_ENTRIES = 10
 USAGE_SNIPPET_CHARS = 200
 
 MERGE_CONFIDENCE_EMOJI = {"high": ":green_circle:", "medium": ":yellow_circle:", "low": ":red_circle:"}
-# The prompt's labels; the approval body uses "High" instead of "High Confidence" (§3.5).
+# The prompt's labels; the approval body uses "High" instead of "High Confidence" (R3.5).
 PROMPT_MERGE_CONFIDENCE_LABEL = {
     "high": "High Confidence",
     "medium": "Review Recommended",

@@ -1,4 +1,4 @@
-"""Dependency-bump context (spec/review.md §1 steps 21–25): detection, advisories and release notes, merge
+"""Dependency-bump context (behaviour R1 steps 21–25): detection, advisories and release notes, merge
 confidence, where the workspace uses the package's changed APIs, and scoped packages bumped together."""
 
 from __future__ import annotations

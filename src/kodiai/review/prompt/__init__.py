@@ -1,4 +1,4 @@
-"""The review prompt (spec/review.md §2.32), split by section; ``build_review_prompt`` is the entry point."""
+"""The review prompt (behaviour R2.32), split by section; ``build_review_prompt`` is the entry point."""
 
 from .builder import build_review_prompt
 from .context import (

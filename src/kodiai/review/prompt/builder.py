@@ -1,4 +1,4 @@
-"""``build_review_prompt``: assemble the sections in the order of spec/review.md §2.32."""
+"""``build_review_prompt``: assemble the sections in the order of behaviour R2.32."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Change Context, Large PR Triage and Incremental Review Mode sections (§2.32 items 5–7)."""
+"""Change Context, Large PR Triage and Incremental Review Mode sections (R2.32 items 5–7)."""
 
 from __future__ import annotations
 

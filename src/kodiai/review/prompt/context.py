@@ -220,7 +220,7 @@ SeverityLevel = Literal["critical", "major", "medium", "minor"]
 
 
 class ReviewPromptContext(PromptView):
-    """Everything ``build_review_prompt`` can use (spec/review.md §1 step 36)."""
+    """Everything ``build_review_prompt`` can use (behaviour R1 step 36)."""
 
     owner: str
     repo: str

@@ -1,4 +1,4 @@
-"""Comment limit, severity filter, focus areas, suppression rules and confidence display (§2.32 items 24–28)."""
+"""Comment limit, severity filter, focus areas, suppression rules and confidence display (R2.32 items 24–28)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Header, scale notes, PR description and changed-file list (spec/review.md §2.32 items 1–4)."""
+"""Header, scale notes, PR description and changed-file list (behaviour R2.32 items 1–4)."""
 
 from __future__ import annotations
 

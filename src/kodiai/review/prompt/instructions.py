@@ -1,4 +1,4 @@
-"""Fixed instruction sections of the review prompt (§2.32 items 10–16, 20 and 30)."""
+"""Fixed instruction sections of the review prompt (R2.32 items 10–16, 20 and 30)."""
 
 from __future__ import annotations
 

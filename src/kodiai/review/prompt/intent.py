@@ -1,4 +1,4 @@
-"""PR Intent Scoping, Focus Hints, Conventional Commit Context and Author Experience (§2.32 items 17–21)."""
+"""PR Intent Scoping, Focus Hints, Conventional Commit Context and Author Experience (R2.32 items 17–21)."""
 
 from __future__ import annotations
 

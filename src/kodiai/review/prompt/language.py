@@ -1,4 +1,4 @@
-"""Language-specific guidance and the output-language section (§2.32 items 9 and 32)."""
+"""Language-specific guidance and the output-language section (R2.32 items 9 and 32)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``review.pathInstructions`` matching and the ``## Path-Specific Review Instructions`` section (§2.32 item 23)."""
+"""``review.pathInstructions`` matching and the ``## Path-Specific Review Instructions`` section (R2.32 item 23)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``## Similar Prior Findings (Learning Context)`` (§2.32 item 8, with the Q13 fix).
+"""``## Similar Prior Findings (Learning Context)`` (R2.32 item 8, with the Q13 fix).
 
 Each retrieved memory is listed with severity, category, text, path, outcome, distance and, when the
 learning pipeline supplied one, its confidence label. The section is capped at
@@ -66,7 +66,7 @@ def build_retrieval_context(
     feedback: Sequence[FeedbackTally | None] | None = None,
 ) -> RetrievalContext | None:
     """Turn the learning pipeline's final results (``RerankedResult``: ``.record``, ``.adjusted_distance``)
-    and its optional per-result confidence labels into the prompt's retrieval input (§1 step 32.8).
+    and its optional per-result confidence labels into the prompt's retrieval input (R1 step 32.8).
 
     The distance shown is the adjusted (post-rerank, post-recency) distance. ``ambiguity`` is the pipeline's
     ``AmbiguitySignal`` (or anything with ``cluster_size``, ``pool_size``, ``ambiguous``), None when

@@ -1,4 +1,4 @@
-"""Summary-comment instructions: enhanced note, standard template, delta re-review (§2.32 item 29, §3.2, §3.3)."""
+"""Summary-comment instructions: enhanced note, standard template, delta re-review (R2.32 item 29, R3.2, R3.3)."""
 
 from __future__ import annotations
 

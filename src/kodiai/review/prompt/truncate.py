@@ -1,4 +1,4 @@
-"""Deterministic truncation helpers used by the review prompt (spec/review.md §2.32)."""
+"""Deterministic truncation helpers used by the review prompt (behaviour R2.32)."""
 
 from __future__ import annotations
 
