@@ -1,0 +1,74 @@
+"""What a page is asked for and what the viewer may see: pure values and the SQL filters they become.
+
+A signed-in GitHub user sees the repositories where GitHub says they may push (and the job-journal rows of
+the installations those repositories belong to); the operator token sees everything. Every query takes a
+:class:`Scope`, so no page can forget the filter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+RANGES = {"1d": 1, "7d": 7, "30d": 30, "90d": 90}
+DEFAULT_RANGE = "30d"
+
+
+@dataclass(frozen=True)
+class Access:
+    """Who is looking and what they may see (``repos``/``installations``: ignored for the operator)."""
+
+    login: str
+    operator: bool = False
+    repos: frozenset[str] = frozenset()
+    installations: frozenset[int] = frozenset()
+
+    def can_see(self, repo: str) -> bool:
+        return self.operator or repo.lower() in {r.lower() for r in self.repos}
+
+    def can_see_installation(self, installation_id: int) -> bool:
+        return self.operator or installation_id in self.installations
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The rows a query may read: ``repos`` None = every repository (operator, no filter); an empty tuple
+    = none; ``since``: the range's start in the stores' text form (``YYYY-MM-DD HH:MM:SS`` UTC)."""
+
+    repos: tuple[str, ...] | None
+    installations: tuple[int, ...] | None
+    since: str
+    days: int
+
+    def repo_sql(self, column: str = "repo") -> tuple[str, list[object]]:
+        """`` AND <column> IN (…)`` and its parameters (nothing for every repository, false for none)."""
+        return _in_sql(column, self.repos)
+
+    def installation_sql(self, column: str = "installation_id") -> tuple[str, list[object]]:
+        return _in_sql(column, self.installations)
+
+
+def _in_sql(column: str, values: tuple[object, ...] | None) -> tuple[str, list[object]]:
+    if values is None:
+        return "", []
+    if not values:
+        return " AND 1 = 0", []
+    return f" AND {column} IN ({', '.join('?' for _ in values)})", list(values)
+
+
+def stores_time(moment: datetime) -> str:
+    """The stores' timestamp text (``datetime('now')``'s form), which sorts like the time it names."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def scope_for(access: Access, *, repo: str | None, range_key: str | None, now: datetime) -> Scope:
+    """The scope of one request: the viewer's repositories, narrowed to ``repo`` when asked (a repository the
+    viewer may not see gives an empty scope, never an error that would confirm it exists)."""
+    days = RANGES.get(range_key or DEFAULT_RANGE, RANGES[DEFAULT_RANGE])
+    since = stores_time(now - timedelta(days=days))
+    installations = None if access.operator else tuple(sorted(access.installations))
+    if repo:
+        repos: tuple[str, ...] | None = (repo,) if access.can_see(repo) else ()
+    else:
+        repos = None if access.operator else tuple(sorted(access.repos))
+    return Scope(repos=repos, installations=installations, since=since, days=days)

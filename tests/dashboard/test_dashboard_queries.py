@@ -1,0 +1,148 @@
+"""Each dashboard query against the same seeded rows on SQLite and PostgreSQL, its figures checked against
+plain SQL on those rows (or the seed's documented figures where the plain SQL would be the query itself)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from kodiai.dashboard.queries_jobs import recent_jobs
+from kodiai.dashboard.queries_memory import memory_quality
+from kodiai.dashboard.queries_overview import overview
+from kodiai.dashboard.queries_quiet import quiet_report
+from kodiai.dashboard.queries_retrieval import retrieval_summary
+from kodiai.dashboard.scope import Access, scope_for
+from kodiai.dashboard.sources import Sources, open_sources
+from kodiai.dashboard.stats import percentile
+from support.db_backends import DbBackend
+from support.seed_dashboard import INSTALLATION, seed_dashboard
+
+OPERATOR = Access("operator", operator=True)
+ALICE = Access("alice", repos=frozenset({"acme/api"}), installations=frozenset({INSTALLATION}))
+NOBODY = Access("bob")
+
+
+@pytest.fixture
+def seeded(db_backend: DbBackend) -> Iterator[tuple[DbBackend, Sources]]:
+    t, k, j = db_backend.target("telemetry"), db_backend.target("knowledge"), db_backend.target("jobs")
+    seed_dashboard(t, k, j)
+    sources = open_sources(t, k, j)
+    try:
+        yield db_backend, sources
+    finally:
+        sources.close()
+
+
+def _scope(access: Access, repo: str | None = None, range_key: str = "90d") -> Any:
+    return scope_for(access, repo=repo, range_key=range_key, now=datetime.now(UTC))
+
+
+def test_overview_matches_plain_sql(seeded: tuple[DbBackend, Sources]) -> None:
+    backend, src = seeded
+    scope = _scope(ALICE)
+    got = overview(src.knowledge, src.telemetry, src.jobs, scope)
+    since = (scope.since,)
+    assert got.reviews == backend.scalar(
+        "knowledge", "SELECT COUNT(*) FROM reviews WHERE repo = 'acme/api' AND created_at >= ?", since
+    )
+    assert got.reviews == 2
+    severities = backend.rows(
+        "knowledge",
+        "SELECT f.severity, COUNT(*) AS n FROM findings f JOIN reviews r ON r.id = f.review_id"
+        " WHERE r.repo = 'acme/api' GROUP BY f.severity",
+    )
+    assert {k: v for k, v in got.findings.items() if v} == {r["severity"]: r["n"] for r in severities}
+    runs = backend.rows(
+        "telemetry",
+        "SELECT duration_ms, cost_usd, conclusion FROM executions WHERE repo = 'acme/api' AND created_at >= ?",
+        since,
+    )
+    assert got.runs == len(runs) > 0
+    assert got.duration_p95_ms == percentile([r["duration_ms"] for r in runs], 95)
+    assert got.cost_usd == pytest.approx(sum(r["cost_usd"] for r in runs))
+    assert sum(got.errors.values()) == sum(1 for r in runs if r["conclusion"] != "success")
+    assert got.queue == {"pending": 1, "running": 0, "requeued": 0, "dead": 1}  # installation 999 hidden
+    assert [r[0] for r in got.by_repo.rows] == ["acme/api"]
+    everything = overview(src.knowledge, src.telemetry, src.jobs, _scope(OPERATOR))
+    assert everything.reviews == 3 and everything.queue["dead"] == 2
+    assert overview(src.knowledge, src.telemetry, src.jobs, _scope(NOBODY)).reviews == 0
+
+
+def test_retrieval_matches_plain_sql(seeded: tuple[DbBackend, Sources]) -> None:
+    backend, src = seeded
+    scope = _scope(OPERATOR)
+    got = retrieval_summary(src.telemetry, scope)
+    plain = backend.rows(
+        "telemetry",
+        "SELECT COUNT(*) AS n, SUM(candidate_count) AS c, SUM(result_count) AS k,"
+        " SUM(CASE WHEN result_count = 0 THEN 1 ELSE 0 END) AS e FROM retrieval_quality WHERE created_at >= ?",
+        (scope.since,),
+    )[0]
+    assert (got.retrievals, got.candidates, got.kept, got.empty) == (
+        plain["n"],
+        plain["c"],
+        plain["k"],
+        plain["e"],
+    )
+    assert got.memory_share == pytest.approx((plain["n"] - plain["e"]) / plain["n"])
+    methods = backend.rows(
+        "telemetry",
+        "SELECT COALESCE(threshold_method, 'unknown') AS m, COUNT(*) AS n FROM retrieval_quality"
+        " WHERE created_at >= ? GROUP BY COALESCE(threshold_method, 'unknown')",
+        (scope.since,),
+    )
+    assert {r[0]: r[1] for r in got.by_method.rows} == {r["m"]: r["n"] for r in methods}
+    assert sum(sum(d.values()) for _, d in got.daily) == got.retrievals
+    api = retrieval_summary(src.telemetry, _scope(ALICE))
+    assert api.retrievals == backend.scalar(
+        "telemetry",
+        "SELECT COUNT(*) FROM retrieval_quality WHERE repo = 'acme/api' AND created_at >= ?",
+        (scope.since,),
+    )
+
+
+def test_memory_quality_figures(seeded: tuple[DbBackend, Sources]) -> None:
+    backend, src = seeded
+    got = memory_quality(src.knowledge, _scope(OPERATOR))
+    by_id = {m.finding_id: m for m in got.memories}
+    kept_501 = backend.scalar(
+        "knowledge", "SELECT COUNT(*) FROM retrieval_hits WHERE finding_id = 501 AND kept = 1"
+    )
+    assert by_id[501].retrieved == kept_501 == 2
+    reactions = backend.rows(
+        "knowledge",
+        "SELECT fr.reaction_content AS c FROM feedback_reactions fr JOIN reviews r ON r.id = fr.review_id"
+        " WHERE r.delivery_id IN (SELECT delivery_id FROM retrieval_hits WHERE finding_id = 501 AND kept = 1)",
+    )
+    assert (
+        (by_id[501].up, by_id[501].down)
+        == (
+            sum(r["c"] == "+1" for r in reactions),
+            sum(r["c"] == "-1" for r in reactions),
+        )
+        == (2, 4)
+    )
+    assert by_id[501].precision == pytest.approx(1 / 3) and by_id[501].judged == 6
+    assert [m.finding_id for m in got.flagged] == [500]
+    assert {m.finding_id for m in got.never_retrieved} == {503, 504}
+    assert by_id[503].cut == 1
+    rollup = {r[0]: r for r in got.tables[0].rows}
+    assert rollup["acme/api"][1:5] == (4, 3, 2, 5)
+    alice = memory_quality(src.knowledge, _scope(ALICE))
+    assert {m.repo for m in alice.memories} == {"acme/api"}
+    assert memory_quality(src.knowledge, _scope(NOBODY)).memories == []
+
+
+def test_quiet_report_and_jobs(seeded: tuple[DbBackend, Sources]) -> None:
+    _backend, src = seeded
+    report = quiet_report(src.knowledge, src.telemetry, "acme/api", 1)
+    assert [r[3] for r in report.reviews.rows] == ["rv1"]
+    assert sorted((r[1], r[6]) for r in report.hits.rows) == [(501, True), (503, False)]
+    assert report.retrievals.rows and all(r[1] is not None for r in report.retrievals.rows)
+    jobs = recent_jobs(src.jobs, _scope(ALICE))
+    assert {r[0] for r in jobs.rows} == {"job-dead-1", "job-done-1", "job-pending-1"}
+    assert len(recent_jobs(src.jobs, _scope(OPERATOR)).rows) == 4
+    assert recent_jobs(src.jobs, _scope(NOBODY)).rows == []
