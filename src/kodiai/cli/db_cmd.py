@@ -88,7 +88,7 @@ def upgrade(telemetry: TelemetryOpt = None, knowledge: KnowledgeOpt = None, jobs
 def _queue_schema(url: str, path: str) -> bool:
     """The queue's tables (procrastinate's own schema, applied by its applier) beside the jobs tables, so a
     deployment can migrate before any replica starts; False when that failed (reported)."""
-    from kodiai.jobs.pg_queue import ensure_procrastinate_schema
+    from kodiai.jobs.pg_schema import ensure_procrastinate_schema
     from kodiai.storage.migrate_to_postgres import redact
 
     try:

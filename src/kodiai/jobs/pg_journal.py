@@ -119,7 +119,7 @@ class PgJobJournal:
     @classmethod
     def open(cls, url: str, **kwargs: Any) -> PgJobJournal:
         """Apply the jobs migrations and procrastinate's schema (each once), then open the pool."""
-        from kodiai.jobs.pg_queue import ensure_procrastinate_schema
+        from kodiai.jobs.pg_schema import ensure_procrastinate_schema
         from kodiai.storage.migrations import apply_postgres_migrations
 
         apply_postgres_migrations(url, "jobs")

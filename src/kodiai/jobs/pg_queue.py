@@ -1,4 +1,5 @@
-"""The queue on PostgreSQL: procrastinate's schema, and the worker that runs journalled deliveries.
+"""The queue on PostgreSQL: the worker that runs journalled deliveries (procrastinate's schema is
+:mod:`kodiai.jobs.pg_schema`).
 
 Intake (:mod:`kodiai.jobs.pg_journal`) defers one ``kodiai.run_delivery`` job per delivery with work, locked
 on its installation. A worker (:class:`PgWorker`, a procrastinate ``App`` on ``DATABASE_URL``) runs up to
@@ -24,8 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import psycopg
-from procrastinate import App, PsycopgConnector, SyncPsycopgConnector
+from procrastinate import App, PsycopgConnector
 from procrastinate.exceptions import JobAborted
 from procrastinate.jobs import Job, Status
 from procrastinate.retry import BaseRetryStrategy, RetryDecision
@@ -45,81 +45,6 @@ STALLED_TASK = "kodiai.retry_stalled"
 COMPACTION_TASK = "kodiai.compact_memory"
 COMPACTION_MODULE = "kodiai.learning.memory_compaction"
 INFRA_RETRIES = 10  # a job whose own journal writes fail (PostgreSQL away) is tried again this often
-_SCHEMA_LOCK = "kodiai:procrastinate-schema"
-
-
-def procrastinate_schema_present(conn: psycopg.Connection[Any]) -> bool:
-    row = conn.execute("SELECT to_regclass('procrastinate_jobs') IS NOT NULL").fetchone()
-    return bool(row and row[0])
-
-
-def ensure_procrastinate_schema(url: str) -> bool:
-    """Apply procrastinate's schema with its own applier unless ``procrastinate_jobs`` exists already (one
-    process at a time: a session advisory lock), then make sure the lock-release wake-up exists (see
-    :data:`WAKE_ON_LOCK_RELEASE`). Returns whether the schema was applied. Upgrading procrastinate later needs
-    its migrations (docs/operations.md, "Jobs on PostgreSQL")."""
-    with psycopg.connect(url, autocommit=True) as conn:
-        if procrastinate_schema_present(conn) and _wake_present(conn):
-            return False
-        conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (_SCHEMA_LOCK,))
-        try:
-            applied = False
-            if not procrastinate_schema_present(conn):
-                app = App(connector=SyncPsycopgConnector(conninfo=url, min_size=1, max_size=1))
-                with app.open():
-                    app.schema_manager.apply_schema()
-                get_logger("kodiai.jobs").info("procrastinate schema applied", database=_safe(url))
-                applied = True
-            if not _wake_present(conn):
-                conn.execute(WAKE_ON_LOCK_RELEASE)
-            return applied
-        finally:
-            conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (_SCHEMA_LOCK,))
-
-
-_WAKE_TRIGGER = "kodiai_wake_on_lock_release"
-
-#: procrastinate wakes its workers (LISTEN/NOTIFY) when a job is *inserted*, not when a running job of a lock
-#: ends. A worker whose queued jobs all wait on busy installations then sleeps until its next poll
-#: (``WORKER_POLL_SECONDS``) after the lock is free, so one installation's burst drained one job per poll.
-#: This trigger sends procrastinate's own "job inserted" notice when a locked job leaves ``doing``
-#: (finished: deleted or updated), so the next job of that installation starts at once.
-WAKE_ON_LOCK_RELEASE = f"""
-CREATE OR REPLACE FUNCTION {_WAKE_TRIGGER}() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-    payload TEXT;
-BEGIN
-    SELECT json_build_object('type', 'job_inserted', 'job_id', OLD.id)::text INTO payload;
-    PERFORM pg_notify('procrastinate_queue_v1#' || OLD.queue_name, payload);
-    PERFORM pg_notify('procrastinate_any_queue_v1', payload);
-    RETURN NULL;
-END;
-$$;
-DROP TRIGGER IF EXISTS {_WAKE_TRIGGER}_update ON procrastinate_jobs;
-CREATE TRIGGER {_WAKE_TRIGGER}_update AFTER UPDATE OF status ON procrastinate_jobs FOR EACH ROW
-    WHEN (OLD.status = 'doing' AND NEW.status <> 'doing' AND OLD.lock IS NOT NULL)
-    EXECUTE FUNCTION {_WAKE_TRIGGER}();
-DROP TRIGGER IF EXISTS {_WAKE_TRIGGER}_delete ON procrastinate_jobs;
-CREATE TRIGGER {_WAKE_TRIGGER}_delete AFTER DELETE ON procrastinate_jobs FOR EACH ROW
-    WHEN (OLD.status = 'doing' AND OLD.lock IS NOT NULL)
-    EXECUTE FUNCTION {_WAKE_TRIGGER}();
-"""
-
-
-def _wake_present(conn: psycopg.Connection[Any]) -> bool:
-    row = conn.execute(
-        "SELECT COUNT(*) FROM pg_trigger WHERE tgname IN (%s, %s)",
-        (f"{_WAKE_TRIGGER}_update", f"{_WAKE_TRIGGER}_delete"),
-    ).fetchone()
-    return bool(row and row[0] == 2)
-
-
-def _safe(url: str) -> str:
-    from kodiai.storage.database import safe_url
-
-    return safe_url(url)
-
-
 class _ToStructlog(logging.Handler):
     """procrastinate logs through the standard library; its warnings and errors (a failed side task, a job
     that raised) go to Kodiai's log as JSON lines like every other, not as bare text on stderr."""
