@@ -1,4 +1,4 @@
-"""`kodiai.settings`: spec/platform.md §1.1 environment variables, the port's additions, §8.4 db-path."""
+"""`kodiai.settings`: behaviour P1.1 environment variables, the port's additions, P8.4 db-path."""
 
 from __future__ import annotations
 

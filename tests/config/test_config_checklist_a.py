@@ -1,4 +1,4 @@
-"""spec/platform.md §8.1 (`execution/config.test.ts`), items 1-40, through a real `.kodiai.yml` file."""
+"""behaviour P8.1 (`execution/config.test.ts`), items 1-40, through a real `.kodiai.yml` file."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""spec/platform.md §8.1 (`execution/config.test.ts`), items 41-77."""
+"""behaviour P8.1 (`execution/config.test.ts`), items 41-77."""
 
 from __future__ import annotations
 

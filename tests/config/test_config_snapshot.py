@@ -1,4 +1,4 @@
-"""`reviews.config_snapshot` text (spec/review.md step 48, X-22)."""
+"""`reviews.config_snapshot` text (behaviour R1 step 48, X-22)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""§5.1 loading rules: js-yaml 4 typing, syntax errors, and hostile input (bombs, depth, tags, size)."""
+"""P5.1 loading rules: js-yaml 4 typing, syntax errors, and hostile input (bombs, depth, tags, size)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ from kodiai.config import RepoConfigError, parse_repo_config
     ],
 )
 def test_js_yaml_plain_scalar_typing(text: str, expected: object) -> None:
-    """§5.1: YAML 1.2 core schema as js-yaml 4 reads it (yes/on are strings, `_` separators, 0o octal)."""
+    """P5.1: YAML 1.2 core schema as js-yaml 4 reads it (yes/on are strings, `_` separators, 0o octal)."""
     value = resolve_plain_scalar(text)
     assert value == expected and type(value) is type(expected)
 
@@ -98,7 +98,7 @@ def test_5_1_empty_string_model_accepted_and_empty_section_is_null() -> None:
 
 
 def test_5_1_spec_issue_examples() -> None:
-    """§5.1 #4: the four issue strings the spec quotes."""
+    """P5.1 #4: the four issue strings the spec quotes."""
     r = parse_repo_config(
         "maxTurns: abc\nreview:\n  maxComments: 99\n  suppressions: ['']\n  profile: loose\n"
     )
@@ -263,7 +263,7 @@ def test_bytes_input_and_invalid_utf8_are_decoded_with_replacement() -> None:
 
 
 def test_5_1_5_warnings_are_logged_with_section_and_issues() -> None:
-    """§5.1 #5: each warning is logged at warn level as "Config section invalid, using defaults"."""
+    """P5.1 #5: each warning is logged at warn level as "Config section invalid, using defaults"."""
     from structlog.testing import capture_logs
 
     from kodiai.config import log_config_warnings

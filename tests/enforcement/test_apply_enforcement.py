@@ -1,4 +1,4 @@
-"""apply_enforcement (spec/review.md §1 step 39, §2.28): detection on a real workspace directory, tooling
+"""apply_enforcement (behaviour R1 step 39, R2.28): detection on a real workspace directory, tooling
 suppression merged into the floors' output, and the fail-open path."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Severity floors: spec/review.md §4.30 (SF-01…44; SF-15 parameterised over the 10 built-in ids) and the
+"""Severity floors: behaviour R4.30 (SF-01…44; SF-15 parameterised over the 10 built-in ids) and the
 README §3 traps of enforce_severity_floors / matches_pattern / severity_rank."""
 
 from __future__ import annotations
@@ -36,48 +36,48 @@ def enforce(*findings: dict, rules: dict | None = None) -> list[dict]:
 
 # matchesPattern
 def test_4_30_sf_01_all_keywords_of_a_group() -> None:
-    """§4.30 SF-01."""
+    """R4.30 SF-01."""
     assert matches_pattern("Null pointer dereference", [["null", "dereference"]]) is True
 
 
 def test_4_30_sf_02_first_or_group() -> None:
-    """§4.30 SF-02."""
+    """R4.30 SF-02."""
     assert matches_pattern("null dereference", [["null", "dereference"], ["npe"]]) is True
 
 
 def test_4_30_sf_03_second_or_group() -> None:
-    """§4.30 SF-03."""
+    """R4.30 SF-03."""
     assert matches_pattern("Possible NPE here", [["null", "dereference"], ["npe"]]) is True
 
 
 def test_4_30_sf_04_no_group_fully_present() -> None:
-    """§4.30 SF-04."""
+    """R4.30 SF-04."""
     assert matches_pattern("null value", [["null", "dereference"], ["npe"]]) is False
 
 
 def test_4_30_sf_05_case_insensitive() -> None:
-    """§4.30 SF-05."""
+    """R4.30 SF-05."""
     assert matches_pattern("NULL DEREFERENCE", [["null", "dereference"]]) is True
 
 
 def test_4_30_sf_06_single_keyword_group() -> None:
-    """§4.30 SF-06."""
+    """R4.30 SF-06."""
     assert matches_pattern("npe risk", [["npe"]]) is True
 
 
 def test_4_30_sf_07_empty_and_group_is_true() -> None:
-    """§4.30 SF-07."""
+    """R4.30 SF-07."""
     assert matches_pattern("anything", [[]]) is True
 
 
 def test_4_30_sf_08_empty_keywords_list_is_false() -> None:
-    """§4.30 SF-08."""
+    """R4.30 SF-08."""
     assert matches_pattern("anything", []) is False
 
 
 @pytest.mark.parametrize("title", ["Null dereference", "Possible NPE", "null pointer access", "use nullptr"])
 def test_4_30_sf_09_cpp_null_deref_variants(title: str) -> None:
-    """§4.30 SF-09."""
+    """R4.30 SF-09."""
     assert matches_pattern(title, BY_ID["cpp-null-deref"].keywords) is True
 
 
@@ -87,13 +87,13 @@ def test_4_30_sf_09_cpp_null_deref_variants(title: str) -> None:
     [("SF-10", "minor", 0), ("SF-11", "medium", 1), ("SF-12", "major", 2), ("SF-13", "critical", 3)],
 )
 def test_4_30_sf_10_to_13_severity_rank(checklist: str, severity: str, rank: int) -> None:
-    """§4.30 SF-10…SF-13."""
+    """R4.30 SF-10…SF-13."""
     assert severity_rank(severity) == rank, checklist
 
 
 # built-in catalogue
 def test_4_30_sf_14_ten_builtin_patterns() -> None:
-    """§4.30 SF-14."""
+    """R4.30 SF-14."""
     assert len(BUILTIN_SEVERITY_PATTERNS) == 10
 
 
@@ -113,28 +113,28 @@ def test_4_30_sf_14_ten_builtin_patterns() -> None:
     ],
 )
 def test_4_30_sf_15_builtin_ids_present(pattern_id: str) -> None:
-    """§4.30 SF-15 (10 parameterised cases)."""
+    """R4.30 SF-15 (10 parameterised cases)."""
     assert pattern_id in BY_ID
 
 
 def test_4_30_sf_16_sql_injection_not_relaxed_for_tests() -> None:
-    """§4.30 SF-16."""
+    """R4.30 SF-16."""
     assert BY_ID["sql-injection"].test_files_relaxed is False
 
 
 def test_4_30_sf_17_cpp_null_deref_relaxed_for_tests() -> None:
-    """§4.30 SF-17."""
+    """R4.30 SF-17."""
     assert BY_ID["cpp-null-deref"].test_files_relaxed is True
 
 
 def test_4_30_sf_18_every_other_pattern_relaxed() -> None:
-    """§4.30 SF-18."""
+    """R4.30 SF-18."""
     assert all(p.test_files_relaxed for p in BUILTIN_SEVERITY_PATTERNS if p.id != "sql-injection")
 
 
 # enforceSeverityFloors
 def test_4_30_sf_19_cpp_null_deref_elevated() -> None:
-    """§4.30 SF-19."""
+    """R4.30 SF-19."""
     [out] = enforce(finding("src/engine.cpp", "Potential null pointer dereference", "minor"))
     assert (
         out["severity"],
@@ -150,38 +150,38 @@ def test_4_30_sf_19_cpp_null_deref_elevated() -> None:
 
 
 def test_4_30_sf_20_same_in_test_file_unchanged() -> None:
-    """§4.30 SF-20."""
+    """R4.30 SF-20."""
     [out] = enforce(finding("test/engine_test.cpp", "Potential null pointer dereference", "minor"))
     assert (out["severity"], out["severity_elevated"]) == ("minor", False)
     assert "enforcement_pattern_id" not in out
 
 
 def test_4_30_sf_21_go_unchecked_error() -> None:
-    """§4.30 SF-21."""
+    """R4.30 SF-21."""
     [out] = enforce(finding("cmd/main.go", "Error return value ignored", "minor"))
     assert (out["severity"], out["enforcement_pattern_id"]) == ("major", "go-unchecked-error")
 
 
 def test_4_30_sf_22_python_bare_except() -> None:
-    """§4.30 SF-22."""
+    """R4.30 SF-22."""
     [out] = enforce(finding("app/views.py", "Bare except clause swallows errors", "medium"))
     assert (out["severity"], out["enforcement_pattern_id"]) == ("major", "python-bare-except")
 
 
 def test_4_30_sf_23_already_critical_unchanged() -> None:
-    """§4.30 SF-23."""
+    """R4.30 SF-23."""
     [out] = enforce(finding("src/engine.cpp", "Null pointer dereference", "critical"))
     assert (out["severity"], out["severity_elevated"]) == ("critical", False)
 
 
 def test_4_30_sf_24_go_already_major_unchanged() -> None:
-    """§4.30 SF-24."""
+    """R4.30 SF-24."""
     [out] = enforce(finding("cmd/main.go", "Unchecked error from Close()", "major"))
     assert (out["severity"], out["severity_elevated"]) == ("major", False)
 
 
 def test_4_30_sf_25_user_floor_raises() -> None:
-    """§4.30 SF-25."""
+    """R4.30 SF-25."""
     rules = {
         "severity_floors": [
             {
@@ -201,7 +201,7 @@ def test_4_30_sf_25_user_floor_raises() -> None:
 
 
 def test_4_30_sf_26_disable_builtin_floors() -> None:
-    """§4.30 SF-26."""
+    """R4.30 SF-26."""
     [out] = enforce(
         finding("src/engine.cpp", "Null pointer dereference", "minor"), rules={"disable_builtin_floors": True}
     )
@@ -209,7 +209,7 @@ def test_4_30_sf_26_disable_builtin_floors() -> None:
 
 
 def test_4_30_sf_27_disabled_builtins_with_user_floor() -> None:
-    """§4.30 SF-27."""
+    """R4.30 SF-27."""
     rules = {
         "disable_builtin_floors": True,
         "severity_floors": [
@@ -226,7 +226,7 @@ def test_4_30_sf_27_disabled_builtins_with_user_floor() -> None:
 
 
 def test_4_30_sf_28_unmatched_style_finding_unchanged() -> None:
-    """§4.30 SF-28."""
+    """R4.30 SF-28."""
     [out] = enforce(finding("src/api.ts", "Prefer const over let", "minor", "style"))
     assert (out["severity"], out["severity_elevated"], out["tooling_suppressed"]) == ("minor", False, False)
 
@@ -289,7 +289,7 @@ def test_4_30_sf_28_unmatched_style_finding_unchanged() -> None:
 def test_4_30_sf_29_to_37_builtin_floors(
     checklist: str, path: str, title: str, severity: str, floor: str, pid: str
 ) -> None:
-    """§4.30 SF-29…SF-35 and SF-37: each built-in floor raises its language's findings."""
+    """R4.30 SF-29…SF-35 and SF-37: each built-in floor raises its language's findings."""
     [out] = enforce(finding(path, title, severity))
     assert (out["severity"], out["enforcement_pattern_id"], out["original_severity"]) == (
         floor,
@@ -299,13 +299,13 @@ def test_4_30_sf_29_to_37_builtin_floors(
 
 
 def test_4_30_sf_36_sql_injection_in_test_file_still_critical() -> None:
-    """§4.30 SF-36."""
+    """R4.30 SF-36."""
     [out] = enforce(finding("src/api.test.ts", "SQL injection in fixture", "minor"))
     assert (out["severity"], out["enforcement_pattern_id"]) == ("critical", "sql-injection")
 
 
 def test_4_30_sf_38_findings_processed_independently() -> None:
-    """§4.30 SF-38."""
+    """R4.30 SF-38."""
     out = enforce(
         finding("src/engine.cpp", "Null pointer dereference", "minor"),
         finding("src/api.ts", "Naming nit", "minor", "style"),
@@ -315,27 +315,27 @@ def test_4_30_sf_38_findings_processed_independently() -> None:
 
 
 def test_4_30_sf_39_cpp_pattern_not_for_go() -> None:
-    """§4.30 SF-39."""
+    """R4.30 SF-39."""
     [out] = enforce(finding("cmd/main.go", "Use nullptr instead of NULL", "minor"))
     assert (out["severity"], out["severity_elevated"]) == ("minor", False)
 
 
 def test_4_30_sf_40_user_floor_skips_test_files() -> None:
-    """§4.30 SF-40."""
+    """R4.30 SF-40."""
     rules = {"severity_floors": [{"pattern": "flaky", "min_severity": "major", "skip_test_files": True}]}
     [out] = enforce(finding("src/api.test.ts", "Flaky timing", "minor"), rules=rules)
     assert out["severity"] == "minor"
 
 
 def test_4_30_sf_41_user_floor_applies_to_test_files_when_asked() -> None:
-    """§4.30 SF-41."""
+    """R4.30 SF-41."""
     rules = {"severity_floors": [{"pattern": "flaky", "min_severity": "major", "skip_test_files": False}]}
     [out] = enforce(finding("src/api.test.ts", "Flaky timing", "minor"), rules=rules)
     assert out["severity"] == "major"
 
 
 def test_4_30_sf_42_user_floor_without_language_applies_everywhere() -> None:
-    """§4.30 SF-42."""
+    """R4.30 SF-42."""
     rules = LanguageRulesConfig.model_validate(
         {
             "severity_floors": [
@@ -350,12 +350,12 @@ def test_4_30_sf_42_user_floor_without_language_applies_everywhere() -> None:
 
 
 def test_4_30_sf_43_empty_findings() -> None:
-    """§4.30 SF-43."""
+    """R4.30 SF-43."""
     assert enforce() == []
 
 
 def test_4_30_sf_44_extra_properties_preserved() -> None:
-    """§4.30 SF-44."""
+    """R4.30 SF-44."""
     [out] = enforce(finding("src/api.ts", "x", "minor", customField="keep", comment_id=3))
     assert out["customField"] == "keep" and out["comment_id"] == 3
 

@@ -1,4 +1,4 @@
-"""Tooling suppression: spec/review.md §4.32 (TS-01…27) and the README §3 traps of suppress_tooling_findings."""
+"""Tooling suppression: behaviour R4.32 (TS-01…27) and the README §3 traps of suppress_tooling_findings."""
 
 from __future__ import annotations
 
@@ -33,25 +33,25 @@ def run(*findings: dict, rules: dict | None = None, tooling: DetectedTooling = T
 
 
 def test_4_32_ts_01_formatting_keywords_shape() -> None:
-    """§4.32 TS-01."""
+    """R4.32 TS-01."""
     assert isinstance(FORMATTING_KEYWORDS, list) and all(
         isinstance(g, list) and all(isinstance(k, str) for k in g) for g in FORMATTING_KEYWORDS
     )
 
 
 def test_4_32_ts_02_formatting_keywords_content() -> None:
-    """§4.32 TS-02."""
+    """R4.32 TS-02."""
     flat = {k for g in FORMATTING_KEYWORDS for k in g}
     assert {"formatting", "indentation", "line", "whitespace"} <= flat
 
 
 def test_4_32_ts_03_import_order_keywords_shape() -> None:
-    """§4.32 TS-03."""
+    """R4.32 TS-03."""
     assert isinstance(IMPORT_ORDER_KEYWORDS, list) and all(isinstance(g, list) for g in IMPORT_ORDER_KEYWORDS)
 
 
 def test_4_32_ts_04_import_order_keywords_content() -> None:
-    """§4.32 TS-04."""
+    """R4.32 TS-04."""
     assert {"import", "order", "sort"} <= {k for g in IMPORT_ORDER_KEYWORDS for k in g}
 
 
@@ -73,7 +73,7 @@ def test_4_32_ts_04_import_order_keywords_content() -> None:
     ],
 )
 def test_4_32_ts_05_formatting_titles(title: str) -> None:
-    """§4.32 TS-05 (12 titles)."""
+    """R4.32 TS-05 (12 titles)."""
     assert is_formatting_finding(title) is True
 
 
@@ -81,12 +81,12 @@ def test_4_32_ts_05_formatting_titles(title: str) -> None:
     "title", ["Null reference", "SQL injection", "Missing error handling", "Unused variable"]
 )
 def test_4_32_ts_06_non_formatting_titles(title: str) -> None:
-    """§4.32 TS-06."""
+    """R4.32 TS-06."""
     assert is_formatting_finding(title) is False
 
 
 def test_4_32_ts_07_formatting_case_insensitive() -> None:
-    """§4.32 TS-07."""
+    """R4.32 TS-07."""
     assert is_formatting_finding("INCONSISTENT INDENTATION") is True
 
 
@@ -102,58 +102,58 @@ def test_4_32_ts_07_formatting_case_insensitive() -> None:
     ],
 )
 def test_4_32_ts_08_import_order_titles(title: str) -> None:
-    """§4.32 TS-08 (6 titles)."""
+    """R4.32 TS-08 (6 titles)."""
     assert is_import_order_finding(title) is True
 
 
 @pytest.mark.parametrize("title", ["Unused import detected", "Missing import statement", "Null reference"])
 def test_4_32_ts_09_not_import_order(title: str) -> None:
-    """§4.32 TS-09."""
+    """R4.32 TS-09."""
     assert is_import_order_finding(title) is False
 
 
 def test_4_32_ts_10_import_order_case_insensitive() -> None:
-    """§4.32 TS-10."""
+    """R4.32 TS-10."""
     assert is_import_order_finding("IMPORT ORDER WRONG") is True
 
 
 def test_4_32_ts_11_ts_formatting_with_formatter() -> None:
-    """§4.32 TS-11."""
+    """R4.32 TS-11."""
     assert run(f("src/app.ts", "Inconsistent indentation")) == [True]
 
 
 def test_4_32_ts_12_ts_import_order_with_linter() -> None:
-    """§4.32 TS-12."""
+    """R4.32 TS-12."""
     assert run(f("src/app.ts", "Import order is wrong")) == [True]
 
 
 def test_4_32_ts_13_correctness_never_suppressed() -> None:
-    """§4.32 TS-13."""
+    """R4.32 TS-13."""
     assert run(f("src/app.ts", "Inconsistent indentation", "correctness")) == [False]
 
 
 def test_4_32_ts_14_python_line_length_with_black() -> None:
-    """§4.32 TS-14."""
+    """R4.32 TS-14."""
     assert run(f("app/views.py", "Line exceeds maximum length")) == [True]
 
 
 def test_4_32_ts_15_cpp_bracket_placement_with_clang_format() -> None:
-    """§4.32 TS-15."""
+    """R4.32 TS-15."""
     assert run(f("src/engine.cpp", "Bracket placement inconsistency")) == [True]
 
 
 def test_4_32_ts_16_go_with_gofmt() -> None:
-    """§4.32 TS-16."""
+    """R4.32 TS-16."""
     assert run(f("cmd/main.go", "Formatting differs from gofmt")) == [True]
 
 
 def test_4_32_ts_17_rust_without_formatter() -> None:
-    """§4.32 TS-17."""
+    """R4.32 TS-17."""
     assert run(f("src/lib.rs", "Inconsistent indentation")) == [False]
 
 
 def test_4_32_ts_18_override_suppress_formatting_false() -> None:
-    """§4.32 TS-18."""
+    """R4.32 TS-18."""
     rules = {
         "tooling_overrides": [
             {"language": "TypeScript", "suppress_formatting": False, "suppress_import_order": True}
@@ -163,7 +163,7 @@ def test_4_32_ts_18_override_suppress_formatting_false() -> None:
 
 
 def test_4_32_ts_19_override_suppress_import_order_false() -> None:
-    """§4.32 TS-19."""
+    """R4.32 TS-19."""
     rules = {
         "tooling_overrides": [
             {"language": "TypeScript", "suppress_formatting": True, "suppress_import_order": False}
@@ -173,27 +173,27 @@ def test_4_32_ts_19_override_suppress_import_order_false() -> None:
 
 
 def test_4_32_ts_20_unknown_language_no_crash() -> None:
-    """§4.32 TS-20."""
+    """R4.32 TS-20."""
     assert run(f("src/main.zig", "Inconsistent indentation")) == [False]
 
 
 def test_4_32_ts_21_security_with_formatting_keyword() -> None:
-    """§4.32 TS-21."""
+    """R4.32 TS-21."""
     assert run(f("src/app.ts", "Formatting string injection", "security")) == [False]
 
 
 def test_4_32_ts_22_performance_with_whitespace_keyword() -> None:
-    """§4.32 TS-22."""
+    """R4.32 TS-22."""
     assert run(f("src/app.ts", "Whitespace scanning is quadratic", "performance")) == [False]
 
 
 def test_4_32_ts_23_empty() -> None:
-    """§4.32 TS-23."""
+    """R4.32 TS-23."""
     assert suppress_tooling_findings([], TOOLING) == []
 
 
 def test_4_32_ts_24_extra_properties_preserved() -> None:
-    """§4.32 TS-24."""
+    """R4.32 TS-24."""
     [out] = suppress_tooling_findings(
         [f("src/app.ts", "Missing semicolon", comment_id=9, custom="x")], TOOLING
     )
@@ -201,7 +201,7 @@ def test_4_32_ts_24_extra_properties_preserved() -> None:
 
 
 def test_4_32_ts_25_mixed() -> None:
-    """§4.32 TS-25."""
+    """R4.32 TS-25."""
     assert run(
         f("src/app.ts", "Trailing whitespace"),
         f("src/app.ts", "Null dereference", "correctness"),
@@ -210,12 +210,12 @@ def test_4_32_ts_25_mixed() -> None:
 
 
 def test_4_32_ts_26_documentation_category() -> None:
-    """§4.32 TS-26."""
+    """R4.32 TS-26."""
     assert run(f("src/app.ts", "Docstring indentation off", "documentation")) == [True]
 
 
 def test_4_32_ts_27_style_but_neither_kind() -> None:
-    """§4.32 TS-27."""
+    """R4.32 TS-27."""
     assert run(f("src/app.ts", "Variable naming convention")) == [False]
 
 

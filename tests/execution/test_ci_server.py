@@ -1,4 +1,4 @@
-"""``github_ci`` (spec/exec.md §2.4; untested in the original, §5.12) against the fake GitHub server."""
+"""``github_ci`` (behaviour E2.4; untested in the original, E5.12) against the fake GitHub server."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def seed_runs(pr_state: PrState) -> list[dict[str, Any]]:
 
 
 async def test_5_12_get_ci_status_summary(make_env: Any, pr_state: PrState, fake_gh: FakeGitHub) -> None:
-    """§2.4: runs for the PR head SHA; success → passed, failure → failed, other completed → nowhere,
+    """E2.4: runs for the PR head SHA; success → passed, failure → failed, other completed → nowhere,
     not completed → pending."""
     runs = seed_runs(pr_state)
     result = payload(await call(ci_tools(make_env()), "get_ci_status", {}))
@@ -54,7 +54,7 @@ async def test_5_12_get_ci_status_summary(make_env: Any, pr_state: PrState, fake
 async def test_5_12_get_ci_status_filter_and_bad_enum(
     make_env: Any, pr_state: PrState, fake_gh: FakeGitHub
 ) -> None:
-    """§2.4: the optional status filter is passed through; a value outside the enum is a tool error."""
+    """E2.4: the optional status filter is passed through; a value outside the enum is a tool error."""
     seed_runs(pr_state)
     tools = ci_tools(make_env())
     result = payload(await call(tools, "get_ci_status", {"status": "in_progress"}))
@@ -65,7 +65,7 @@ async def test_5_12_get_ci_status_filter_and_bad_enum(
 
 
 async def test_5_12_get_workflow_run_details(make_env: Any, pr_state: PrState) -> None:
-    """§2.4: jobs of a run with only their failed steps."""
+    """E2.4: jobs of a run with only their failed steps."""
     run = seed_runs(pr_state)[1]
     pr_state.add_jobs(
         run["id"],
@@ -111,6 +111,6 @@ async def test_5_12_get_workflow_run_details(make_env: Any, pr_state: PrState) -
 
 
 async def test_5_12_get_workflow_run_details_not_found(make_env: Any, pr_state: PrState) -> None:
-    """§2.4: errors come back as "Error: <message>"."""
+    """E2.4: errors come back as "Error: <message>"."""
     result = await call(ci_tools(make_env()), "get_workflow_run_details", {"run_id": 123456})
     assert result["is_error"] is True and text(result).startswith("Error: Not Found")

@@ -1,4 +1,4 @@
-"""spec/exec.md §5.1 (comment-server, 62 behaviours) against the fake GitHub server over HTTP."""
+"""behaviour E5.1 (comment-server, 62 behaviours) against the fake GitHub server over HTTP."""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ def posted(pr_state: PrState) -> list[str]:
 
 
 async def test_5_1_01_plain_body_posted_unchanged(make_env: Any, pr_state: PrState) -> None:
-    """§5.1 #1: a plain body via create_comment is posted unchanged, no error."""
+    """E5.1 #1: a plain body via create_comment is posted unchanged, no error."""
     result, env = await create(make_env, "Thanks, looks fine.")
     data = payload(result)
     assert data["success"] is True and isinstance(data["comment_id"], int)
@@ -94,7 +94,7 @@ async def test_5_1_01_plain_body_posted_unchanged(make_env: Any, pr_state: PrSta
 
 
 async def test_5_1_02_legacy_line_stripped_and_valid_summary_posted(make_env: Any, pr_state: PrState) -> None:
-    """§5.1 #2: legacy **What changed:** stripped; valid summary accepted; Impact text and spaced path kept."""
+    """E5.1 #2: legacy **What changed:** stripped; valid summary accepted; Impact text and spaced path kept."""
     body = summary(
         extra_before="**What changed:** old style line\n",
         observations=(
@@ -111,7 +111,7 @@ async def test_5_1_02_legacy_line_stripped_and_valid_summary_posted(make_env: An
 
 
 async def test_5_1_03_summary_without_structure_rejected(make_env: Any, pr_state: PrState) -> None:
-    """§5.1 #3: a review summary without the section structure is rejected with "missing required section"."""
+    """E5.1 #3: a review summary without the section structure is rejected with "missing required section"."""
     body = "<details>\n<summary>Kodiai Review Summary</summary>\n\nLooks good overall.\n</details>"
     result, env = await create(make_env, body)
     assert result.get("is_error") is True
@@ -122,7 +122,7 @@ async def test_5_1_03_summary_without_structure_rejected(make_env: Any, pr_state
 async def test_5_1_04_approve_with_pr_submits_review(
     make_env: Any, pr_state: PrState, fake_gh: FakeGitHub
 ) -> None:
-    """§5.1 #4: decision APPROVE + Issues: none with a PR number submits an APPROVE review, no comment."""
+    """E5.1 #4: decision APPROVE + Issues: none with a PR number submits an APPROVE review, no comment."""
     result, env = await create(make_env, APPROVE_BODY)
     assert payload(result) == {"success": True, "approved": True, "pull_number": PR}
     [review] = pr_state.reviews(OWNER, REPO, PR)
@@ -151,7 +151,7 @@ async def test_approve_on_an_untrusted_authors_pr_is_a_comment_review(
 
 
 async def test_5_1_05_approve_without_pr_is_plain_comment(make_env: Any, pr_state: PrState) -> None:
-    """§5.1 #5: the same APPROVE body without a PR number is posted as a normal comment, no review.
+    """E5.1 #5: the same APPROVE body without a PR number is posted as a normal comment, no review.
     (An issue run: its target is the issue, ``ToolEnv.issue_number``; a run without a target writes nothing.)"""
     env = make_env(pr_number=None)
     env.issue_number = ISSUE
@@ -162,7 +162,7 @@ async def test_5_1_05_approve_without_pr_is_plain_comment(make_env: Any, pr_stat
 
 
 async def test_5_1_06_not_approved_is_plain_comment(make_env: Any, pr_state: PrState) -> None:
-    """§5.1 #6: a NOT APPROVED body with a valid issue line and a PR number is a normal comment."""
+    """E5.1 #6: a NOT APPROVED body with a valid issue line and a PR number is a normal comment."""
     result, _ = await create(make_env, NOT_APPROVED_BODY)
     assert "comment_id" in payload(result)
     assert posted(pr_state) == [NOT_APPROVED_BODY]
@@ -170,7 +170,7 @@ async def test_5_1_06_not_approved_is_plain_comment(make_env: Any, pr_state: PrS
 
 
 async def test_5_1_07_finding_then_blank_line_rejected(make_env: Any, pr_state: PrState) -> None:
-    """§5.1 #7: a finding followed by a blank line and the next section is rejected ("missing explanation")."""
+    """E5.1 #7: a finding followed by a blank line and the next section is rejected ("missing explanation")."""
     body = summary(
         observations="## Observations\n\n### Impact\n[MAJOR] src/app.py (12): Retry loop never terminates\n",
     )
@@ -208,24 +208,24 @@ MEDIUM_IMPACT = ("### Impact", "[MEDIUM] src/app.py (3): Unclear name", "The nam
 
 
 def test_5_1_08_all_five_sections_accepted() -> None:
-    """§5.1 #8: all five sections in order accepted; the body keeps all five headings."""
+    """E5.1 #8: all five sections in order accepted; the body keeps all five headings."""
     out = ok_body(summary(strengths=STRENGTHS, suggestions=SUGGESTIONS))
     for heading in ("## What Changed", "## Strengths", "## Observations", "## Suggestions", "## Verdict"):
         assert heading in out
 
 
 def test_5_1_09_only_required_sections_accepted() -> None:
-    """§5.1 #9: only the three required sections accepted."""
+    """E5.1 #9: only the three required sections accepted."""
     assert ok_body(summary()) == summary()
 
 
 def test_5_1_10_strengths_without_suggestions() -> None:
-    """§5.1 #10: Strengths without Suggestions accepted."""
+    """E5.1 #10: Strengths without Suggestions accepted."""
     assert "## Strengths" in ok_body(summary(strengths=STRENGTHS))
 
 
 def test_5_1_11_impact_and_preference_together() -> None:
-    """§5.1 #11: Impact and Preference subsections together accepted."""
+    """E5.1 #11: Impact and Preference subsections together accepted."""
     body = summary(
         observations=obs(
             "### Impact",
@@ -241,53 +241,53 @@ def test_5_1_11_impact_and_preference_together() -> None:
 
 
 def test_5_1_12_missing_what_changed() -> None:
-    """§5.1 #12: missing ## What Changed rejected, error names it."""
+    """E5.1 #12: missing ## What Changed rejected, error names it."""
     rejects(summary(what="Intro only."), "missing required section '## What Changed'")
 
 
 def test_5_1_13_missing_observations() -> None:
-    """§5.1 #13: missing ## Observations rejected, error names it."""
+    """E5.1 #13: missing ## Observations rejected, error names it."""
     rejects(summary(observations="Nothing here."), "missing required section '## Observations'")
 
 
 def test_5_1_14_missing_verdict() -> None:
-    """§5.1 #14: missing ## Verdict rejected, error names it."""
+    """E5.1 #14: missing ## Verdict rejected, error names it."""
     rejects(summary(verdict="All done."), "missing required section '## Verdict'")
 
 
 def test_5_1_15_out_of_order() -> None:
-    """§5.1 #15: sections out of canonical order rejected (error contains "order")."""
+    """E5.1 #15: sections out of canonical order rejected (error contains "order")."""
     rejects(summary(order=["observations", "what", "verdict"]), "order")
 
 
 def test_5_1_16_bad_verdict_line() -> None:
-    """§5.1 #16: a verdict line without the emoji/bold/double-dash format is rejected."""
+    """E5.1 #16: a verdict line without the emoji/bold/double-dash format is rejected."""
     rejects(summary(verdict="## Verdict\nReady to merge."), "Verdict must use format")
 
 
 def test_5_1_17_prose_without_impact() -> None:
-    """§5.1 #17: Observations prose without ### Impact rejected (mentions ### Impact)."""
+    """E5.1 #17: Observations prose without ### Impact rejected (mentions ### Impact)."""
     rejects(summary(observations=obs("Some general remarks about the code.")), "### Impact")
 
 
 def test_5_1_18_extra_heading_rejected() -> None:
-    """§5.1 #18: an extra ## Notes heading is rejected ("unexpected section")."""
+    """E5.1 #18: an extra ## Notes heading is rejected ("unexpected section")."""
     rejects(summary(suggestions="## Notes\nA note."), "unexpected section '## Notes'")
 
 
 def test_5_1_19_non_summary_unchanged() -> None:
-    """§5.1 #19: a body without the summary tag passes unchanged."""
+    """E5.1 #19: a body without the summary tag passes unchanged."""
     body = "**What changed:** kept because this is not a summary\n## Anything"
     assert ok_body(body) == body
 
 
 def test_5_1_20_impact_only() -> None:
-    """§5.1 #20: Impact-only Observations accepted."""
+    """E5.1 #20: Impact-only Observations accepted."""
     ok_body(summary(observations=obs(*MEDIUM_IMPACT), verdict=YELLOW))
 
 
 def test_5_1_21_impact_plus_preference() -> None:
-    """§5.1 #21: Impact + Preference accepted."""
+    """E5.1 #21: Impact + Preference accepted."""
     ok_body(
         summary(
             observations=obs(
@@ -299,7 +299,7 @@ def test_5_1_21_impact_plus_preference() -> None:
 
 
 def test_5_1_22_several_findings_blank_separated() -> None:
-    """§5.1 #22: several blank-line-separated findings under Impact accepted."""
+    """E5.1 #22: several blank-line-separated findings under Impact accepted."""
     ok_body(
         summary(
             observations=obs(
@@ -318,7 +318,7 @@ def test_5_1_22_several_findings_blank_separated() -> None:
 
 
 def test_5_1_23_preference_only_rejected() -> None:
-    """§5.1 #23: Preference-only Observations rejected (mentions ### Impact)."""
+    """E5.1 #23: Preference-only Observations rejected (mentions ### Impact)."""
     rejects(
         summary(
             observations=obs("### Preference", "[MINOR] src/b.py (1): Nit", "Optional: rename."),
@@ -329,7 +329,7 @@ def test_5_1_23_preference_only_rejected() -> None:
 
 
 def test_5_1_24_finding_without_severity_rejected() -> None:
-    """§5.1 #24: a finding line without a severity tag rejected (mentions ### Impact)."""
+    """E5.1 #24: a finding line without a severity tag rejected (mentions ### Impact)."""
     rejects(
         summary(observations=obs("### Impact", "src/app.py (12): No tag", "Why."), verdict=YELLOW),
         "### Impact",
@@ -337,7 +337,7 @@ def test_5_1_24_finding_without_severity_rejected() -> None:
 
 
 def test_5_1_25_unknown_severity_rejected() -> None:
-    """§5.1 #25: unknown severity [HIGH] rejected (mentions ### Impact)."""
+    """E5.1 #25: unknown severity [HIGH] rejected (mentions ### Impact)."""
     rejects(
         summary(observations=obs("### Impact", "[HIGH] src/app.py (12): Bad", "Why."), verdict=YELLOW),
         "### Impact",
@@ -345,26 +345,26 @@ def test_5_1_25_unknown_severity_rejected() -> None:
 
 
 def test_5_1_26_old_critical_subheading_rejected() -> None:
-    """§5.1 #26: an old ### Critical sub-heading is not a subsection (mentions ### Impact)."""
+    """E5.1 #26: an old ### Critical sub-heading is not a subsection (mentions ### Impact)."""
     rejects(
         summary(observations=obs("### Critical", "[CRITICAL] src/app.py (12): Bad", "Why.")), "### Impact"
     )
 
 
 def test_5_1_27_intro_prose_under_impact() -> None:
-    """§5.1 #27: intro prose before the first finding under Impact is allowed."""
+    """E5.1 #27: intro prose before the first finding under Impact is allowed."""
     ok_body(
         summary(observations=obs("### Impact", "A few things stood out.", *MEDIUM_IMPACT[1:]), verdict=YELLOW)
     )
 
 
 def test_5_1_28_finding_last_line_rejected() -> None:
-    """§5.1 #28: a finding as the last line of Observations (no explanation) is rejected."""
+    """E5.1 #28: a finding as the last line of Observations (no explanation) is rejected."""
     rejects(summary(observations=obs("### Impact", "[MAJOR] src/app.py (12): Loop")), "missing explanation")
 
 
 def test_5_1_29_major_under_preference_warns_only() -> None:
-    """§5.1 #29: a MAJOR finding under Preference only warns, it is not rejected."""
+    """E5.1 #29: a MAJOR finding under Preference only warns, it is not rejected."""
     result = sanitize_review_summary(
         summary(
             observations=obs(
@@ -377,14 +377,14 @@ def test_5_1_29_major_under_preference_warns_only() -> None:
 
 
 def test_5_1_30_bold_wrapped_tag_accepted() -> None:
-    """§5.1 #30: a bold-wrapped **[CRITICAL]** tag is accepted (and counts as a blocker)."""
+    """E5.1 #30: a bold-wrapped **[CRITICAL]** tag is accepted (and counts as a blocker)."""
     ok_body(
         summary(observations=obs("### Impact", "**[CRITICAL]** src/app.py (12): SQL injection", "Raw input."))
     )
 
 
 def test_5_1_31_out_of_order_and_bad_verdict_rejected() -> None:
-    """§5.1 #31: out-of-order sections and a bad verdict line together are still rejected."""
+    """E5.1 #31: out-of-order sections and a bad verdict line together are still rejected."""
     with pytest.raises(CommentValidationError):
         sanitize_review_summary(
             summary(order=["verdict", "what", "observations"], verdict="## Verdict\nfine")
@@ -392,7 +392,7 @@ def test_5_1_31_out_of_order_and_bad_verdict_rejected() -> None:
 
 
 def test_5_1_32_two_consecutive_findings_rejected() -> None:
-    """§5.1 #32: two consecutive finding lines are rejected ("missing explanation")."""
+    """E5.1 #32: two consecutive finding lines are rejected ("missing explanation")."""
     rejects(
         summary(
             observations=obs("### Impact", "[MAJOR] src/a.py (1): One", "[MAJOR] src/b.py (2): Two", "Why.")
@@ -407,12 +407,12 @@ RED = "## Verdict\n:red_circle: **Address before merging** -- 1 blocking issue(s
 
 
 def test_5_1_33_red_with_only_medium_rejected() -> None:
-    """§5.1 #33: red verdict with only MEDIUM findings rejected."""
+    """E5.1 #33: red verdict with only MEDIUM findings rejected."""
     rejects(summary(observations=obs(*MEDIUM_IMPACT), verdict=RED), "no CRITICAL or MAJOR findings exist")
 
 
 def test_5_1_34_red_with_only_minor_rejected() -> None:
-    """§5.1 #34: red verdict with only MINOR findings rejected (same message)."""
+    """E5.1 #34: red verdict with only MINOR findings rejected (same message)."""
     rejects(
         summary(observations=obs("### Impact", "[MINOR] src/a.py (1): Nit", "Why."), verdict=RED),
         "no CRITICAL or MAJOR findings exist",
@@ -420,24 +420,24 @@ def test_5_1_34_red_with_only_minor_rejected() -> None:
 
 
 def test_5_1_35_red_with_critical_accepted() -> None:
-    """§5.1 #35: red verdict with a CRITICAL finding accepted."""
+    """E5.1 #35: red verdict with a CRITICAL finding accepted."""
     ok_body(
         summary(observations=obs("### Impact", "[CRITICAL] src/a.py (1): Injection", "Why."), verdict=RED)
     )
 
 
 def test_5_1_36_red_with_major_accepted() -> None:
-    """§5.1 #36: red verdict with a MAJOR finding accepted."""
+    """E5.1 #36: red verdict with a MAJOR finding accepted."""
     ok_body(summary(verdict=RED))
 
 
 def test_5_1_37_yellow_with_medium_accepted() -> None:
-    """§5.1 #37: yellow verdict with only MEDIUM findings accepted."""
+    """E5.1 #37: yellow verdict with only MEDIUM findings accepted."""
     ok_body(summary(observations=obs(*MEDIUM_IMPACT), verdict=YELLOW))
 
 
 def test_5_1_38_green_with_critical_warns() -> None:
-    """§5.1 #38: green verdict with a CRITICAL finding accepted with a warning mentioning "blocker(s)"."""
+    """E5.1 #38: green verdict with a CRITICAL finding accepted with a warning mentioning "blocker(s)"."""
     result = sanitize_review_summary(
         summary(observations=obs("### Impact", "[CRITICAL] src/a.py (1): Injection", "Why."), verdict=GREEN)
     )
@@ -445,7 +445,7 @@ def test_5_1_38_green_with_critical_warns() -> None:
 
 
 def test_5_1_39_yellow_medium_impact_minor_preference() -> None:
-    """§5.1 #39: yellow verdict with MEDIUM under Impact and MINOR under Preference accepted."""
+    """E5.1 #39: yellow verdict with MEDIUM under Impact and MINOR under Preference accepted."""
     result = sanitize_review_summary(
         summary(
             observations=obs(
@@ -458,7 +458,7 @@ def test_5_1_39_yellow_medium_impact_minor_preference() -> None:
 
 
 def test_5_1_40_appended_review_details_tolerated() -> None:
-    """§5.1 #40: a second details block (Review Details + marker) after the summary is kept."""
+    """E5.1 #40: a second details block (Review Details + marker) after the summary is kept."""
     tail = "\n\n<details>\n<summary>Review Details</summary>\n\n- Files reviewed: 3\n</details>\n\n<!-- kodiai:review-details:k -->"
     body = summary() + tail
     assert ok_body(body).endswith(tail)
@@ -474,69 +474,69 @@ def rejects_delta(body: str, fragment: str) -> None:
 
 
 async def test_5_1_41_valid_delta_posted_unchanged(make_env: Any, pr_state: PrState) -> None:
-    """§5.1 #41: a valid delta summary is posted unchanged."""
+    """E5.1 #41: a valid delta summary is posted unchanged."""
     body = delta()
     payload((await create(make_env, body))[0])
     assert posted(pr_state) == [body]
 
 
 def test_5_1_42_only_new_findings() -> None:
-    """§5.1 #42: delta with only New Findings accepted."""
+    """E5.1 #42: delta with only New Findings accepted."""
     validate_rereview_summary(delta())
 
 
 def test_5_1_43_only_resolved() -> None:
-    """§5.1 #43: delta with only Resolved Findings accepted."""
+    """E5.1 #43: delta with only Resolved Findings accepted."""
     validate_rereview_summary(
         delta(sections="## Resolved Findings\n:white_check_mark: [MAJOR] src/a.py: Loop -- resolved")
     )
 
 
 def test_5_1_44_only_still_open() -> None:
-    """§5.1 #44: delta with only Still Open accepted."""
+    """E5.1 #44: delta with only Still Open accepted."""
     validate_rereview_summary(
         delta(sections="## Still Open\n1 finding(s) from the previous review remain open.")
     )
 
 
 def test_5_1_45_green_blockers_resolved() -> None:
-    """§5.1 #45: delta with a green "Blockers resolved" verdict accepted."""
+    """E5.1 #45: delta with a green "Blockers resolved" verdict accepted."""
     validate_rereview_summary(
         delta(verdict="## Verdict Update\n:green_circle: **Blockers resolved** -- Ready to merge")
     )
 
 
 def test_5_1_46_blue_still_ready() -> None:
-    """§5.1 #46: delta with a large_blue_circle "Still ready" verdict accepted."""
+    """E5.1 #46: delta with a large_blue_circle "Still ready" verdict accepted."""
     validate_rereview_summary(
         delta(verdict="## Verdict Update\n:large_blue_circle: **Still ready** -- No new issues")
     )
 
 
 def test_5_1_47_non_rereview_unchanged() -> None:
-    """§5.1 #47: a non-re-review body passes unchanged."""
+    """E5.1 #47: a non-re-review body passes unchanged."""
     body = "## Observations\nplain text"
     validate_rereview_summary(body)
     assert validate_comment_body(body).body == body
 
 
 def test_5_1_48_missing_rereview_header() -> None:
-    """§5.1 #48: missing ## Re-review header rejected."""
+    """E5.1 #48: missing ## Re-review header rejected."""
     rejects_delta(delta(header=None), "missing required section '## Re-review'")
 
 
 def test_5_1_49_missing_what_changed() -> None:
-    """§5.1 #49: missing ## What Changed rejected (named)."""
+    """E5.1 #49: missing ## What Changed rejected (named)."""
     rejects_delta(delta(what=None), "missing required section '## What Changed'")
 
 
 def test_5_1_50_missing_verdict_update() -> None:
-    """§5.1 #50: missing ## Verdict Update rejected (named)."""
+    """E5.1 #50: missing ## Verdict Update rejected (named)."""
     rejects_delta(delta(verdict=None), "missing required section '## Verdict Update'")
 
 
 def test_5_1_51_no_delta_section() -> None:
-    """§5.1 #51: no delta section at all rejected."""
+    """E5.1 #51: no delta section at all rejected."""
     rejects_delta(
         delta(sections="Nothing changed."),
         "must contain at least one of: New Findings, Resolved Findings, Still Open",
@@ -544,21 +544,21 @@ def test_5_1_51_no_delta_section() -> None:
 
 
 def test_5_1_52_observations_inside_delta() -> None:
-    """§5.1 #52: ## Observations inside a delta rejected."""
+    """E5.1 #52: ## Observations inside a delta rejected."""
     rejects_delta(
         delta(sections="## Still Open\n1 open.\n\n## Observations\nx"), "unexpected section '## Observations'"
     )
 
 
 def test_5_1_53_strengths_inside_delta() -> None:
-    """§5.1 #53: ## Strengths inside a delta rejected."""
+    """E5.1 #53: ## Strengths inside a delta rejected."""
     rejects_delta(
         delta(sections="## Still Open\n1 open.\n\n## Strengths\n- good"), "unexpected section '## Strengths'"
     )
 
 
 def test_5_1_54_bare_verdict_rejected_as_missing_update() -> None:
-    """§5.1 #54: a bare ## Verdict (no Update) fails with "missing required section '## Verdict Update'"."""
+    """E5.1 #54: a bare ## Verdict (no Update) fails with "missing required section '## Verdict Update'"."""
     rejects_delta(
         delta(verdict="## Verdict\n:green_circle: **Ready** -- fine"),
         "missing required section '## Verdict Update'",
@@ -566,7 +566,7 @@ def test_5_1_54_bare_verdict_rejected_as_missing_update() -> None:
 
 
 def test_5_1_55_red_verdict_update_rejected() -> None:
-    """§5.1 #55: a red-circle verdict update is rejected ("Verdict Update must use format")."""
+    """E5.1 #55: a red-circle verdict update is rejected ("Verdict Update must use format")."""
     rejects_delta(
         delta(verdict="## Verdict Update\n:red_circle: **Blocked** -- still bad"),
         "Verdict Update must use format",
@@ -574,7 +574,7 @@ def test_5_1_55_red_verdict_update_rejected() -> None:
 
 
 def test_5_1_56_unknown_summary_heading() -> None:
-    """§5.1 #56: an unknown ## Summary heading is rejected."""
+    """E5.1 #56: an unknown ## Summary heading is rejected."""
     rejects_delta(
         delta(sections="## Still Open\n1 open.\n\n## Summary\nx"), "unexpected section '## Summary'"
     )
@@ -584,13 +584,13 @@ def test_5_1_56_unknown_summary_heading() -> None:
 
 
 async def test_5_1_57_create_comment_sanitizes_mention(make_env: Any, pr_state: PrState) -> None:
-    """§5.1 #57: create_comment turns @kodiai into kodiai."""
+    """E5.1 #57: create_comment turns @kodiai into kodiai."""
     payload((await create(make_env, "Ping @kodiai please"))[0])
     assert posted(pr_state) == ["Ping kodiai please"]
 
 
 async def test_5_1_58_update_comment_sanitizes_mention(make_env: Any, pr_state: PrState) -> None:
-    """§5.1 #58: update_comment turns @kodiai into kodiai."""
+    """E5.1 #58: update_comment turns @kodiai into kodiai."""
     existing = pr_state.add_issue_comment(OWNER, REPO, ISSUE, "old")
     env = make_env()
     result = await call(
@@ -602,7 +602,7 @@ async def test_5_1_58_update_comment_sanitizes_mention(make_env: Any, pr_state: 
 
 
 async def test_5_1_59_approval_body_has_no_mention(make_env: Any, pr_state: PrState) -> None:
-    """§5.1 #59: the approval review body contains no @kodiai."""
+    """E5.1 #59: the approval review body contains no @kodiai."""
     body = APPROVE_BODY.replace("Decision: APPROVE", "Decision: APPROVE").replace(
         "<summary>kodiai response</summary>", "<summary>kodiai response</summary>\n"
     )
@@ -613,7 +613,7 @@ async def test_5_1_59_approval_body_has_no_mention(make_env: Any, pr_state: PrSt
 
 
 async def test_5_1_60_strips_claude_and_kodiai(make_env: Any, pr_state: PrState) -> None:
-    """§5.1 #60: create_comment strips both @claude and @kodiai."""
+    """E5.1 #60: create_comment strips both @claude and @kodiai."""
     payload((await create(make_env, "@claude and @kodiai agree"))[0])
     assert posted(pr_state) == ["claude and kodiai agree"]
 
@@ -622,19 +622,19 @@ async def test_5_1_60_strips_claude_and_kodiai(make_env: Any, pr_state: PrState)
 
 
 async def test_5_1_61_valid_summary_passes_whole_chain(make_env: Any, pr_state: PrState) -> None:
-    """§5.1 #61: a valid initial review summary passes the whole chain unchanged in substance."""
+    """E5.1 #61: a valid initial review summary passes the whole chain unchanged in substance."""
     body = summary(strengths=STRENGTHS, suggestions=SUGGESTIONS)
     payload((await create(make_env, body))[0])
     assert posted(pr_state) == [body]
 
 
 def test_5_1_62_delta_not_subject_to_initial_rules() -> None:
-    """§5.1 #62: a delta summary is not held to the initial-summary rules (no Observations required)."""
+    """E5.1 #62: a delta summary is not held to the initial-summary rules (no Observations required)."""
     body = delta()
     assert validate_comment_body(body).body == body
 
 
-# --------------------------------------------------------------------------- decision format (§2.1.1 details)
+# --------------------------------------------------------------------------- decision format (E2.1.1 details)
 
 
 @pytest.mark.parametrize(
@@ -653,7 +653,7 @@ def test_5_1_62_delta_not_subject_to_initial_rules() -> None:
     ],
 )
 def test_2_1_1_decision_format_errors(inner: str, fragment: str) -> None:
-    """§2.1.1: every decision-format rule rejects with an "Invalid kodiai response" message."""
+    """E2.1.1: every decision-format rule rejects with an "Invalid kodiai response" message."""
     body = f"<details>\n<summary>kodiai response</summary>\n\n{inner}\n\n</details>"
     with pytest.raises(CommentValidationError) as info:
         validate_comment_body(body)
@@ -661,7 +661,7 @@ def test_2_1_1_decision_format_errors(inner: str, fragment: str) -> None:
 
 
 def test_2_1_1_decision_value_uses_js_split_semantics() -> None:
-    """§2.1.1: the value is the text between the first and second colon ("APPROVE: now" → "APPROVE")."""
+    """E2.1.1: the value is the text between the first and second colon ("APPROVE: now" → "APPROVE")."""
     body = (
         "<details>\n<summary>kodiai response</summary>\n\nDecision: APPROVE: now\nIssues: none\n\n</details>"
     )

@@ -1,5 +1,5 @@
 """Issue 15 item 5: parsing a large but legitimate `.kodiai.yml` (seconds of pure Python) never stalls the
-event loop — through the executor (which loads the config a second time, spec/exec.md §1.3 step 2) and
+event loop — through the executor (which loads the config a second time, behaviour E1.3 step 2) and
 through the handlers' shared workspace step.
 
 A ticker task sleeps 10 ms in a loop while the config loads; its longest gap is the loop's stall. The load

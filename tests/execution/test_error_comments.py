@@ -1,4 +1,4 @@
-"""Error-comment delivery (spec/exec.md §4 postOrUpdateErrorComment) against the fake GitHub server."""
+"""Error-comment delivery (behaviour E4 postOrUpdateErrorComment) against the fake GitHub server."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from support.fake_github_pr import PrState
 
 
 async def test_creates_comment_without_tracking_id(fake_gh: FakeGitHub, pr_state: PrState) -> None:
-    """§4: no tracking id → a new issue comment with the formatted error, mentions sanitised."""
+    """E4: no tracking id → a new issue comment with the formatted error, mentions sanitised."""
     body = format_error_comment(
         classify_error("Job timed out after 600 seconds.", True, False), "@kodiai timed out"
     )
@@ -26,7 +26,7 @@ async def test_creates_comment_without_tracking_id(fake_gh: FakeGitHub, pr_state
 
 
 async def test_updates_tracking_comment(fake_gh: FakeGitHub, pr_state: PrState) -> None:
-    """§4: a tracking id → that comment is edited, nothing created."""
+    """E4: a tracking id → that comment is edited, nothing created."""
     tracking = pr_state.add_issue_comment(OWNER, REPO, PR, "Working on it...")
     rest = GitHubRest(make_client(fake_gh), OWNER, REPO)
     result = await post_or_update_error_comment(
@@ -37,7 +37,7 @@ async def test_updates_tracking_comment(fake_gh: FakeGitHub, pr_state: PrState) 
 
 
 async def test_never_raises_and_logs(fake_gh: FakeGitHub, pr_state: PrState) -> None:
-    """§4: a failing post is logged ("Failed to post/update error comment") and swallowed."""
+    """E4: a failing post is logged ("Failed to post/update error comment") and swallowed."""
     fake_gh.fail(500, method="POST", path=r".*/comments", times=1)
     with structlog.testing.capture_logs() as logs:
         result = await post_or_update_error_comment(
@@ -48,7 +48,7 @@ async def test_never_raises_and_logs(fake_gh: FakeGitHub, pr_state: PrState) -> 
 
 
 def test_mention_error_body_wrapped() -> None:
-    """§4: mention error replies are wrapped in details with summary "Kodiai encountered an error"."""
+    """E4: mention error replies are wrapped in details with summary "Kodiai encountered an error"."""
     body = mention_error_body("> **Kodiai encountered an error**\n\n_@kodiai boom_", ["kodiai"])
     assert body.startswith("<details>\n<summary>Kodiai encountered an error</summary>\n\n")
     assert "@kodiai" not in body

@@ -1,4 +1,4 @@
-"""Error classification and error comments: spec/review.md §4.13 (ER-01…19) = spec/exec.md §5.8 (#120–138),
+"""Error classification and error comments: behaviour R4.13 (ER-01…19) = behaviour E5.8 (#120–138),
 plus the JS traps of parity-vectors/README.md §3 for classify_error / format_error_comment."""
 
 from __future__ import annotations
@@ -30,63 +30,63 @@ class HttpError(Exception):
     ],
 )
 def test_4_13_er_01_timeout_wins_whatever_the_message(error: object) -> None:
-    """§4.13 ER-01 / exec §5.8 #120: isTimeout gives timeout for any message, strings and null included."""
+    """R4.13 ER-01 / behaviour E5.8 #120: isTimeout gives timeout for any message, strings and null included."""
     assert classify_error(error, True) == "timeout"
     assert classify_error(error, True, False) == "timeout"
 
 
 def test_4_13_er_02_timeout_and_published_is_partial() -> None:
-    """§4.13 ER-02 / exec #121."""
+    """R4.13 ER-02 / exec #121."""
     assert classify_error(Exception("whatever"), True, True) == "timeout_partial"
 
 
 def test_4_13_er_03_kodiai_yml_is_config_error() -> None:
-    """§4.13 ER-03 / exec #122."""
+    """R4.13 ER-03 / exec #122."""
     assert classify_error(Exception("Invalid .kodiai.yml: parse error"), False) == "config_error"
 
 
 @pytest.mark.parametrize("message", ["Failed to clone repository", "Clone operation timed out"])
 def test_4_13_er_04_clone_messages(message: str) -> None:
-    """§4.13 ER-04 / exec #123."""
+    """R4.13 ER-04 / exec #123."""
     assert classify_error(Exception(message), False) == "clone_error"
 
 
 @pytest.mark.parametrize("message", ["git fetch failed", "Git authentication error"])
 def test_4_13_er_05_git_messages(message: str) -> None:
-    """§4.13 ER-05 / exec #124."""
+    """R4.13 ER-05 / exec #124."""
     assert classify_error(Exception(message), False) == "clone_error"
 
 
 def test_4_13_er_06_rate_limit_beats_git() -> None:
-    """§4.13 ER-06 / exec #125: api_error is checked before clone_error."""
+    """R4.13 ER-06 / exec #125: api_error is checked before clone_error."""
     assert classify_error(Exception("GitHub rate limit exceeded"), False) == "api_error"
 
 
 def test_4_13_er_07_api_request_failed() -> None:
-    """§4.13 ER-07 / exec #126."""
+    """R4.13 ER-07 / exec #126."""
     assert classify_error(Exception("API request failed"), False) == "api_error"
 
 
 @pytest.mark.parametrize("message", ["Request failed with status 403", "Server returned 500"])
 def test_4_13_er_08_status_numbers(message: str) -> None:
-    """§4.13 ER-08 / exec #127."""
+    """R4.13 ER-08 / exec #127."""
     assert classify_error(HttpError(message), False) == "api_error"
 
 
 def test_4_13_er_09_otherwise_internal() -> None:
-    """§4.13 ER-09 / exec #128."""
+    """R4.13 ER-09 / exec #128."""
     assert classify_error(Exception("something unexpected happened"), False) == "internal_error"
 
 
 @pytest.mark.parametrize("value", ["string error", 42, None])
 def test_4_13_er_10_non_error_values_are_internal(value: object) -> None:
-    """§4.13 ER-10 / exec #129: non-Error values (string, number, null) → internal_error."""
+    """R4.13 ER-10 / exec #129: non-Error values (string, number, null) → internal_error."""
     assert classify_error(value, False) == "internal_error"
 
 
 @pytest.mark.parametrize("category", ALL_CATEGORIES)
 def test_4_13_er_11_every_category_renders_header_and_detail(category: str) -> None:
-    """§4.13 ER-11 / exec #130: `> **<Header>**` and `_test detail_` with the exact header texts."""
+    """R4.13 ER-11 / exec #130: `> **<Header>**` and `_test detail_` with the exact header texts."""
     body = format_error_comment(category, "test detail")
     assert body.startswith(f"> **{HEADERS[category]}**\n\n_test detail_\n\n")
     assert HEADERS == {
@@ -111,21 +111,21 @@ def test_4_13_er_11_every_category_renders_header_and_detail(category: str) -> N
     ],
 )
 def test_4_13_er_12_to_17_suggestion_wording(checklist: str, category: str, words: list[str]) -> None:
-    """§4.13 ER-12…ER-17 / exec #131–136: each suggestion carries the asserted words."""
+    """R4.13 ER-12…ER-17 / exec #131–136: each suggestion carries the asserted words."""
     body = format_error_comment(category, "d")
     for word in words:
         assert word in body, (checklist, word)
 
 
 def test_4_13_er_18_ghs_token_redacted() -> None:
-    """§4.13 ER-18 / exec #137."""
+    """R4.13 ER-18 / exec #137."""
     body = format_error_comment("internal_error", f"token {GHS} leaked")
     assert GHS not in body
     assert "_token [REDACTED_GITHUB_TOKEN] leaked_" in body
 
 
 def test_4_13_er_19_ghp_and_ghs_both_redacted() -> None:
-    """§4.13 ER-19 / exec #138."""
+    """R4.13 ER-19 / exec #138."""
     body = format_error_comment("api_error", f"{GHP} and {GHS}")
     assert body.count("[REDACTED_GITHUB_TOKEN]") == 2
     assert "ghp_" not in body and "ghs_" not in body

@@ -1,4 +1,4 @@
-"""The executor through the real Claude Agent SDK client and a scripted transport (spec/exec.md §1, §5.12).
+"""The executor through the real Claude Agent SDK client and a scripted transport (behaviour E1, E5.12).
 
 Tool calls travel as the CLI sends them (``mcp_message`` control requests) into our in-process MCP
 servers, which post to the fake GitHub server over HTTP.
@@ -77,7 +77,7 @@ def review_context(workspace: Path, **overrides: Any) -> ExecutionContext:
 async def test_review_run_posts_through_mcp_and_maps_result(
     tmp_path: Path, fake_gh: FakeGitHub, pr_state: PrState
 ) -> None:
-    """§1.3/§1.5: tool calls reach our MCP servers and GitHub; the result is mapped; published=true."""
+    """E1.3/E1.5: tool calls reach our MCP servers and GitHub; the result is mapped; published=true."""
     h = Harness(
         fake_gh,
         [
@@ -125,7 +125,7 @@ async def test_review_run_posts_through_mcp_and_maps_result(
 
 
 async def test_tool_names_listed_to_the_cli(tmp_path: Path, fake_gh: FakeGitHub, pr_state: PrState) -> None:
-    """§2.0: the servers expose exactly the six tools under their original names."""
+    """E2.0: the servers expose exactly the six tools under their original names."""
     parent = pr_state.add_review_comment(OWNER, REPO, PR, "orig", path="src/app.py", line=3)
     h = Harness(
         fake_gh,
@@ -159,7 +159,7 @@ async def test_tool_names_listed_to_the_cli(tmp_path: Path, fake_gh: FakeGitHub,
 async def test_validation_error_returned_to_model_nothing_posted(
     tmp_path: Path, fake_gh: FakeGitHub, pr_state: PrState
 ) -> None:
-    """§2.0: a validator error is a tool error the model sees; nothing is posted; published stays false."""
+    """E2.0: a validator error is a tool error the model sees; nothing is posted; published stays false."""
     bad = "<details>\n<summary>Kodiai Review Summary</summary>\n\nAll good.\n</details>"
     h = Harness(
         fake_gh, [ToolCall("github_comment", "create_comment", {"issueNumber": PR, "body": bad}), Result()]
@@ -199,7 +199,7 @@ async def test_validation_error_returned_to_model_nothing_posted(
 async def test_1_4_server_matrix(
     tmp_path: Path, fake_gh: FakeGitHub, overrides: dict[str, Any], servers: list[str]
 ) -> None:
-    """§1.4 matrix and §1.3 step 5: servers built per surface; mcp__<key>__* allowed for each."""
+    """E1.4 matrix and E1.3 step 5: servers built per surface; mcp__<key>__* allowed for each."""
     h = Harness(fake_gh, [Result()])
     await h.executor.execute(review_context(tmp_path, **overrides))
     assert h.options is not None
@@ -209,7 +209,7 @@ async def test_1_4_server_matrix(
 
 
 async def test_1_3_options_mapping_and_tool_surface(tmp_path: Path, fake_gh: FakeGitHub) -> None:
-    """§1.3 step 7 / §1.4 decision: model, turns, preset+append, no settings sources (issue 23), cwd,
+    """E1.3 step 7 / E1.4 decision: model, turns, preset+append, no settings sources (issue 23), cwd,
     entrypoint env, dontAsk with an enforced allow-list; Bash, and outside write mode the write tools, and
     outside mentions with allowed domains the web tools, denied; the CLI is started by the run's launcher."""
     (tmp_path / ".kodiai.yml").write_text(
@@ -232,7 +232,7 @@ async def test_1_3_options_mapping_and_tool_surface(tmp_path: Path, fake_gh: Fak
 
 
 async def test_1_3_defaults_without_config_and_no_append(tmp_path: Path, fake_gh: FakeGitHub) -> None:
-    """§1.3: no .kodiai.yml → default model and 25 turns; empty append is omitted from the preset."""
+    """E1.3: no .kodiai.yml → default model and 25 turns; empty append is omitted from the preset."""
     h = Harness(fake_gh, [Result()])
     await h.executor.execute(review_context(tmp_path))
     assert h.options is not None
@@ -241,7 +241,7 @@ async def test_1_3_defaults_without_config_and_no_append(tmp_path: Path, fake_gh
 
 
 async def test_1_4_write_mode_and_mention_tools(tmp_path: Path, fake_gh: FakeGitHub) -> None:
-    """§1.4: write mode adds Edit/Write/MultiEdit and denies only Bash; mentions get WebSearch and
+    """E1.4: write mode adds Edit/Write/MultiEdit and denies only Bash; mentions get WebSearch and
     WebFetch for the trusted config's allowed domains only (issue 23), none without them."""
     h = Harness(fake_gh, [Result()])
     context = review_context(
@@ -270,7 +270,7 @@ async def test_1_4_write_mode_and_mention_tools(tmp_path: Path, fake_gh: FakeGit
     ids=["max-turns", "during-execution", "success-is-error"],
 )
 async def test_1_5_conclusion(tmp_path: Path, fake_gh: FakeGitHub, result: Result, expected: str) -> None:
-    """§1.5: a non-success subtype is a failure; a success subtype with ``is_error`` (a failed model call)
+    """E1.5: a non-success subtype is a failure; a success subtype with ``is_error`` (a failed model call)
     is an ``error`` (issue #12: the original recorded it as success)."""
     h = Harness(fake_gh, [result])
     mapped = await h.executor.execute(review_context(tmp_path))
@@ -278,7 +278,7 @@ async def test_1_5_conclusion(tmp_path: Path, fake_gh: FakeGitHub, result: Resul
 
 
 async def test_1_5_token_sums_first_model_and_fallbacks(tmp_path: Path, fake_gh: FakeGitHub) -> None:
-    """§1.5: four token totals summed over models; model = first key; a zero duration is kept; a missing
+    """E1.5: four token totals summed over models; model = first key; a zero duration is kept; a missing
     stop reason → None."""
     usage = {
         "claude-haiku-4-5": {
@@ -302,7 +302,7 @@ async def test_1_5_token_sums_first_model_and_fallbacks(tmp_path: Path, fake_gh:
 
 
 def test_1_5_duration_falls_back_to_wall_clock_only_when_missing() -> None:
-    """§1.5: durationMs = result duration_ms ?? wall clock (a missing value, not a zero, falls back)."""
+    """E1.5: durationMs = result duration_ms ?? wall clock (a missing value, not a zero, falls back)."""
     from claude_agent_sdk import ResultMessage
 
     from kodiai.execution.result_mapping import map_result
@@ -319,14 +319,14 @@ def test_1_5_duration_falls_back_to_wall_clock_only_when_missing() -> None:
 
 
 async def test_1_5_empty_model_usage_is_unknown(tmp_path: Path, fake_gh: FakeGitHub) -> None:
-    """§1.5: an empty per-model map → model 'unknown', zero tokens."""
+    """E1.5: an empty per-model map → model 'unknown', zero tokens."""
     h = Harness(fake_gh, [Result(model_usage={})])
     r = await h.executor.execute(review_context(tmp_path))
     assert (r.model, r.input_tokens, r.output_tokens) == ("unknown", 0, 0)
 
 
 async def test_1_3_09_no_result_message(tmp_path: Path, fake_gh: FakeGitHub) -> None:
-    """§1.3 step 9: the stream ends without a result → error "No result message received ..."."""
+    """E1.3 step 9: the stream ends without a result → error "No result message received ..."."""
     h = Harness(fake_gh, [AssistantText("thinking")])
     r = await h.executor.execute(review_context(tmp_path))
     assert r.conclusion == "error"
@@ -337,7 +337,7 @@ async def test_1_3_09_no_result_message(tmp_path: Path, fake_gh: FakeGitHub) -> 
 async def test_1_6_timeout_after_publishing_reports_published(
     tmp_path: Path, fake_gh: FakeGitHub, pr_state: PrState
 ) -> None:
-    """§1.6 + PARITY review Q4: a run that posted and then hangs times out with published=true, the
+    """E1.6 + PARITY review Q4: a run that posted and then hangs times out with published=true, the
     timeout message, and the transport closed (the run really stopped)."""
     h = Harness(
         fake_gh,
@@ -361,7 +361,7 @@ async def test_1_6_timeout_after_publishing_reports_published(
 
 
 async def test_1_6_timeout_without_output_and_config_timeout(tmp_path: Path, fake_gh: FakeGitHub) -> None:
-    """§1.3 step 3: without a dynamic override the config's timeoutSeconds applies; nothing posted →
+    """E1.3 step 3: without a dynamic override the config's timeoutSeconds applies; nothing posted →
     published=false."""
     h = Harness(fake_gh, [Hang()], config=ExecutorConfig(timeout_seconds=0.25))
     r = await h.executor.execute(review_context(tmp_path))
@@ -371,7 +371,7 @@ async def test_1_6_timeout_without_output_and_config_timeout(tmp_path: Path, fak
 
 
 async def test_1_6_yaml_error_is_generic_error(tmp_path: Path, fake_gh: FakeGitHub) -> None:
-    """§1.3 step 2 / §1.6: a YAML syntax error in .kodiai.yml → error with the config message; no model run."""
+    """E1.3 step 2 / E1.6: a YAML syntax error in .kodiai.yml → error with the config message; no model run."""
     (tmp_path / ".kodiai.yml").write_text("review: [unclosed\n", encoding="utf-8")
     h = Harness(fake_gh, [Result()])
     r = await h.executor.execute(review_context(tmp_path))
@@ -383,7 +383,7 @@ async def test_1_6_yaml_error_is_generic_error(tmp_path: Path, fake_gh: FakeGitH
 
 
 async def test_1_6_transport_failure_is_error(tmp_path: Path, fake_gh: FakeGitHub) -> None:
-    """§1.6: any other exception → conclusion error with the exception message."""
+    """E1.6: any other exception → conclusion error with the exception message."""
 
     class Broken(ScriptedTransport):
         async def connect(self) -> None:
@@ -399,7 +399,7 @@ async def test_1_6_transport_failure_is_error(tmp_path: Path, fake_gh: FakeGitHu
 
 
 async def test_1_9_generic_prompt_when_none(tmp_path: Path, fake_gh: FakeGitHub) -> None:
-    """§1.9: no prompt → the generic prompt with the sanitized trigger body."""
+    """E1.9: no prompt → the generic prompt with the sanitized trigger body."""
     h = Harness(fake_gh, [Result()])
     await h.executor.execute(
         review_context(tmp_path, prompt=None, trigger_body="please look<!-- hidden -->\u200b now")
@@ -432,7 +432,7 @@ async def test_credentials_reach_cli_env_only_and_are_never_logged(
 
 
 async def test_1_5_error_result_then_cli_exit_is_failure(tmp_path: Path, fake_gh: FakeGitHub) -> None:
-    """§1.5: error_max_turns followed by the CLI's non-zero exit (the SDK raises) is still the mapped
+    """E1.5: error_max_turns followed by the CLI's non-zero exit (the SDK raises) is still the mapped
     result with conclusion failure, not a generic error."""
     h = Harness(fake_gh, [Result(subtype="error_max_turns", is_error=True, num_turns=25), Crash()])
     r = await h.executor.execute(review_context(tmp_path))
@@ -440,7 +440,7 @@ async def test_1_5_error_result_then_cli_exit_is_failure(tmp_path: Path, fake_gh
 
 
 async def test_1_6_cli_crash_without_result_is_error(tmp_path: Path, fake_gh: FakeGitHub) -> None:
-    """§1.6: the CLI dies before any result → conclusion error with the process error message."""
+    """E1.6: the CLI dies before any result → conclusion error with the process error message."""
     h = Harness(fake_gh, [AssistantText("x"), Crash(exit_code=3, stderr="boom")])
     r = await h.executor.execute(review_context(tmp_path))
     assert r.conclusion == "error" and r.published is False
@@ -448,7 +448,7 @@ async def test_1_6_cli_crash_without_result_is_error(tmp_path: Path, fake_gh: Fa
 
 
 async def test_1_3_02_section_warning_logged_and_defaulted(tmp_path: Path, fake_gh: FakeGitHub) -> None:
-    """§1.3 step 2: an invalid section is logged ("Config section invalid, using defaults") and the
+    """E1.3 step 2: an invalid section is logged ("Config section invalid, using defaults") and the
     run continues with that section's defaults."""
     (tmp_path / ".kodiai.yml").write_text(
         "model: claude-opus-4-1\nreview:\n  maxComments: lots\n", encoding="utf-8"

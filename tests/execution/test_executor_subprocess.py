@@ -48,7 +48,7 @@ def executor(fake: FakeGitHub, cli: Path) -> ClaudeAgentExecutor:
 async def test_cli_started_with_mapped_flags_and_env(
     tmp_path: Path, fake_gh: FakeGitHub, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """§1.3 step 7 end to end: the real subprocess transport starts the CLI (through the run's launcher)
+    """E1.3 step 7 end to end: the real subprocess transport starts the CLI (through the run's launcher)
     in the workspace with the model, turns, preset append, no settings sources, dontAsk, the tool lists,
     our SDK MCP servers, the entrypoint and the API key; the app's own secrets do not reach it."""
     workspace = tmp_path / "ws"
@@ -106,7 +106,7 @@ class SkippableClockLoop(asyncio.SelectorEventLoop):
 def test_timeout_terminates_cli_subprocess(
     tmp_path: Path, fake_gh: FakeGitHub, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """§1.10 timeout: a CLI that never answers is cancelled after the timeout and its process is gone
+    """E1.10 timeout: a CLI that never answers is cancelled after the timeout and its process is gone
     (stdin closed, then terminated by the SDK's shielded cleanup). The timeout elapses (on the loop's
     clock) only once the CLI hangs, so however slow its start-up is, the timeout cuts a running CLI."""
     record = tmp_path / "record.json"

@@ -1,4 +1,4 @@
-"""spec/exec.md §5.2, §5.3 and §5.12 (inline line validation, hints, thread APPROVE check) over HTTP."""
+"""behaviour E5.2, E5.3 and E5.12 (inline line validation, hints, thread APPROVE check) over HTTP."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ async def inline(env: Any, args: dict[str, Any], server: InlineCommentServer | N
 async def test_5_2_63_marker_appended_then_second_instance_skips(
     make_env: Any, pr_state: PrState, fake_gh: FakeGitHub
 ) -> None:
-    """§5.2 #63: the first inline comment carries the marker; a second server instance with the same key
+    """E5.2 #63: the first inline comment carries the marker; a second server instance with the same key
     finds it and returns skipped/already-published without posting."""
     first_env = make_env(review_output_key=KEY)
     first = payload(await inline(first_env, {"path": "src/app.py", "body": "[MAJOR] Loop", "line": 12}))
@@ -51,7 +51,7 @@ async def test_5_2_63_marker_appended_then_second_instance_skips(
 async def test_5_2_63b_gate_scanned_once_per_instance(
     make_env: Any, pr_state: PrState, fake_gh: FakeGitHub
 ) -> None:
-    """§2.3 step 2: the publication scan runs on the first call only; later calls of the run post freely."""
+    """E2.3 step 2: the publication scan runs on the first call only; later calls of the run post freely."""
     env = make_env(review_output_key=KEY)
     server = InlineCommentServer(env)
     payload(await inline(env, {"path": "src/app.py", "body": "one", "line": 1}, server))
@@ -61,7 +61,7 @@ async def test_5_2_63b_gate_scanned_once_per_instance(
 
 
 async def test_5_2_63c_marker_found_in_issue_comment_or_review(make_env: Any, pr_state: PrState) -> None:
-    """§2.5: the scan also finds the marker in an issue comment (the summary) and skips."""
+    """E2.5: the scan also finds the marker in an issue comment (the summary) and skips."""
     pr_state.add_issue_comment(OWNER, REPO, PR, f"summary\n\n{MARKER}")
     result = payload(
         await inline(make_env(review_output_key=KEY), {"path": "src/app.py", "body": "x", "line": 3})
@@ -71,14 +71,14 @@ async def test_5_2_63c_marker_found_in_issue_comment_or_review(make_env: Any, pr
 
 
 async def test_5_2_64_inline_sanitizes_mentions(make_env: Any, pr_state: PrState) -> None:
-    """§5.2 #64: create_inline_comment turns @kodiai into kodiai and reports success:true."""
+    """E5.2 #64: create_inline_comment turns @kodiai into kodiai and reports success:true."""
     result = payload(await inline(make_env(), {"path": "src/app.py", "body": "ask @kodiai", "line": 5}))
     assert result["success"] is True
     assert [c["body"] for c in pr_state.review_comments(OWNER, REPO, PR)] == ["ask kodiai"]
 
 
 async def test_5_12_inline_requires_line_or_start_line(make_env: Any, pr_state: PrState) -> None:
-    """§5.12 / §2.3 step 1: neither line nor startLine (0 counts as missing) → error, nothing posted."""
+    """E5.12 / E2.3 step 1: neither line nor startLine (0 counts as missing) → error, nothing posted."""
     env = make_env()
     for args in ({"path": "src/app.py", "body": "x"}, {"path": "src/app.py", "body": "x", "line": 0}):
         result = await inline(env, args)
@@ -89,7 +89,7 @@ async def test_5_12_inline_requires_line_or_start_line(make_env: Any, pr_state: 
 
 
 async def test_5_12_inline_multiline_payload(make_env: Any, pr_state: PrState, fake_gh: FakeGitHub) -> None:
-    """§2.3 step 5: startLine sends start_line + start_side (= side) + line."""
+    """E2.3 step 5: startLine sends start_line + start_side (= side) + line."""
     payload(
         await inline(
             make_env(), {"path": "src/app.py", "body": "x", "startLine": 3, "line": 6, "side": "LEFT"}
@@ -108,7 +108,7 @@ async def test_5_12_inline_multiline_payload(make_env: Any, pr_state: PrState, f
 
 
 async def test_5_12_inline_rejects_negative_and_bad_side(make_env: Any, pr_state: PrState) -> None:
-    """§2.3 params: line ≥ 0 and side ∈ {LEFT, RIGHT} are validated before anything is posted."""
+    """E2.3 params: line ≥ 0 and side ∈ {LEFT, RIGHT} are validated before anything is posted."""
     env = make_env()
     for bad in ({"path": "a", "body": "x", "line": -1}, {"path": "a", "body": "x", "line": 1, "side": "UP"}):
         result = await inline(env, bad)
@@ -117,7 +117,7 @@ async def test_5_12_inline_rejects_negative_and_bad_side(make_env: Any, pr_state
 
 
 async def test_5_12_inline_validation_failed_hint(make_env: Any, pr_state: PrState) -> None:
-    """§2.3 errors: a 422 "Validation Failed" (path not in the diff) returns the not-in-diff hint."""
+    """E2.3 errors: a 422 "Validation Failed" (path not in the diff) returns the not-in-diff hint."""
     result = await inline(make_env(), {"path": "nope.py", "body": "x", "line": 1})
     assert result["is_error"] is True
     message = text(result)
@@ -126,14 +126,14 @@ async def test_5_12_inline_validation_failed_hint(make_env: Any, pr_state: PrSta
 
 
 async def test_5_12_inline_not_found_hint(make_env: Any, pr_state: PrState) -> None:
-    """§2.3 errors: a 404 "Not Found" (unknown PR) returns the wrong PR/repo/path hint."""
+    """E2.3 errors: a 404 "Not Found" (unknown PR) returns the wrong PR/repo/path hint."""
     result = await inline(make_env(pr_number=999), {"path": "src/app.py", "body": "x", "line": 1})
     assert result["is_error"] is True
     assert "Not Found" in text(result) and "check that the pull request number" in text(result)
 
 
 async def test_5_3_65_reply_wrapped_in_details(make_env: Any, pr_state: PrState, fake_gh: FakeGitHub) -> None:
-    """§5.3 #65: the reply goes to the given PR/comment on owner/repo, wrapped in <details>; result has
+    """E5.3 #65: the reply goes to the given PR/comment on owner/repo, wrapped in <details>; result has
     success, comment_id and html_url."""
     parent = pr_state.add_review_comment(OWNER, REPO, PR, "original", path="src/app.py", line=4)
     env = make_env()
@@ -151,7 +151,7 @@ async def test_5_3_65_reply_wrapped_in_details(make_env: Any, pr_state: PrState,
 
 
 async def test_5_3_66_reply_sanitizes_mentions(make_env: Any, pr_state: PrState) -> None:
-    """§5.3 #66: the reply body has @kodiai turned into kodiai."""
+    """E5.3 #66: the reply body has @kodiai turned into kodiai."""
     parent = pr_state.add_review_comment(OWNER, REPO, PR, "original", path="src/app.py", line=4)
     payload(
         await call(
@@ -165,7 +165,7 @@ async def test_5_3_66_reply_sanitizes_mentions(make_env: Any, pr_state: PrState)
 
 
 async def test_5_12_thread_approve_requires_issues_none(make_env: Any, pr_state: PrState) -> None:
-    """§5.12 / §2.2: an APPROVE reply without "Issues: none" is rejected; with it, posted (never a review)."""
+    """E5.12 / E2.2: an APPROVE reply without "Issues: none" is rejected; with it, posted (never a review)."""
     parent = pr_state.add_review_comment(OWNER, REPO, PR, "original", path="src/app.py", line=4)
     tools = thread_tools(make_env())
     args = {"pullRequestNumber": PR, "commentId": parent["id"]}
@@ -180,7 +180,7 @@ async def test_5_12_thread_approve_requires_issues_none(make_env: Any, pr_state:
 
 
 async def test_5_12_update_comment_never_approves(make_env: Any, pr_state: PrState) -> None:
-    """§5.12: update_comment with an APPROVE decision body edits the comment; no approval review."""
+    """E5.12: update_comment with an APPROVE decision body edits the comment; no approval review."""
     from exec_tool_calls import call as call_tool
 
     from kodiai.execution.tools.comment_server import comment_tools

@@ -1,4 +1,4 @@
-"""Confidence adjustment and suppression evaluation: spec/review.md §4.34 (CA-01…12), with one run against a
+"""Confidence adjustment and suppression evaluation: behaviour R4.34 (CA-01…12), with one run against a
 real SQLite knowledge store."""
 
 from __future__ import annotations
@@ -63,12 +63,12 @@ def strong(fp: str, severity: str, category: str) -> FeedbackPattern:
     ],
 )
 def test_4_34_ca_01_to_07_adjustment(checklist: str, base: int, up: int, down: int, expected: int) -> None:
-    """§4.34 CA-01…CA-07: clamp(base + 10·up − 20·down, 0, 100)."""
+    """R4.34 CA-01…CA-07: clamp(base + 10·up − 20·down, 0, 100)."""
     assert adjust_confidence_for_feedback(base, {"thumbs_up": up, "thumbs_down": down}) == expected, checklist
 
 
 def test_4_34_ca_08_disabled_returns_empty_without_touching_store() -> None:
-    """§4.34 CA-08."""
+    """R4.34 CA-08."""
     store = PatternList(strong("fp-a", "minor", "style"))
     result = evaluate_feedback_suppressions(store, "o/r", {"enabled": False})
     assert result.suppressed_fingerprints == set() and result.suppressed_pattern_count == 0
@@ -76,21 +76,21 @@ def test_4_34_ca_08_disabled_returns_empty_without_touching_store() -> None:
 
 
 def test_4_34_ca_09_critical_security_filtered_medium_style_kept() -> None:
-    """§4.34 CA-09."""
+    """R4.34 CA-09."""
     store = PatternList(strong("fp-crit", "critical", "security"), strong("fp-style", "medium", "style"))
     result = evaluate_feedback_suppressions(store, "o/r", ENABLED)
     assert result.suppressed_fingerprints == {"fp-style"} and result.suppressed_pattern_count == 1
 
 
 def test_4_34_ca_10_major_security_filtered_major_style_kept() -> None:
-    """§4.34 CA-10."""
+    """R4.34 CA-10."""
     store = PatternList(strong("fp-sec", "major", "security"), strong("fp-style", "major", "style"))
     result = evaluate_feedback_suppressions(store, "o/r", ENABLED)
     assert result.suppressed_fingerprints == {"fp-style"}
 
 
 def test_4_34_ca_11_two_unprotected_patterns() -> None:
-    """§4.34 CA-11."""
+    """R4.34 CA-11."""
     store = PatternList(strong("fp-a", "minor", "style"), strong("fp-b", "medium", "documentation"))
     result = evaluate_feedback_suppressions(store, "o/r", ENABLED)
     assert len(result.suppressed_fingerprints) == 2 and result.suppressed_pattern_count == 2
@@ -98,7 +98,7 @@ def test_4_34_ca_11_two_unprotected_patterns() -> None:
 
 
 def test_4_34_ca_12_store_error_is_fail_open_with_warning() -> None:
-    """§4.34 CA-12."""
+    """R4.34 CA-12."""
     with capture_logs() as logs:
         result = evaluate_feedback_suppressions(BrokenStore(), "o/r", ENABLED, delivery_id="d-9")
     assert result.suppressed_fingerprints == set() and result.patterns == []

@@ -1,4 +1,4 @@
-"""Feedback aggregation: spec/review.md §4.33 (FA-01…08)."""
+"""Feedback aggregation: behaviour R4.33 (FA-01…08)."""
 
 from __future__ import annotations
 
@@ -39,43 +39,43 @@ def fps(store: PatternList, thresholds: FeedbackThresholds = DEFAULTS) -> list[s
 
 
 def test_4_33_fa_01_above_all_thresholds_included() -> None:
-    """§4.33 FA-01."""
+    """R4.33 FA-01."""
     store = PatternList(pattern("fp-a", 5, 4, 3))
     assert fps(store) == ["fp-a"] and store.repos == ["o/r"]
 
 
 def test_4_33_fa_02_too_few_thumbs_down() -> None:
-    """§4.33 FA-02."""
+    """R4.33 FA-02."""
     assert fps(PatternList(pattern("fp-a", 2, 4, 3))) == []
 
 
 def test_4_33_fa_03_too_few_reactors() -> None:
-    """§4.33 FA-03."""
+    """R4.33 FA-03."""
     assert fps(PatternList(pattern("fp-a", 5, 1, 3))) == []
 
 
 def test_4_33_fa_04_too_few_prs() -> None:
-    """§4.33 FA-04."""
+    """R4.33 FA-04."""
     assert fps(PatternList(pattern("fp-a", 5, 4, 1))) == []
 
 
 def test_4_33_fa_05_exactly_at_thresholds_included() -> None:
-    """§4.33 FA-05."""
+    """R4.33 FA-05."""
     assert fps(PatternList(pattern("fp-a", 3, 3, 2))) == ["fp-a"]
 
 
 def test_4_33_fa_06_empty_store() -> None:
-    """§4.33 FA-06."""
+    """R4.33 FA-06."""
     assert fps(PatternList()) == []
 
 
 def test_4_33_fa_07_custom_min_thumbs_down() -> None:
-    """§4.33 FA-07."""
+    """R4.33 FA-07."""
     assert fps(PatternList(pattern("fp-a", 4, 4, 3)), FeedbackThresholds(min_thumbs_down=5)) == []
 
 
 def test_4_33_fa_08_mixed_only_good() -> None:
-    """§4.33 FA-08."""
+    """R4.33 FA-08."""
     store = PatternList(pattern("fp-low", 1, 1, 1), pattern("fp-good", 6, 5, 3), pattern("fp-prs", 6, 5, 1))
     assert fps(store) == ["fp-good"]
 

@@ -1,4 +1,4 @@
-"""Safety guard: spec/review.md §4.35 (SG-01…13)."""
+"""Safety guard: behaviour R4.35 (SG-01…13)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from kodiai.feedback.safety import is_feedback_suppression_protected
     ],
 )
 def test_4_35_sg_01_to_13(checklist: str, severity: str, category: str, protected: bool) -> None:
-    """§4.35 SG-01…SG-13: any critical; major security/correctness; nothing else."""
+    """R4.35 SG-01…SG-13: any critical; major security/correctness; nothing else."""
     assert is_feedback_suppression_protected({"severity": severity, "category": category}) is protected, (
         checklist
     )

@@ -1,4 +1,4 @@
-"""§1.4 GitHub App auth with the real PyGithub client against the fake GitHub server over HTTP."""
+"""P1.4 GitHub App auth with the real PyGithub client against the fake GitHub server over HTTP."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def fast_retry(**kw: object) -> GitHubRetry:
 
 
 def test_1_2_04_initialize_fetches_and_caches_the_slug(fake_github: FakeGitHub) -> None:
-    """§1.2 step 4: one JWT call to GET /app; slug cached; log line "GitHub App authenticated as <slug>"."""
+    """P1.2 step 4: one JWT call to GET /app; slug cached; log line "GitHub App authenticated as <slug>"."""
     app = GitHubApp(
         fake_github.app_id, fake_github.private_key_pem, base_url=fake_github.url, retry=fast_retry()
     )
@@ -30,7 +30,7 @@ def test_1_2_04_initialize_fetches_and_caches_the_slug(fake_github: FakeGitHub) 
 
 
 def test_1_2_04_slug_falls_back_to_the_app_id() -> None:
-    """§1.2 step 4: no slug → the numeric id as a string."""
+    """P1.2 step 4: no slug → the numeric id as a string."""
     with FakeGitHub(app_id=777, app_slug="") as fake:
         app = GitHubApp(777, fake.private_key_pem, base_url=fake.url, retry=fast_retry())
         assert app.initialize() == "777"
@@ -60,7 +60,7 @@ def test_1_2_04_unreachable_github_fails_fast(fake_github: FakeGitHub) -> None:
 
 
 def test_1_4_installation_token_cached_until_near_expiry(fake_github: FakeGitHub) -> None:
-    """§1.4: one token per installation until 5 min before it expires, then a fresh one."""
+    """P1.4: one token per installation until 5 min before it expires, then a fresh one."""
     now = [datetime.now(UTC)]
     app = GitHubApp(
         fake_github.app_id,
@@ -103,7 +103,7 @@ def test_unknown_installation_is_a_clear_error(fake_github: FakeGitHub) -> None:
 
 
 def test_1_4_connectivity_check_cached_for_30s(fake_github: FakeGitHub) -> None:
-    """§1.4: within 30 s the cached result is returned without a call; any error → False."""
+    """P1.4: within 30 s the cached result is returned without a call; any error → False."""
     t = [100.0]
     app = GitHubApp(
         fake_github.app_id,

@@ -1,4 +1,4 @@
-"""§4.2 branch-name validation: each rule, in the original's order, with its own message."""
+"""P4.2 branch-name validation: each rule, in the original's order, with its own message."""
 
 from __future__ import annotations
 
@@ -45,6 +45,6 @@ def test_4_2_valid_names(name: str) -> None:
     ],
 )
 def test_4_2_invalid_names(name: str, message: str) -> None:
-    """§4.2: rules 1–11 checked in order (so `a@{b` fails the alphabet rule before the `@{` rule)."""
+    """P4.2: rules 1–11 checked in order (so `a@{b` fails the alphabet rule before the `@{` rule)."""
     with pytest.raises(InvalidBranchNameError, match=message.replace("?", r"\?").replace(".", r"\.")):
         validate_branch_name(name)

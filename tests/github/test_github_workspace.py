@@ -1,4 +1,4 @@
-"""§4.2–§4.3 workspaces with real `git` against local bare repositories (and the fake server over HTTP)."""
+"""P4.2–P4.3 workspaces with real `git` against local bare repositories (and the fake server over HTTP)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def manager(tmp_path: Path, base: str, **kw: object) -> WorkspaceManager:
 
 
 async def test_4_2_shallow_clone_at_ref_with_bot_identity(tmp_path: Path, origin: BareRepo) -> None:
-    """§4.2 #2–5, #7: temp dir `kodiai-*`, depth, single branch at ref, repo-local bot identity."""
+    """P4.2 #2–5, #7: temp dir `kodiai-*`, depth, single branch at ref, repo-local bot identity."""
     mgr = manager(tmp_path, (tmp_path / "remote").as_uri())
     ws = await mgr.create(1, owner="acme", repo="widgets", ref="main", depth=2)
     try:
@@ -77,7 +77,7 @@ async def test_4_2_fork_pr_strategy_base_clone_plus_pull_ref(tmp_path: Path, ori
 
 
 async def test_4_2_01_invalid_ref_rejected_before_anything_is_created(tmp_path: Path) -> None:
-    """§4.2 #1: the ref is validated before the temp dir exists or git runs."""
+    """P4.2 #1: the ref is validated before the temp dir exists or git runs."""
     mgr = manager(tmp_path, "file:///nonexistent")
     with pytest.raises(InvalidBranchNameError):
         await mgr.create(1, owner="acme", repo="widgets", ref="--upload-pack=evil")
@@ -85,7 +85,7 @@ async def test_4_2_01_invalid_ref_rejected_before_anything_is_created(tmp_path: 
 
 
 async def test_4_2_06_failed_clone_removes_dir_and_redacts(tmp_path: Path) -> None:
-    """§4.2 #6: on failure the dir is removed and the error never carries the token."""
+    """P4.2 #6: on failure the dir is removed and the error never carries the token."""
     mgr = manager(tmp_path, (tmp_path / "nowhere").as_uri())
     with pytest.raises(GitCommandError) as err:
         await mgr.create(1, owner="acme", repo="missing", ref="main")
@@ -168,7 +168,7 @@ async def test_auth_header_sent_over_http_and_only_to_the_base_url(
 
 
 def test_4_3_stale_workspaces_removed(tmp_path: Path) -> None:
-    """§4.3: `kodiai-*` entries older than 1 h are removed; newer ones and other names are kept."""
+    """P4.3: `kodiai-*` entries older than 1 h are removed; newer ones and other names are kept."""
     root = tmp_path / "ws"
     root.mkdir()
     old_dir = root / "kodiai-old"

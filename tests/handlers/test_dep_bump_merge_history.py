@@ -1,4 +1,4 @@
-"""Dependency-bump merge history (spec/review.md §1 step 56, checklist §4.4 DM-01, DM-02).
+"""Dependency-bump merge history (behaviour R1 step 56, checklist R4.4 DM-01, DM-02).
 
 Real components: the router and job lanes with the built-in handlers, the fake GitHub over HTTP (PR
 files and advisories), a SQLite knowledge store. The npm registry is faked (an outside service), as
@@ -117,7 +117,7 @@ def history(h: ReviewHarness) -> list[dict[str, Any]]:
         conn.close()
 
 
-# ---------------------------------------------------------------------- checklist §4.4
+# ---------------------------------------------------------------------- checklist R4.4
 async def test_dm_01_merged_dependabot_bump_is_recorded_even_when_list_files_fails(make: Any) -> None:
     h = make()
     h.fake.fail(404, method="GET", path=r"/pulls/22/files$")

@@ -1,4 +1,4 @@
-"""Feedback sync (spec/review.md §1 step 55, checklist §4.5 FS-01…FS-04) and what the port adds: withdrawn
+"""Feedback sync (behaviour R1 step 55, checklist R4.5 FS-01…FS-04) and what the port adds: withdrawn
 or changed reactions leave the store, and a finding's learned memory carries ``thumbs_up`` /
 ``thumbs_down`` rows while its thumbs stand.
 
@@ -186,7 +186,7 @@ def summary(h: ReviewHarness) -> dict[str, Any]:
     return lines[-1]
 
 
-# ---------------------------------------------------------------------- checklist §4.5
+# ---------------------------------------------------------------------- checklist R4.5
 async def test_fs_01_records_only_human_thumbs(make: Any) -> None:
     h = make()
     [finding] = seed(h, ["Unchecked null"], fillers=6)

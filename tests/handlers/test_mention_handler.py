@@ -1,4 +1,4 @@
-"""The mention handler end to end (spec/exec.md §3, checklist §5.7; numbers in the test names).
+"""The mention handler end to end (behaviour E3, checklist E5.7; numbers in the test names).
 
 Real router and lanes, git clones of ``file://`` bare repos, the fake GitHub through PyGithub, SQLite
 stores (mention state included) and the Agent SDK client with a scripted model.
@@ -503,7 +503,7 @@ async def test_109_allow_paths_blocks_readme(mh: MentionHarness) -> None:
 
 
 async def test_same_repo_push_failure_falls_back_to_bot_pr_with_the_commit(mh: MentionHarness) -> None:
-    """The §3.14.3d caveat decided in the user's favour: the made commit goes out as a bot PR."""
+    """The E3.14.3d caveat decided in the user's favour: the made commit goes out as a bot PR."""
     mh.open_pr(config=WRITE_ON)
     hook = mh.repo.path / "hooks" / "pre-receive"
     hook.write_text(

@@ -1,4 +1,4 @@
-"""§4.3 RT-02…RT-04 once more, through the GitHub adapter the handler uses (``RequestedTeams`` over the
+"""R4.3 RT-02…RT-04 once more, through the GitHub adapter the handler uses (``RequestedTeams`` over the
 REST façade) against the fake GitHub: its 422s and listings are what the helper sees in production."""
 
 from __future__ import annotations

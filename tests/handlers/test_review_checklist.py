@@ -1,4 +1,4 @@
-"""spec/review.md §4.1 (RV-01…RV-52): the review handler, one test per checklist line, with its id.
+"""behaviour R4.1 (RV-01…RV-52): the review handler, one test per checklist line, with its id.
 
 Every test drives the real handler stack (see ``review_harness``): a ``pull_request`` delivery goes
 through the router and the installation's lane, the repository is cloned with real git, the model is a

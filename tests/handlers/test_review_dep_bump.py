@@ -1,4 +1,4 @@
-"""RV-51 and RV-52 (spec/review.md §4.1): a Dependabot bump gets release notes, breaking changes and the
+"""RV-51 and RV-52 (behaviour R4.1): a Dependabot bump gets release notes, breaking changes and the
 workspace's usage evidence in its prompt. The npm registry is faked (it is an outside service), GitHub's
 releases come from the fake GitHub, the usage scan is the real ``git grep`` in the clone."""
 

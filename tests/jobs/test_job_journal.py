@@ -44,7 +44,7 @@ def test_dedup_survives_a_restart(tmp_path: Path) -> None:
 
 
 def test_dedup_window_is_at_least_24h(tmp_path: Path) -> None:
-    """§3.2: remembered ≥ 24 h. Ids without work go after the window; finished jobs are kept (and stay
+    """P3.2: remembered ≥ 24 h. Ids without work go after the window; finished jobs are kept (and stay
     duplicates) for their 7-day retention; a pending job is never forgotten."""
     journal = JobJournal.open(tmp_path / "j.db")
     journal.accept(entry("old"), now=T0)

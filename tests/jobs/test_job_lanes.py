@@ -1,4 +1,4 @@
-"""§4.1 job lanes: per-installation FIFO with concurrency 1, parallel lanes, pruning, shedding, timeouts."""
+"""P4.1 job lanes: per-installation FIFO with concurrency 1, parallel lanes, pruning, shedding, timeouts."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ async def until(predicate: Callable[[], bool], steps: int = 1000) -> None:
 
 
 async def test_4_1_one_job_at_a_time_per_installation_in_fifo_order() -> None:
-    """§4.1: an installation's jobs run strictly one after another, in enqueue order."""
+    """P4.1: an installation's jobs run strictly one after another, in enqueue order."""
     queue = JobQueue()
     running = 0
     peak = 0
@@ -47,7 +47,7 @@ async def test_4_1_one_job_at_a_time_per_installation_in_fifo_order() -> None:
 
 
 async def test_4_1_installations_run_in_parallel() -> None:
-    """§4.1: different installations run at the same time (no global cap)."""
+    """P4.1: different installations run at the same time (no global cap)."""
     queue = JobQueue()
     barrier = asyncio.Barrier(3)
 
@@ -60,7 +60,7 @@ async def test_4_1_installations_run_in_parallel() -> None:
 
 
 async def test_4_1_sizes_and_idle_lane_pruned() -> None:
-    """§4.1: queue_size = waiting, pending_count = running; the lane is deleted once idle."""
+    """P4.1: queue_size = waiting, pending_count = running; the lane is deleted once idle."""
     queue = JobQueue()
     gate = asyncio.Event()
 
@@ -77,7 +77,7 @@ async def test_4_1_sizes_and_idle_lane_pruned() -> None:
 
 
 async def test_4_1_error_is_rethrown_and_the_lane_continues() -> None:
-    """§4.1: a failing job re-raises to its caller; the next job still runs."""
+    """P4.1: a failing job re-raises to its caller; the next job still runs."""
     queue = JobQueue()
 
     async def bad() -> None:
@@ -140,7 +140,7 @@ async def test_lane_length_bound_sheds_with_a_clear_log() -> None:
 
 
 async def test_4_1_log_messages_kept() -> None:
-    """§1.3: the runbook strings for the queue are emitted with their fields."""
+    """P1.3: the runbook strings for the queue are emitted with their fields."""
     queue = JobQueue()
 
     async def ok() -> None:

@@ -1,4 +1,4 @@
-"""knowledge.confidence: spec/review.md §4.36 (KC-01…13) = spec/platform.md §8.5 (#1–13), plus the JS traps
+"""knowledge.confidence: behaviour R4.36 (KC-01…13) = behaviour P8.5 (#1–13), plus the JS traps
 of parity-vectors/README.md §3 for match_pattern / matches_suppression."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ FINDING = {
 
 
 def test_4_36_kc_01_capped_at_100() -> None:
-    """§4.36 KC-01 / platform §8.5 #1: 50+30+15+10 = 105 → 100."""
+    """R4.36 KC-01 / behaviour P8.5 #1: 50+30+15+10 = 105 → 100."""
     assert (
         compute_confidence(
             ConfidenceInput(severity="critical", category="security", matches_known_pattern=True)
@@ -36,7 +36,7 @@ def test_4_36_kc_01_capped_at_100() -> None:
 
 
 def test_4_36_kc_02_major_correctness() -> None:
-    """§4.36 KC-02 / #2."""
+    """R4.36 KC-02 / #2."""
     assert (
         compute_confidence({"severity": "major", "category": "correctness", "matches_known_pattern": False})
         == 80
@@ -44,14 +44,14 @@ def test_4_36_kc_02_major_correctness() -> None:
 
 
 def test_4_36_kc_03_minor_style() -> None:
-    """§4.36 KC-03 / #3."""
+    """R4.36 KC-03 / #3."""
     assert (
         compute_confidence({"severity": "minor", "category": "style", "matches_known_pattern": False}) == 45
     )
 
 
 def test_4_36_kc_04_minor_documentation() -> None:
-    """§4.36 KC-04 / #4."""
+    """R4.36 KC-04 / #4."""
     assert (
         compute_confidence({"severity": "minor", "category": "documentation", "matches_known_pattern": False})
         == 40
@@ -59,33 +59,33 @@ def test_4_36_kc_04_minor_documentation() -> None:
 
 
 def test_4_36_kc_05_plain_substring_case_insensitive() -> None:
-    """§4.36 KC-05 / #5."""
+    """R4.36 KC-05 / #5."""
     assert match_pattern("ERROR HANDLING", "Missing error handling") is True
     assert match_pattern("absent", "Missing error handling") is False
 
 
 def test_4_36_kc_06_glob() -> None:
-    """§4.36 KC-06 / #6."""
+    """R4.36 KC-06 / #6."""
     assert match_pattern("glob:*unused*", "unused import detected") is True
 
 
 def test_4_36_kc_07_regex() -> None:
-    """§4.36 KC-07 / #7."""
+    """R4.36 KC-07 / #7."""
     assert match_pattern("regex:missing.*handling", "Missing error handling") is True
 
 
 def test_4_36_kc_08_invalid_regex_is_false() -> None:
-    """§4.36 KC-08 / #8."""
+    """R4.36 KC-08 / #8."""
     assert match_pattern("regex:[invalid", "anything [invalid") is False
 
 
 def test_4_36_kc_09_plain_string_suppression() -> None:
-    """§4.36 KC-09 / #9."""
+    """R4.36 KC-09 / #9."""
     assert matches_suppression(FINDING, "error handling") is True
 
 
 def test_4_36_kc_10_severity_filter_excludes() -> None:
-    """§4.36 KC-10 / #10."""
+    """R4.36 KC-10 / #10."""
     assert (
         matches_suppression(FINDING, {"pattern": "error handling", "severity": ["critical", "major"]})
         is False
@@ -93,7 +93,7 @@ def test_4_36_kc_10_severity_filter_excludes() -> None:
 
 
 def test_4_36_kc_11_category_filter_excludes() -> None:
-    """§4.36 KC-11 / #11."""
+    """R4.36 KC-11 / #11."""
     assert (
         matches_suppression(FINDING, SuppressionPattern(pattern="error handling", category=["style"]))
         is False
@@ -101,12 +101,12 @@ def test_4_36_kc_11_category_filter_excludes() -> None:
 
 
 def test_4_36_kc_12_path_glob_passes() -> None:
-    """§4.36 KC-12 / #12."""
+    """R4.36 KC-12 / #12."""
     assert matches_suppression(FINDING, {"pattern": "error handling", "paths": ["src/api/**"]}) is True
 
 
 def test_4_36_kc_13_all_filters_must_pass() -> None:
-    """§4.36 KC-13 / #13."""
+    """R4.36 KC-13 / #13."""
     full = {
         "pattern": "error handling",
         "severity": ["medium"],

@@ -1,4 +1,4 @@
-"""Spec checklists §4.25 (AT), §4.27 (RQ), §4.28 (RR), §4.29 (RK): the original's unit tests, ported."""
+"""Spec checklists R4.25 (AT), R4.27 (RQ), R4.28 (RR), R4.29 (RK): the original's unit tests, ported."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def reranked(
     )
 
 
-# ---- §4.25 adaptive threshold -------------------------------------------------------------------------
+# ---- R4.25 adaptive threshold -------------------------------------------------------------------------
 
 
 def test_at_01_no_distances_configured() -> None:
@@ -94,7 +94,7 @@ def test_at_09_config_override() -> None:
     assert compute_adaptive_threshold([0.12, 0.25, 0.3, 0.35], 0.3, cfg).threshold == 0.2
 
 
-# ---- §4.27 retrieval query ----------------------------------------------------------------------------
+# ---- R4.27 retrieval query ----------------------------------------------------------------------------
 
 
 def test_rq_01_title_only() -> None:
@@ -172,7 +172,7 @@ def test_rq_10_empty_body_left_out() -> None:
     assert build_retrieval_query(RetrievalQuerySignals(pr_title="t", pr_body="")) == "t"
 
 
-# ---- §4.28 recency ------------------------------------------------------------------------------------
+# ---- R4.28 recency ------------------------------------------------------------------------------------
 
 
 def test_rr_01_recent_ranks_ahead_of_old_at_same_distance() -> None:
@@ -222,7 +222,7 @@ def test_rr_iso_and_sqlite_created_at_agree() -> None:
     )
 
 
-# ---- §4.29 rerank -------------------------------------------------------------------------------------
+# ---- R4.29 rerank -------------------------------------------------------------------------------------
 
 
 def test_rk_01_same_language_boost() -> None:

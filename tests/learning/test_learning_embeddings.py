@@ -1,4 +1,4 @@
-"""Embedding providers (§2.27): the local MiniLM model for real, Voyage's real client against a fake
+"""Embedding providers (R2.27): the local MiniLM model for real, Voyage's real client against a fake
 Voyage HTTP server on loopback, the no-op provider, and the provider choice."""
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def provider(fake: FakeVoyage, **kw: Any) -> VoyageEmbeddingProvider:
 
 
 def test_voyage_request_shape_and_normalised_vectors(voyage: FakeVoyage) -> None:
-    """§2.27: model voyage-code-3, input_type, 1024-dim output; vectors come back unit-length float32."""
+    """R2.27: model voyage-code-3, input_type, 1024-dim output; vectors come back unit-length float32."""
     p = provider(voyage)
     vec = p.generate("null check missing", "query")
     assert vec is not None and vec.dtype == np.float32 and vec.shape == (1024,)

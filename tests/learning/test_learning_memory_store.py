@@ -1,4 +1,4 @@
-"""The LanceDB memory store (§4.26 MS-01…08 and platform §8.6, plus the port's guarantees), on real
+"""The LanceDB memory store (R4.26 MS-01…08 and behaviour P8.6, plus the port's guarantees), on real
 LanceDB directories."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def uri(tmp_path: Path) -> str:
 
 
 def test_ms_01_table_created(uri: str) -> None:
-    """§4.26 MS-01: opening creates the learning_memories table."""
+    """R4.26 MS-01: opening creates the learning_memories table."""
     open_memory_store(uri, dimensions=DIM)
     assert "learning_memories" in lancedb.connect(uri).list_tables().tables
 

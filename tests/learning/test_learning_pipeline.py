@@ -1,4 +1,4 @@
-"""Isolation (§2.25), the chain (§1 step 32, X-24/X-25), confidence labels, the ambiguity signal and
+"""Isolation (R2.25), the chain (R1 step 32, X-24/X-25), confidence labels, the ambiguity signal and
 retrieval telemetry — on a real LanceDB store and the real SQLite telemetry store."""
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def run(store: LanceMemoryStore, q: np.ndarray, **kw: object) -> RetrievalOutcom
 
 
 def test_internal_top_k() -> None:
-    """§2.25: max(20, top_k*4) when adaptive, else top_k."""
+    """R2.25: max(20, top_k*4) when adaptive, else top_k."""
     assert [internal_top_k(k, True) for k in (1, 5, 6, 20)] == [20, 20, 24, 80]
     assert internal_top_k(5, False) == 5
 
@@ -291,7 +291,7 @@ def test_signal_configs_defaults() -> None:
 
 
 def test_prompt_findings_carry_adjusted_distance_and_label(store: LanceMemoryStore) -> None:
-    """§1 step 32.8: findings for the prompt use the adjusted distance; the label rides along."""
+    """R1 step 32.8: findings for the prompt use the adjusted distance; the label rides along."""
     from kodiai.review.prompt.context import RetrievedFinding
 
     q = unit(np.random.default_rng(0), DIM)

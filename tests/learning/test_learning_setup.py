@@ -55,7 +55,7 @@ def test_noop_provider_has_no_store(tmp_path: Path) -> None:
 
 
 def test_memory_text_three_lines() -> None:
-    """§1 step 50: `[severity] [category]`, the title, `File: path`."""
+    """R1 step 50: `[severity] [category]`, the title, `File: path`."""
     assert finding_memory_text("major", "security", "SQL injection", "src/db.ts") == (
         "[major] [security]\nSQL injection\nFile: src/db.ts"
     )

@@ -1,4 +1,4 @@
-"""The mention context block (spec/exec.md §3.9; checklist §5.4) against an in-memory GitHub fake."""
+"""The mention context block (behaviour E3.9; checklist E5.4) against an in-memory GitHub fake."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ async def context_for(surface: MentionSurface, rest: FakeRest, **kwargs: Any) ->
     return await build_mention_context(rest, surface, **kwargs)
 
 
-# --- §5.4 ----------------------------------------------------------------------------------------
+# --- E5.4 ----------------------------------------------------------------------------------------
 
 
 async def test_5_4_67_comments_after_trigger_are_excluded() -> None:
@@ -221,7 +221,7 @@ async def test_5_4_78_thread_budget_truncates() -> None:
 
 
 async def test_budget_cut_longer_than_the_turn_adds_no_note() -> None:
-    """§3.9: the note needs the budget-cut text to be *shorter*; a cut that the marker makes longer is silent."""
+    """E3.9: the note needs the budget-cut text to be *shorter*; a cut that the marker makes longer is silent."""
     extra = [comment(510 + i, "z" * 120, at(10 + i), in_reply_to_id=500) for i in range(3)]
     limits = MentionContextLimits(max_thread_chars=250)
     text = await context_for(inline_surface(), thread_rest("short parent", extra), limits=limits)
@@ -253,7 +253,7 @@ async def test_scan_request_parameters_and_short_page_stop() -> None:
 
 
 async def test_scan_early_exit_once_enough_eligible_before_trigger() -> None:
-    """§3.21.7: the first page already holds ≥ 20 eligible comments older than the trigger → stop."""
+    """E3.21.7: the first page already holds ≥ 20 eligible comments older than the trigger → stop."""
     rest = FakeRest({"/issues/7/comments": paged(stream(300))})
     text = await context_for(issue_surface(), rest)
     assert len(rest.gets("/issues/7/comments")) == 1

@@ -1,4 +1,4 @@
-"""Config gates, write intent and the write key/branch (spec/exec.md §3.5 gates, §3.6)."""
+"""Config gates, write intent and the write key/branch (behaviour E3.5 gates, E3.6)."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def test_gate_3_claude_alias_opt_out() -> None:
 
 
 def test_gate_3_is_a_substring_test() -> None:
-    """§3.21.1: ``@kodiaibot hi`` passes and the unstripped ``@kodiaibot`` becomes part of the question."""
+    """E3.21.1: ``@kodiaibot hi`` passes and the unstripped ``@kodiaibot`` becomes part of the question."""
     assert apply_config_gates(_surface("@kodiaibot hi"), _config(), "kodiai").question == "@kodiaibot hi"
 
 
@@ -116,7 +116,7 @@ def test_write_enabled_needs_non_plan_intent_and_config() -> None:
 
 
 def test_write_key_and_branch_vector() -> None:
-    """§3.6 test vector: key for inst 42, acme/repo, PR 101, comment 555, apply → hash prefix bd1179769078."""
+    """E3.6 test vector: key for inst 42, acme/repo, PR 101, comment 555, apply → hash prefix bd1179769078."""
     key = build_write_output_key(
         installation_id=42, owner=" Acme ", repo="REPO", pr_number=101, comment_id=555, keyword="Apply"
     )

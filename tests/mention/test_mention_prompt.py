@@ -1,4 +1,4 @@
-"""The mention prompt and its custom instructions (spec/exec.md §3.10–§3.11; checklist §5.5)."""
+"""The mention prompt and its custom instructions (behaviour E3.10–E3.11; checklist E5.5)."""
 
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ def test_5_5_84_finding_preamble() -> None:
 
 
 def test_sections_in_order() -> None:
-    """§3.11: header, finding, context, question, how to respond, reply channel, style, templates,
+    """E3.11: header, finding, context, question, how to respond, reply channel, style, templates,
     factual accuracy, custom instructions, language."""
     text = prompt(
         finding=FINDING,
@@ -130,7 +130,7 @@ def test_question_is_sanitized() -> None:
 
 
 def test_custom_instructions_blocks() -> None:
-    """§3.11: plain question → only mention.prompt; apply with write → write block; plan → both blocks."""
+    """E3.11: plain question → only mention.prompt; apply with write → write block; plan → both blocks."""
     assert build_custom_instructions(None, parse_write_intent("hi"), False) == ""
     assert build_custom_instructions("  ", parse_write_intent("hi"), False) == ""
     assert build_custom_instructions("Be terse.", parse_write_intent("hi"), False) == "Be terse."
@@ -140,7 +140,7 @@ def test_custom_instructions_blocks() -> None:
     assert "apply:" in PLAN_ONLY_INSTRUCTIONS and "3-7" in PLAN_ONLY_INSTRUCTIONS
 
 
-# --- §3.10 finding lookup for the prompt ----------------------------------------------------------
+# --- E3.10 finding lookup for the prompt ----------------------------------------------------------
 
 
 def test_reply_finding_lookup_regardless_of_marker() -> None:

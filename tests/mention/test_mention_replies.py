@@ -1,4 +1,4 @@
-"""Trusted-code replies, error replies and reply routing (spec/exec.md §3.15–§3.17)."""
+"""Trusted-code replies, error replies and reply routing (behaviour E3.15–E3.17)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def wrapped(text: str) -> str:
     return f"<details>\n<summary>kodiai response</summary>\n\n{text}\n\n</details>"
 
 
-# --- §3.17 catalogue -------------------------------------------------------------------------------
+# --- E3.17 catalogue -------------------------------------------------------------------------------
 
 
 def test_r3_no_publish_fallback() -> None:
@@ -185,7 +185,7 @@ def test_r15_no_changes() -> None:
     )
 
 
-# --- §3.15 error replies -----------------------------------------------------------------------------
+# --- E3.15 error replies -----------------------------------------------------------------------------
 
 
 def test_execution_error_reply_is_wrapped_and_sanitized() -> None:
@@ -220,7 +220,7 @@ def test_catch_all_error_reply() -> None:
     assert "_An unexpected error occurred_" in text and "> **Kodiai encountered an error**" in text
 
 
-# --- §3.16 routing -------------------------------------------------------------------------------------
+# --- E3.16 routing -------------------------------------------------------------------------------------
 
 
 def issue() -> MentionSurface:

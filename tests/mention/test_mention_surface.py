@@ -1,4 +1,4 @@
-"""Mention surfaces, mention matching and the pre-queue filters (spec/exec.md §3.2, §3.3; checklist §5.6)."""
+"""Mention surfaces, mention matching and the pre-queue filters (behaviour E3.2, E3.3; checklist E5.6)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from kodiai.mention.surface import (
     with_pull_refs,
 )
 
-# --- §5.6 containsMention / stripMention ---------------------------------------------------------
+# --- E5.6 containsMention / stripMention ---------------------------------------------------------
 
 
 def test_5_6_85_contains_mention_is_case_insensitive() -> None:
@@ -36,7 +36,7 @@ def test_5_6_87_claude_matches_only_when_accepted() -> None:
 
 
 def test_contains_mention_edge_cases() -> None:
-    """§3.2: no handles never match; null/empty body is false; blank handles are dropped."""
+    """E3.2: no handles never match; null/empty body is false; blank handles are dropped."""
     assert not contains_mention("@kodiai", [])
     assert not contains_mention("@kodiai", ["", "  "])
     assert not contains_mention(None, ["kodiai"])
@@ -64,12 +64,12 @@ def test_5_6_92_mention_only_body_strips_to_empty() -> None:
 
 
 def test_word_boundary_is_ascii() -> None:
-    """§3.22: ``\\b`` is ASCII, so a non-ASCII letter after the handle still ends the mention."""
+    """E3.22: ``\\b`` is ASCII, so a non-ASCII letter after the handle still ends the mention."""
     assert contains_mention("@kodiaié", ["kodiai"])
     assert strip_mention("@kodiaié", ["kodiai"]) == "é"
 
 
-# --- §5.6 normalisation ----------------------------------------------------------------------------
+# --- E5.6 normalisation ----------------------------------------------------------------------------
 
 
 def test_5_6_93_review_comment_copies_in_reply_to_id() -> None:
@@ -181,7 +181,7 @@ def test_normalize_mention_dispatches_and_ignores_other_events() -> None:
         normalize_mention("issue_comment", {"action": "created"})
 
 
-# --- §3.3 pre-queue filters ------------------------------------------------------------------------
+# --- E3.3 pre-queue filters ------------------------------------------------------------------------
 
 
 def test_pre_queue_accepts_a_mention() -> None:
@@ -199,7 +199,7 @@ def test_pre_queue_rejects_other_events_and_actions() -> None:
 
 
 def test_pre_queue_fast_filter_is_a_substring_test() -> None:
-    """§3.21.1: ``@kodiai123`` passes the fast filter; text without a handle does not."""
+    """E3.21.1: ``@kodiai123`` passes the fast filter; text without a handle does not."""
     assert pre_queue_skip("issue_comment", "created", issue_comment_payload("@kodiai123 x"), "kodiai") is None
     assert (
         pre_queue_skip("issue_comment", "created", issue_comment_payload("hello"), "kodiai") == "no-mention"
@@ -216,6 +216,6 @@ def test_pre_queue_empty_review_body() -> None:
 
 @pytest.mark.parametrize("author", ["kodiai", "KodiAI", "dependabot[bot]", "kodiai[bot]"])
 def test_pre_queue_self_and_bot_authors_are_skipped(author: str) -> None:
-    """§3.3 step 3 (checklist 98's first half): the comment-author defence."""
+    """E3.3 step 3 (checklist 98's first half): the comment-author defence."""
     payload = issue_comment_payload("@kodiai hi", author=author)
     assert pre_queue_skip("issue_comment", "created", payload, "kodiai") == "self-or-bot-author"

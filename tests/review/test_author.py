@@ -1,4 +1,4 @@
-"""spec/review.md §4.8 (author classifier, AC-01…AC-22) and its JS traps."""
+"""behaviour R4.8 (author classifier, AC-01…AC-22) and its JS traps."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ CASES = [
 
 @pytest.mark.parametrize(("cid", "association", "count", "tier"), CASES, ids=[c[0] for c in CASES])
 def test_ac_01_to_21_tiers(cid: str, association: str, count: int | None, tier: str) -> None:
-    """§4.8 AC-01…AC-21: the tier for each association / PR count."""
+    """R4.8 AC-01…AC-21: the tier for each association / PR count."""
     assert classify_author(association, count).tier == tier, cid
 
 

@@ -1,4 +1,4 @@
-"""Prior-finding dedup: spec/review.md §4.15 (FD-01…05) and the review Q1 fix."""
+"""Prior-finding dedup: behaviour R4.15 (FD-01…05) and the review Q1 fix."""
 
 from __future__ import annotations
 
@@ -21,32 +21,32 @@ def prior(path: str, fp: str, title: str = "t") -> PriorFinding:
 
 
 def test_4_15_fd_01_no_priors() -> None:
-    """§4.15 FD-01."""
+    """R4.15 FD-01."""
     ctx = build_prior_finding_context([], ["a.ts"])
     assert ctx.unresolved_on_unchanged_code == [] and ctx.suppression_fingerprints == set()
 
 
 def test_4_15_fd_02_unchanged_file_kept_deep_equal() -> None:
-    """§4.15 FD-02."""
+    """R4.15 FD-02."""
     p = prior("lib/util.ts", "abc12345")
     ctx = build_prior_finding_context([p], ["src/other.ts"])
     assert ctx.unresolved_on_unchanged_code == [p]
 
 
 def test_4_15_fd_03_changed_files_excluded() -> None:
-    """§4.15 FD-03."""
+    """R4.15 FD-03."""
     ctx = build_prior_finding_context([prior("a.ts", "1"), prior("b.ts", "2")], ["a.ts", "b.ts"])
     assert ctx.unresolved_on_unchanged_code == [] and ctx.suppression_fingerprints == set()
 
 
 def test_4_15_fd_04_fingerprint_key_form() -> None:
-    """§4.15 FD-04: `<path>:<titleFingerprint>` for findings on unchanged files only."""
+    """R4.15 FD-04: `<path>:<titleFingerprint>` for findings on unchanged files only."""
     ctx = build_prior_finding_context([prior("a.ts", "fp1"), prior("b.ts", "fp2")], ["b.ts"])
     assert ctx.suppression_fingerprints == {"a.ts:fp1"}
 
 
 def test_4_15_fd_05_should_suppress_finding() -> None:
-    """§4.15 FD-05."""
+    """R4.15 FD-05."""
     keys = {"a.ts:fp1"}
     assert should_suppress_finding("a.ts", "fp1", keys) is True
     assert should_suppress_finding("a.ts", "fp2", keys) is False

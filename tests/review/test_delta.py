@@ -1,4 +1,4 @@
-"""Delta classification: spec/review.md §4.10 (DC-01…07), the README §3 traps, and the review Q1 fix."""
+"""Delta classification: behaviour R4.10 (DC-01…07), the README §3 traps, and the review Q1 fix."""
 
 from __future__ import annotations
 
@@ -27,14 +27,14 @@ def counts(result) -> tuple[int, int, int]:  # type: ignore[no-untyped-def]
 
 
 def test_4_10_dc_01_no_priors_everything_new() -> None:
-    """§4.10 DC-01."""
+    """R4.10 DC-01."""
     r = classify_finding_deltas([current("a.ts", "A"), current("b.ts", "B")], [], fingerprint_finding_title)
     assert [c["delta_status"] for c in r.current] == ["new", "new"]
     assert counts(r) == (2, 0, 0)
 
 
 def test_4_10_dc_02_matching_prior_is_still_open() -> None:
-    """§4.10 DC-02."""
+    """R4.10 DC-02."""
     r = classify_finding_deltas(
         [current("a.ts", "Null deref")], [prior("a.ts", "Null deref")], fingerprint_finding_title
     )
@@ -43,7 +43,7 @@ def test_4_10_dc_02_matching_prior_is_still_open() -> None:
 
 
 def test_4_10_dc_03_absent_prior_is_resolved() -> None:
-    """§4.10 DC-03."""
+    """R4.10 DC-03."""
     r = classify_finding_deltas(
         [],
         [prior("db.ts", "SQL injection", severity="critical", category="security")],
@@ -56,7 +56,7 @@ def test_4_10_dc_03_absent_prior_is_resolved() -> None:
 
 
 def test_4_10_dc_04_mixed_statuses() -> None:
-    """§4.10 DC-04: still-open app.ts, new api.ts, resolved db.ts SQL injection."""
+    """R4.10 DC-04: still-open app.ts, new api.ts, resolved db.ts SQL injection."""
     r = classify_finding_deltas(
         [current("app.ts", "Race condition"), current("api.ts", "Missing auth")],
         [prior("app.ts", "Race condition"), prior("db.ts", "SQL injection")],
@@ -70,7 +70,7 @@ def test_4_10_dc_04_mixed_statuses() -> None:
 
 
 def test_4_10_dc_05_mixed_counts() -> None:
-    """§4.10 DC-05: {new 2, resolved 2, stillOpen 1}."""
+    """R4.10 DC-05: {new 2, resolved 2, stillOpen 1}."""
     r = classify_finding_deltas(
         [current("a.ts", "Keep"), current("b.ts", "New one"), current("c.ts", "New two")],
         [prior("a.ts", "Keep"), prior("d.ts", "Gone one"), prior("e.ts", "Gone two")],
@@ -80,13 +80,13 @@ def test_4_10_dc_05_mixed_counts() -> None:
 
 
 def test_4_10_dc_06_no_current_all_priors_resolved() -> None:
-    """§4.10 DC-06."""
+    """R4.10 DC-06."""
     r = classify_finding_deltas([], [prior("a.ts", "One"), prior("b.ts", "Two")], fingerprint_finding_title)
     assert [x.title for x in r.resolved] == ["One", "Two"]
 
 
 def test_4_10_dc_07_matching_goes_through_fingerprint_fn() -> None:
-    """§4.10 DC-07: differently cased titles share a fingerprint → still-open."""
+    """R4.10 DC-07: differently cased titles share a fingerprint → still-open."""
     r = classify_finding_deltas(
         [current("a.ts", "NULL POINTER dereference")],
         [prior("a.ts", "null pointer Dereference")],

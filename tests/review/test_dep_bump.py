@@ -1,4 +1,4 @@
-"""spec/review.md §4.11 (dependency-bump detector, DB-01…DB-42) and its JS traps."""
+"""behaviour R4.11 (dependency-bump detector, DB-01…DB-42) and its JS traps."""
 
 from __future__ import annotations
 
@@ -174,7 +174,7 @@ def test_db_20_monorepo_group() -> None:
     ],
 )
 def test_db_21_branch_segments(segment: str, ecosystem: str) -> None:
-    """§4.11 DB-21: dependabot branch segment → ecosystem."""
+    """R4.11 DB-21: dependabot branch segment → ecosystem."""
     assert (
         extract_dep_bump_details(DEPENDABOT, "x", None, [], f"dependabot/{segment}/pkg").ecosystem
         == ecosystem
@@ -198,7 +198,7 @@ def test_db_21_branch_segments(segment: str, ecosystem: str) -> None:
     ],
 )
 def test_db_22_manifest_fallbacks(manifest: str, ecosystem: str) -> None:
-    """§4.11 DB-22: manifest basename → ecosystem."""
+    """R4.11 DB-22: manifest basename → ecosystem."""
     details = extract_dep_bump_details(DEPENDABOT, "x", None, ["src/a.ts", f"sub/{manifest}"], "renovate/x")
     assert details.ecosystem == ecosystem
 
@@ -219,7 +219,7 @@ def test_db_22_manifest_fallbacks(manifest: str, ecosystem: str) -> None:
     ],
 )
 def test_db_23_to_32_parse_semver(cid: str, version: str, expected: tuple[int, int, int] | None) -> None:
-    """§4.11 DB-23…DB-32: parseSemver."""
+    """R4.11 DB-23…DB-32: parseSemver."""
     parsed = parse_semver(version)
     assert (None if parsed is None else (parsed.major, parsed.minor, parsed.patch)) == expected, cid
 
@@ -240,7 +240,7 @@ def test_db_23_to_32_parse_semver(cid: str, version: str, expected: tuple[int, i
     ],
 )
 def test_db_33_to_42_classify(cid: str, old: str | None, new: str | None, bump: str, breaking: bool) -> None:
-    """§4.11 DB-33…DB-42: classifyDepBump."""
+    """R4.11 DB-33…DB-42: classifyDepBump."""
     result = classify_dep_bump(old, new)
     assert (result.bump_type, result.is_breaking) == (bump, breaking), cid
 

@@ -1,4 +1,4 @@
-"""spec/review.md §4.12 (breaking-change extraction, DE-15…DE-21) and its JS traps."""
+"""behaviour R4.12 (breaking-change extraction, DE-15…DE-21) and its JS traps."""
 
 from __future__ import annotations
 

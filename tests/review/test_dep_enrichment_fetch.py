@@ -1,4 +1,4 @@
-"""spec/review.md §4.12 (enrichment over the network: DE-01…DE-14, DE-22…DE-28).
+"""behaviour R4.12 (enrichment over the network: DE-01…DE-14, DE-22…DE-28).
 
 GitHub is the fake REST server on loopback, reached by the real PyGithub client; the package
 registries (outside HTTP services) are an ``httpx.MockTransport``.

@@ -1,4 +1,4 @@
-"""§3.4 Review Details block, byte for byte, and its embedding into the summary (X-13…X-17)."""
+"""R3.4 Review Details block, byte for byte, and its embedding into the summary (X-13…X-17)."""
 
 from __future__ import annotations
 
@@ -216,7 +216,7 @@ def test_x_17_standalone_comment_found_by_details_marker() -> None:
 
 
 def test_x_14_finding_counts_of_severities() -> None:
-    """§4.37 X-14 (Q10): counts over every processed finding; unknown severities are not counted."""
+    """R4.37 X-14 (Q10): counts over every processed finding; unknown severities are not counted."""
     assert FindingCounts.of(["major", "minor", "major", "weird", "critical"]) == FindingCounts(
         critical=1, major=2, medium=0, minor=1
     )

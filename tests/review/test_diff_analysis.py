@@ -1,4 +1,4 @@
-"""spec/review.md §4.7 (diff analysis, DA-01…DA-27) and the JS traps of analyze_diff / numstat parsing."""
+"""behaviour R4.7 (diff analysis, DA-01…DA-27) and the JS traps of analyze_diff / numstat parsing."""
 
 from __future__ import annotations
 

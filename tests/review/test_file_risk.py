@@ -1,4 +1,4 @@
-"""spec/review.md §4.14 (file risk scorer, FR-01…FR-09), §2.4 vectors and the rounding trap."""
+"""behaviour R4.14 (file risk scorer, FR-01…FR-09), R2.4 vectors and the rounding trap."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def test_fr_01_auth_file_scores_higher_than_a_test_file() -> None:
     stats = {f: FileLineStats(added=80, removed=20) for f in files}
     scores = compute_file_risk_scores(files, stats, {"source": [files[0]], "test": [files[1]]})
     by_path = {s.file_path: s.score for s in scores}
-    assert by_path == {"src/auth/login.ts": 94, "src/utils.test.ts": 48}, "§2.4 vector: 94 vs 48"
+    assert by_path == {"src/auth/login.ts": 94, "src/utils.test.ts": 48}, "R2.4 vector: 94 vs 48"
 
 
 def test_fr_02_zero_line_auth_file_scores_above_zero() -> None:
@@ -40,7 +40,7 @@ def test_fr_03_single_file_score_in_range_and_section_vector() -> None:
         ["src/app.ts"], _stats(**{"src/app.ts": (50, 10)}), {"source": ["src/app.ts"]}
     )
     assert 0 <= scores[0].score <= 100
-    assert scores[0].score == 64, "§2.4 vector: src/app.ts alone (+50/−10) → 64"
+    assert scores[0].score == 64, "R2.4 vector: src/app.ts alone (+50/−10) → 64"
 
 
 def test_fr_04_sorted_descending() -> None:

@@ -1,4 +1,4 @@
-"""Title fingerprints (spec/review.md §0.1) and the one-form rule of PARITY.md review Q1."""
+"""Title fingerprints (behaviour R0.1) and the one-form rule of PARITY.md review Q1."""
 
 from __future__ import annotations
 
@@ -38,18 +38,18 @@ def test_fingerprint_vectors(row: dict) -> None:
     ],
 )
 def test_0_1_spec_examples(title: str, expected: str) -> None:
-    """§0.1: the four worked examples of the spec."""
+    """R0.1: the four worked examples of the spec."""
     assert fingerprint_finding_title(title) == expected
 
 
 def test_0_1_no_second_trim_keeps_edge_spaces_in_hash() -> None:
-    """§0.1: leading/trailing punctuation becomes a space that is hashed (no second trim)."""
+    """R0.1: leading/trailing punctuation becomes a space that is hashed (no second trim)."""
     assert fingerprint_finding_title("**x**") != fingerprint_finding_title("x")
     assert fingerprint_finding_title("  x  ") == fingerprint_finding_title("x")
 
 
 def test_0_1_js_trim_whitespace_set() -> None:
-    """§0.1: the first trim is JS ``trim`` (U+FEFF trimmed; U+0085 is not whitespace, becomes a space)."""
+    """R0.1: the first trim is JS ``trim`` (U+FEFF trimmed; U+0085 is not whitespace, becomes a space)."""
     assert fingerprint_finding_title("\ufeffabc") == fingerprint_finding_title("abc")
     assert fingerprint_finding_title("\x85abc") == fingerprint_finding_title("-abc")
     assert fingerprint_finding_title("\x85abc") != fingerprint_finding_title("abc")

@@ -1,4 +1,4 @@
-"""§4.18 incremental-diff helpers (ID-01…04) plus the §2.17 paths, with real git repositories."""
+"""R4.18 incremental-diff helpers (ID-01…04) plus the R2.17 paths, with real git repositories."""
 
 from __future__ import annotations
 
@@ -121,7 +121,7 @@ def test_unknown_sha_is_unreachable_after_deepen(repo: tuple[Path, list[str]]) -
 
 
 def test_shallow_clone_deepens_to_reach_prior_sha(repo: tuple[Path, list[str]], tmp_path: Path) -> None:
-    """§2.17: a SHA outside the shallow clone is fetched with ``--deepen`` before giving up."""
+    """R2.17: a SHA outside the shallow clone is fetched with ``--deepen`` before giving up."""
     work, shas = repo
     clone = tmp_path / "clone"
     git("clone", "-q", "--depth=1", f"file://{work}", str(clone), cwd=tmp_path)

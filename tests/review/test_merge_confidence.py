@@ -1,4 +1,4 @@
-"""spec/review.md §4.19 (merge confidence, MC-01…MC-16), X-34 and the absent-vs-null trap."""
+"""behaviour R4.19 (merge confidence, MC-01…MC-16), X-34 and the absent-vs-null trap."""
 
 from __future__ import annotations
 
@@ -126,7 +126,7 @@ def test_mc_15_changelog_undefined() -> None:
 
 
 def test_mc_16_group_bump() -> None:
-    """§4.11/§4.19 MC-16 and §4.37 X-34: a group bump has no enrichment, so no advisory rationale."""
+    """R4.11/R4.19 MC-16 and R4.37 X-34: a group bump has no enrichment, so no advisory rationale."""
     result = compute_merge_confidence(_ctx("unknown"))
     assert result == MergeConfidence(level="medium", rationale=["Version change could not be classified"])
 

@@ -1,4 +1,4 @@
-"""§2.31 inline comment metadata parse (enhanced yaml, standard tag, dropped comments)."""
+"""R2.31 inline comment metadata parse (enhanced yaml, standard tag, dropped comments)."""
 
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ def test_markers_removed_everywhere() -> None:
 
 
 def test_extract_findings_from_review_comments() -> None:
-    """§1 step 38: marker-tagged comments only; id/path/body types checked; unparseable dropped."""
+    """R1 step 38: marker-tagged comments only; id/path/body types checked; unparseable dropped."""
     from kodiai.review.metadata import extract_findings
 
     class Comment:

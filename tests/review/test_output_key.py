@@ -1,4 +1,4 @@
-"""§4.2 review-output key and idempotency helpers (RI-01…05), §0.2 markers, §3.10 run key."""
+"""R4.2 review-output key and idempotency helpers (RI-01…05), R0.2 markers, R3.10 run key."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ async def check(key: str, pages: Any) -> MarkerSurface | None:
 
 
 def test_key_example_from_spec() -> None:
-    """§0.2: the documented example key."""
+    """R0.2: the documented example key."""
     assert build_review_output_key(**BASE) == (
         "kodiai-review-output:v1:inst-42:acme/repo:pr-101:action-review_requested:"
         "delivery-delivery-123:head-abcdef1234567890"
@@ -118,7 +118,7 @@ async def test_marker_found_in_review_body() -> None:
 
 
 async def test_scan_pages_until_short_page_and_stops_at_cap() -> None:
-    """§2.1: pages of 100; a short page ends a surface; at most 2000 items per surface are read."""
+    """R2.1: pages of 100; a short page ends a surface; at most 2000 items per surface are read."""
     key = build_review_output_key(**BASE)
     marker = build_review_output_marker(key)
     deep = Pages({"issue-comment": ["x"] * 250 + [marker]})

@@ -1,4 +1,4 @@
-"""§3.5 approval body, §3.7 ``[no-review]`` acknowledgement, §3.8 cost warning (byte-exact), X-19, RV-27…29."""
+"""R3.5 approval body, R3.7 ``[no-review]`` acknowledgement, R3.8 cost warning (byte-exact), X-19, RV-27…29."""
 
 from __future__ import annotations
 

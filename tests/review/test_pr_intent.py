@@ -1,4 +1,4 @@
-"""spec/review.md §4.20 (PR intent parser, PI-01…PI-31), X-41 and the JS traps of intent parsing."""
+"""behaviour R4.20 (PR intent parser, PI-01…PI-31), X-41 and the JS traps of intent parsing."""
 
 from __future__ import annotations
 
@@ -182,7 +182,7 @@ def test_pi_31_keyword_section_contents() -> None:
 
 
 def test_x_41_bang_after_scope_is_not_conventional() -> None:
-    """§4.37 X-41: ``feat(api)!: x`` is not recognised; ``feat!(api): x`` is."""
+    """R4.37 X-41: ``feat(api)!: x`` is not recognised; ``feat!(api): x`` is."""
     intent = parse_pr_intent("feat(api)!: x", None)
     assert intent.conventional_type is None and intent.breaking_change_sources == []
     assert parse_pr_intent("feat!(api): x", None).breaking_change_sources[0].source == "title"

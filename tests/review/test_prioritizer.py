@@ -1,4 +1,4 @@
-"""Finding prioritisation: spec/review.md §4.16 (FP-01…08), the §2.16 vectors and the JS traps of
+"""Finding prioritisation: behaviour R4.16 (FP-01…08), the R2.16 vectors and the JS traps of
 parity-vectors/README.md §3 for score_finding / prioritize_findings."""
 
 from __future__ import annotations
@@ -32,14 +32,14 @@ def f(
 
 
 def test_4_16_fp_01_security_with_risk_and_recurrence_outscores_style() -> None:
-    """§4.16 FP-01."""
+    """R4.16 FP-01."""
     high = score_finding(f("a", "major", "security", 90, 4)).score
     low = score_finding(f("b", "major", "style", 10, 0)).score
     assert high > low
 
 
 def test_4_16_fp_02_higher_file_risk_scores_higher() -> None:
-    """§4.16 FP-02."""
+    """R4.16 FP-02."""
     assert (
         score_finding(f("a", "medium", "correctness", 80)).score
         > score_finding(f("b", "medium", "correctness", 20)).score
@@ -47,7 +47,7 @@ def test_4_16_fp_02_higher_file_risk_scores_higher() -> None:
 
 
 def test_4_16_fp_03_recurrence_5_beats_0() -> None:
-    """§4.16 FP-03."""
+    """R4.16 FP-03."""
     assert (
         score_finding(f("a", "minor", "style", 50, 5)).score
         > score_finding(f("a", "minor", "style", 50, 0)).score
@@ -55,7 +55,7 @@ def test_4_16_fp_03_recurrence_5_beats_0() -> None:
 
 
 def test_4_16_fp_04_custom_weights_change_the_ranking() -> None:
-    """§4.16 FP-04: default weights rank the major finding first; file-risk-heavy weights rank the risky one."""
+    """R4.16 FP-04: default weights rank the major finding first; file-risk-heavy weights rank the risky one."""
     findings = [
         f("General regression", "major", "correctness", 20),
         f("Auth-sensitive regression", "medium", "security", 95),
@@ -68,7 +68,7 @@ def test_4_16_fp_04_custom_weights_change_the_ranking() -> None:
 
 
 def test_4_16_fp_05_max_comments_selects_top_two_of_four() -> None:
-    """§4.16 FP-05."""
+    """R4.16 FP-05."""
     findings = [
         f("C", "minor", "style"),
         f("A", "critical", "security"),
@@ -81,14 +81,14 @@ def test_4_16_fp_05_max_comments_selects_top_two_of_four() -> None:
 
 
 def test_4_16_fp_06_ties_keep_original_order() -> None:
-    """§4.16 FP-06."""
+    """R4.16 FP-06."""
     result = prioritize_findings([f("First", "medium", "style"), f("Second", "medium", "style")])
     assert [r.title for r in result.ranked_findings] == ["First", "Second"]
     assert [r.original_index for r in result.ranked_findings] == [0, 1]
 
 
 def test_4_16_fp_07_stats() -> None:
-    """§4.16 FP-07."""
+    """R4.16 FP-07."""
     result = prioritize_findings(
         [f("a", "minor", "style"), f("b", "critical", "security"), f("c", "major", "performance")],
         max_comments=2,
@@ -99,7 +99,7 @@ def test_4_16_fp_07_stats() -> None:
 
 
 def test_4_16_fp_08_default_weights() -> None:
-    """§4.16 FP-08."""
+    """R4.16 FP-08."""
     assert DEFAULT_FINDING_PRIORITY_WEIGHTS.model_dump() == {
         "severity": 0.45,
         "file_risk": 0.3,
@@ -109,7 +109,7 @@ def test_4_16_fp_08_default_weights() -> None:
 
 
 def test_2_16_spec_vectors() -> None:
-    """§2.16: critical/style, risk 18, recurrence 1 → 56.15; major/security, risk 94, recurrence 1 → 78.2."""
+    """R2.16: critical/style, risk 18, recurrence 1 → 56.15; major/security, risk 94, recurrence 1 → 78.2."""
     assert score_finding(f("x", "critical", "style", 18, 1, file_path="docs/changelog.md")).score == 56.15
     assert score_finding(f("x", "major", "security", 94, 1, file_path="src/auth/token.ts")).score == 78.2
 

@@ -1,4 +1,4 @@
-"""spec/review.md §4.9 (auto profile, AP-01…AP-07)."""
+"""behaviour R4.9 (auto profile, AP-01…AP-07)."""
 
 from __future__ import annotations
 

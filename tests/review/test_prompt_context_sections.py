@@ -1,4 +1,4 @@
-"""§4.6 focus hints, author tone, language guidance, output language, retrieval, Reviewed line (RP-039…065)."""
+"""R4.6 focus hints, author tone, language guidance, output language, retrieval, Reviewed line (RP-039…065)."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def test_rp_040_empty_focus_hints_have_no_section() -> None:
 
 
 def test_focus_hints_deduplicated_case_insensitively() -> None:
-    """§2.32 item 18: hints are lowercased and de-duplicated before rendering."""
+    """R2.32 item 18: hints are lowercased and de-duplicated before rendering."""
     assert build_focus_hints_section(["Auth", "auth", "AUTH", "ios"]).count("- [AUTH]") == 1
 
 

@@ -1,4 +1,4 @@
-"""§4.6 review prompt: defaults, mode, severity/focus/limit, suppressions, confidence (RP-001…018, 036–038)."""
+"""R4.6 review prompt: defaults, mode, severity/focus/limit, suppressions, confidence (RP-001…018, 036–038)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""§4.6 dependency-bump section (RP-098…104), scale guardrails (X-36), section order and truncation helpers."""
+"""R4.6 dependency-bump section (RP-098…104), scale guardrails (X-36), section order and truncation helpers."""
 
 from __future__ import annotations
 
@@ -121,7 +121,7 @@ def test_rp_104_undefined_dep_bump_has_no_section() -> None:
 
 
 def test_merge_confidence_in_prompt_uses_high_confidence_label() -> None:
-    """§2.32 item 22 / §3.5: the prompt says "High Confidence"; the approval says "High"."""
+    """R2.32 item 22 / R3.5: the prompt says "High Confidence"; the approval says "High"."""
     prompt = make(
         dep_bump_context=dep(
             merge_confidence={"level": "high", "rationale": ["Patch version bump (bug fix only)"]}
@@ -195,7 +195,7 @@ def test_changelog_section_forms() -> None:
 
 
 def test_x_36_changed_files_sorted_and_capped_with_scale_note() -> None:
-    """§4.37 X-36: code-unit order, capped at 200, with a Scale Notes line."""
+    """R4.37 X-36: code-unit order, capped at 200, with a Scale Notes line."""
     files = [*reversed([f"src/file{i:03d}.ts" for i in range(205)]), "Zeta.ts", "alpha.ts"]
     prompt = make(changed_files=files)
     listing = prompt[prompt.index("Changed files:") :].split("\n\n")[0].split("\n")[1:]
@@ -236,7 +236,7 @@ def test_truncation_helpers() -> None:
 
 
 def test_section_order_matches_spec() -> None:
-    """§2.32: every section in its documented position."""
+    """R2.32: every section in its documented position."""
     prompt = make(
         pr_labels=["deps"],
         pr_body="Body",
@@ -312,7 +312,7 @@ def test_section_order_matches_spec() -> None:
 
 
 def test_incremental_section_caps() -> None:
-    """§2.32 item 7: 50 files and 10 unresolved findings at most."""
+    """R2.32 item 7: 50 files and 10 unresolved findings at most."""
     prompt = make(
         incremental_context={
             "last_reviewed_head_sha": "feedfacecafe",

@@ -161,7 +161,7 @@ def test_review_details_from_real_triage_and_profile() -> None:
 
 
 def test_build_retrieval_context_shapes_and_errors() -> None:
-    """§1 step 32.8: the adjusted distance is shown; labels must pair one-to-one with results."""
+    """R1 step 32.8: the adjusted distance is shown; labels must pair one-to-one with results."""
     import pytest
 
     results = [memory(1, 0.4).model_copy(update={"adjusted_distance": 0.25})]
@@ -209,7 +209,7 @@ def test_dep_bump_section_with_real_scope_and_usage_models() -> None:
 
 
 def test_dep_bump_and_intent_from_real_library_models() -> None:
-    """RP-098 and §3.4/§3.5 fed by ``dep_bump``, ``merge_confidence`` and ``pr_intent`` as the handler would."""
+    """RP-098 and R3.4/R3.5 fed by ``dep_bump``, ``merge_confidence`` and ``pr_intent`` as the handler would."""
     from kodiai.review.dep_bumps.detect import classify_dep_bump, detect_dep_bump, extract_dep_bump_details
     from kodiai.review.dep_bumps.merge_confidence import DepBumpContext, compute_merge_confidence
     from kodiai.review.posted_texts import build_approval_body
@@ -270,7 +270,7 @@ def test_dep_bump_and_intent_from_real_library_models() -> None:
 
 
 def test_incremental_and_delta_contexts_from_prior_findings() -> None:
-    """§1 step 36: the prior-finding context (library B) feeds the incremental and delta sections as is."""
+    """R1 step 36: the prior-finding context (library B) feeds the incremental and delta sections as is."""
     from kodiai.review.dedup import build_prior_finding_context
     from kodiai.review.delta import PriorFinding
 

@@ -1,4 +1,4 @@
-"""§4.6 path instructions (RP-019…028, 035) and the Change Context section (RP-029…034)."""
+"""R4.6 path instructions (RP-019…028, 035) and the Change Context section (RP-029…034)."""
 
 from __future__ import annotations
 
@@ -137,7 +137,7 @@ def test_rp_028_file_list_capped_at_five() -> None:
 
 
 def test_path_blocks_ranked_by_matches_then_specificity() -> None:
-    """§2.32 item 23: rank = matched files × 1000 + specificity; wildcards cost 5 characters each."""
+    """R2.32 item 23: rank = matched files × 1000 + specificity; wildcards cost 5 characters each."""
     broad = PathInstructionMatch(path="src/**", instructions="broad", matched_files=["a", "b"])
     narrow = PathInstructionMatch(path="src/api/**", instructions="narrow", matched_files=["a"])
     specific = PathInstructionMatch(path="src/api/auth.ts", instructions="specific", matched_files=["a"])
@@ -207,7 +207,7 @@ def test_rp_035_prompt_has_path_section_when_matched() -> None:
 
 
 def test_x_37_large_pr_sentence_suppressed_with_triage_section() -> None:
-    """§4.37 X-37: the "large PR" sentence disappears whenever a Large PR Triage section is present."""
+    """R4.37 X-37: the "large PR" sentence disappears whenever a Large PR Triage section is present."""
     large = {
         "full_review_files": ["a.ts"],
         "abbreviated_files": ["b.ts"],

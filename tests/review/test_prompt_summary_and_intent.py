@@ -1,4 +1,4 @@
-"""§4.6 summary template, verdict logic, intent scoping, labels, tone and delta re-review (RP-066…097)."""
+"""R4.6 summary template, verdict logic, intent scoping, labels, tone and delta re-review (RP-066…097)."""
 
 from __future__ import annotations
 
@@ -260,7 +260,7 @@ def test_rp_097_delta_hard_requirements_do_not_mention_impact() -> None:
 
 
 def test_delta_lists_are_capped() -> None:
-    """§2.32 item 29: at most 50 changed files and 30 prior findings in the delta context."""
+    """R2.32 item 29: at most 50 changed files and 30 prior findings in the delta context."""
     delta = DeltaContext.model_validate(
         {
             "last_reviewed_head_sha": "0123456789",
@@ -285,7 +285,7 @@ def test_enhanced_mode_wins_over_delta() -> None:
 
 
 def test_conventional_commit_context() -> None:
-    """§2.32 item 19: guidance for feat…chore, none for style/build/revert, breaking paragraph always."""
+    """R2.32 item 19: guidance for feat…chore, none for style/build/revert, breaking paragraph always."""
     feat = make(conventional_type={"type": "feat", "is_breaking": False})
     assert "## Conventional Commit Context" in feat
     assert "**BREAKING CHANGE indicated.**" not in feat

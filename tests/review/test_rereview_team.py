@@ -1,4 +1,4 @@
-"""§4.3 rereview team (RT-01…04) and the rest of §2.2's decision rules.
+"""R4.3 rereview team (RT-01…04) and the rest of R2.2's decision rules.
 
 The GitHub side is a small in-memory stand-in for the three reviewer endpoints (an outside service);
 the logic under test is the real helper.

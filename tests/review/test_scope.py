@@ -1,4 +1,4 @@
-"""spec/review.md §4.22 (scope coordinator, SC-01…SC-06) and the localeCompare trap."""
+"""behaviour R4.22 (scope coordinator, SC-01…SC-06) and the localeCompare trap."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def test_packages_use_code_unit_order_and_names_without_slash_are_their_own_scop
 
 
 def test_x_35_scoped_package_tokens_from_the_body() -> None:
-    """§4.37 X-35: ``@scope/name`` tokens come from the PR body, de-duplicated in first-seen order."""
+    """R4.37 X-35: ``@scope/name`` tokens come from the PR body, de-duplicated in first-seen order."""
     body = (
         "Bumps @babel/core and @babel/parser.\nAlso @babel/core again, @types/node, email a@b, @x/y.z-1 é@q/r"
     )

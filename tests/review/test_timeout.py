@@ -1,4 +1,4 @@
-"""spec/review.md §4.23 / spec/exec.md §5.11 (timeout estimator, TE-01…TE-17) and its rounding traps."""
+"""behaviour R4.23 / behaviour E5.11 (timeout estimator, TE-01…TE-17) and its rounding traps."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def test_te_07_small_pr_is_low() -> None:
     est = estimate_timeout_risk(3, 50, 0.4, False, 600)
     assert est.risk_level == "low" and est.dynamic_timeout_seconds < 600
     assert est.should_reduce_scope is False and est.reduced_file_count is None
-    assert est.dynamic_timeout_seconds == 358, "§2.5 vector"
+    assert est.dynamic_timeout_seconds == 358, "R2.5 vector"
     assert est.reasoning.startswith("Complexity score: 0.10")
 
 

@@ -1,4 +1,4 @@
-"""spec/review.md §4.24 (usage analyzer, UA-01…UA-05), X-38 and the grep-output traps.
+"""behaviour R4.24 (usage analyzer, UA-01…UA-05), X-38 and the grep-output traps.
 
 The scan runs the real ``git grep`` against a temporary repository; only the slow-runner case uses an
 injected runner (the budget must trip without a really slow disk).
@@ -118,7 +118,7 @@ async def test_a_raising_runner_fails_open() -> None:
 
 
 def test_x_38_pattern_joins_unescaped_terms_with_bre_alternation() -> None:
-    """§4.37 X-38: terms are joined with ``\\|`` and not escaped (``.`` and ``(`` keep their BRE meaning)."""
+    """R4.37 X-38: terms are joined with ``\\|`` and not escaped (``.`` and ``(`` keep their BRE meaning)."""
     assert build_grep_command("/w", ["lodash", "foo.bar()"]) == [
         "git",
         "-C",

@@ -1,7 +1,7 @@
 """Test-only handlers for the full-disk store tests (``kodiai serve --handlers store_handlers:register``).
 
 An ``issues.opened`` delivery gets one job on the real lanes shaped like the end of a review job
-(spec/review.md §1 steps 46-50): first its GitHub effect, then a fail-open write to one store.
+(behaviour R1 steps 46-50): first its GitHub effect, then a fail-open write to one store.
 
 1. the storm handlers' GitHub effect (``storm_handlers.post_once``): read the issue's comments on the fake
    GitHub and post a comment with this delivery's marker unless it is there already (as the review

@@ -1,4 +1,4 @@
-"""§2 HTTP surface over real HTTP: health, readiness, strict 404s, 413, metrics, error boundary."""
+"""P2 HTTP surface over real HTTP: health, readiness, strict 404s, 413, metrics, error boundary."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def server(tmp_path: Path, fake: FakeGitHub):  # type: ignore[no-untyped-def]
 
 
 def test_2_health_is_ok(server) -> None:  # type: ignore[no-untyped-def]
-    """§2: GET /health → 200 {"status":"ok"}; HEAD returns the GET status with an empty body."""
+    """P2: GET /health → 200 {"status":"ok"}; HEAD returns the GET status with an empty body."""
     r = httpx.get(f"{server.url}/health")
     assert r.status_code == 200 and r.json() == {"status": "ok"}
     head = httpx.head(f"{server.url}/health")
@@ -56,7 +56,7 @@ def test_2_health_is_ok(server) -> None:  # type: ignore[no-untyped-def]
     [("GET", "/health/"), ("GET", "/webhooks/github"), ("GET", "/nope"), ("POST", "/health"), ("GET", "/")],
 )
 def test_2_strict_routing_plain_text_404(server, method: str, path: str) -> None:  # type: ignore[no-untyped-def]
-    """§2: anything else is 404 text/plain "404 Not Found"; trailing slash and wrong method included."""
+    """P2: anything else is 404 text/plain "404 Not Found"; trailing slash and wrong method included."""
     r = httpx.request(method, f"{server.url}{path}")
     assert r.status_code == 404
     assert r.text == "404 Not Found"
@@ -64,7 +64,7 @@ def test_2_strict_routing_plain_text_404(server, method: str, path: str) -> None
 
 
 def test_2_readiness_ready_then_503_when_github_unreachable(tmp_path: Path, fake: FakeGitHub) -> None:
-    """§2/§1.4: readiness uses the 30 s cached check; a failed check → 503 with the original's body."""
+    """P2/P1.4: readiness uses the 30 s cached check; a failed check → 503 with the original's body."""
     clock = Clock()
     github = make_github(fake, clock=clock)
     srv, _ = start_kodiai(make_config(tmp_path, fake.url), github)
@@ -156,7 +156,7 @@ def test_queue_depth_gauge_per_lane(server) -> None:  # type: ignore[no-untyped-
 
 
 def test_2_unhandled_error_is_500_json_without_stack(tmp_path: Path, fake: FakeGitHub) -> None:
-    """§2: an uncaught exception → 500 {"error":"Internal Server Error"}, no traceback on the wire."""
+    """P2: an uncaught exception → 500 {"error":"Internal Server Error"}, no traceback on the wire."""
     srv, runtime = start_kodiai(make_config(tmp_path, fake.url), make_github(fake))
     try:
         runtime.journal.close()  # the next accept hits a closed database

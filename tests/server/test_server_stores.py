@@ -1,4 +1,4 @@
-"""§1.2 steps 6–11 in the composition root: stores opened once, learned memory fail-open."""
+"""P1.2 steps 6–11 in the composition root: stores opened once, learned memory fail-open."""
 
 from __future__ import annotations
 

@@ -64,7 +64,7 @@ def manifest_form(server: LiveServer, **form: str) -> tuple[str, dict[str, objec
 
 
 def test_manifest_prefilled_with_permissions_and_events(setup_server, fake: FakeGitHub) -> None:  # type: ignore[no-untyped-def]
-    """The manifest carries the events (§3.3) and permissions (cutover runbook) the bot needs."""
+    """The manifest carries the events (P3.3) and permissions (cutover runbook) the bot needs."""
     server, _, _ = setup_server
     action, manifest = manifest_form(server, public_url="https://kodiai.example.com/", org="")
     assert action.startswith(f"{fake.url}/settings/apps/new?state=")

@@ -1,4 +1,4 @@
-"""Knowledge store (spec/platform.md §6.2, checklist §8.3) on real SQLite files and on a real PostgreSQL.
+"""Knowledge store (behaviour P6.2, checklist P8.3) on real SQLite files and on a real PostgreSQL.
 
 The ``store`` fixture runs each test on both (``db_backend``); ``sqlite_store`` tests check what only
 SQLite has (WAL, pragmas)."""
@@ -109,7 +109,7 @@ def _reaction(review_id: int, finding_id: int, **kw: object) -> FeedbackReaction
 
 
 def test_8_3_01_record_review_returns_positive_id_and_persists(store: KnowledgeStore) -> None:
-    """§8.3 #1: recordReview returns a positive integer id and the row persists."""
+    """P8.3 #1: recordReview returns a positive integer id and the row persists."""
     rid = _review(store, findings_total=3, model="claude", conclusion="success")
     assert isinstance(rid, int) and rid > 0
     row = _sql(store, "SELECT * FROM reviews WHERE id = ?", (rid,))[0]
@@ -123,7 +123,7 @@ def test_8_3_01_record_review_returns_positive_id_and_persists(store: KnowledgeS
 
 
 def test_8_3_02_record_findings_links_review_and_stores_suppressed_as_int(store: KnowledgeStore) -> None:
-    """§8.3 #2: recordFindings inserts findings linked to their review (suppressed stored as 0)."""
+    """P8.3 #2: recordFindings inserts findings linked to their review (suppressed stored as 0)."""
     rid = _review(store)
     store.record_findings(
         [_finding(rid), _finding(rid, title="Other", suppressed=True, suppression_pattern="glob:*")]
@@ -133,7 +133,7 @@ def test_8_3_02_record_findings_links_review_and_stores_suppressed_as_int(store:
 
 
 def test_8_3_03_comment_linkage_columns_persist(store: KnowledgeStore) -> None:
-    """§8.3 #3: comment_id / comment_surface / review_output_key persist."""
+    """P8.3 #3: comment_id / comment_surface / review_output_key persist."""
     rid = _review(store)
     store.record_findings(
         [_finding(rid, comment_id=99, comment_surface="pull_request_review_comment", review_output_key="k1")]
@@ -143,7 +143,7 @@ def test_8_3_03_comment_linkage_columns_persist(store: KnowledgeStore) -> None:
 
 
 def test_8_3_04_feedback_reactions_append_only_and_deduplicated(store: KnowledgeStore) -> None:
-    """§8.3 #4: reactions are append-only, de-duplicated on (repo, comment, reaction), carry finding metadata."""
+    """P8.3 #4: reactions are append-only, de-duplicated on (repo, comment, reaction), carry finding metadata."""
     rid = _review(store)
     store.record_findings([_finding(rid)])
     fid = _sql(store, "SELECT id FROM findings")[0][0]
@@ -159,7 +159,7 @@ def test_8_3_04_feedback_reactions_append_only_and_deduplicated(store: Knowledge
 
 
 def test_8_3_05_list_recent_finding_comment_candidates(store: KnowledgeStore) -> None:
-    """§8.3 #5: only linked findings, newest first, with their comment fields."""
+    """P8.3 #5: only linked findings, newest first, with their comment fields."""
     rid = _review(store)
     other = _review(store, repo="other/repo")
     store.record_findings(
@@ -180,7 +180,7 @@ def test_8_3_05_list_recent_finding_comment_candidates(store: KnowledgeStore) ->
 
 
 def test_8_3_06_get_finding_by_comment_id(store: KnowledgeStore) -> None:
-    """§8.3 #6: metadata for a known comment id, None for an unknown one."""
+    """P8.3 #6: metadata for a known comment id, None for an unknown one."""
     rid = _review(store)
     store.record_findings(
         [_finding(rid, comment_id=77, comment_surface="s", review_output_key="k", start_line=4)]
@@ -199,7 +199,7 @@ def test_8_3_06_get_finding_by_comment_id(store: KnowledgeStore) -> None:
 
 
 def test_8_3_07_suppression_log_stores_ids_as_json_text(store: KnowledgeStore) -> None:
-    """§8.3 #7: suppression log rows store the finding ids as JSON text [11,12]."""
+    """P8.3 #7: suppression log rows store the finding ids as JSON text [11,12]."""
     rid = _review(store)
     store.record_suppression_log(
         [
@@ -212,7 +212,7 @@ def test_8_3_07_suppression_log_stores_ids_as_json_text(store: KnowledgeStore) -
 
 
 def test_8_3_08_global_pattern_upsert_sums_counts(store: KnowledgeStore) -> None:
-    """§8.3 #8: the global-pattern upsert sums counts (2+3=5); count ≤ 0 is skipped."""
+    """P8.3 #8: the global-pattern upsert sums counts (2+3=5); count ≤ 0 is skipped."""
     fp = fingerprint_finding_title("Missing auth check")
     for n in (2, 3, 0, -4):
         store.record_global_pattern(
@@ -260,7 +260,7 @@ def test_q1_global_pattern_bare_hex_rows_from_older_db_still_match(store: Knowle
 
 
 def test_8_3_09_dep_bump_history_first_write_wins(store: KnowledgeStore) -> None:
-    """§8.3 #9: the dep-bump history insert is idempotent per (repo, PR); the first write wins."""
+    """P8.3 #9: the dep-bump history insert is idempotent per (repo, PR); the first write wins."""
     first = DepBumpMergeHistoryRecord(
         repo=REPO, pr_number=5, package_name="lodash", new_version="4.17.21", is_security_bump=True
     )
@@ -291,7 +291,7 @@ def _stats_fixture(store: KnowledgeStore) -> None:
 
 
 def test_8_3_10_repo_stats(store: KnowledgeStore) -> None:
-    """§8.3 #10: totals, severity breakdown, suppressed count, averages (89.5) and top files."""
+    """P8.3 #10: totals, severity breakdown, suppressed count, averages (89.5) and top files."""
     _stats_fixture(store)
     stats = store.get_repo_stats(REPO)
     assert stats.total_reviews == 2
@@ -307,7 +307,7 @@ def test_8_3_10_repo_stats(store: KnowledgeStore) -> None:
 
 
 def test_8_3_11_repo_trends(store: KnowledgeStore) -> None:
-    """§8.3 #11: daily review / finding / suppression counts and the average confidence (65)."""
+    """P8.3 #11: daily review / finding / suppression counts and the average confidence (65)."""
     r1 = _review(store, suppressions_applied=2)
     r2 = _review(store, pr_number=9, suppressions_applied=1)
     store.record_findings([_finding(r1, confidence=60), _finding(r2, confidence=70)])
@@ -328,7 +328,7 @@ def test_8_3_11_repo_trends(store: KnowledgeStore) -> None:
 
 
 def test_8_3_12_unknown_repo_gives_zeroed_stats_and_empty_trends(store: KnowledgeStore) -> None:
-    """§8.3 #12: an unknown repo → zeroed stats and empty trends."""
+    """P8.3 #12: an unknown repo → zeroed stats and empty trends."""
     _stats_fixture(store)
     stats = store.get_repo_stats("nobody/here")
     assert stats.model_dump() == {
@@ -344,7 +344,7 @@ def test_8_3_12_unknown_repo_gives_zeroed_stats_and_empty_trends(store: Knowledg
 
 
 def test_8_3_13_foreign_keys_enforced(store: KnowledgeStore) -> None:
-    """§8.3 #13: findings and reactions that reference missing parents are rejected; the batch rolls back."""
+    """P8.3 #13: findings and reactions that reference missing parents are rejected; the batch rolls back."""
     rid = _review(store)
     with pytest.raises(INTEGRITY_ERRORS):
         store.record_findings([_finding(rid), _finding(9999)])
@@ -355,7 +355,7 @@ def test_8_3_13_foreign_keys_enforced(store: KnowledgeStore) -> None:
 
 
 def test_8_3_14_wal_and_foreign_keys_declared(sqlite_store: KnowledgeStore) -> None:
-    """§8.3 #14: WAL mode is on; findings / suppression_log / feedback_reactions declare their foreign keys."""
+    """P8.3 #14: WAL mode is on; findings / suppression_log / feedback_reactions declare their foreign keys."""
     store = sqlite_store
     assert _sql(store, "PRAGMA journal_mode")[0][0] == "wal"
     fks = {
@@ -370,7 +370,7 @@ def test_8_3_14_wal_and_foreign_keys_declared(sqlite_store: KnowledgeStore) -> N
 
 
 def test_8_3_15_write_after_close_throws(db_backend: DbBackend) -> None:
-    """§8.3 #15: a write after close throws; close never throws."""
+    """P8.3 #15: a write after close throws; close never throws."""
     s = KnowledgeStore(db_backend.target("knowledge"))
     s.close()
     s.close()
@@ -387,7 +387,7 @@ def _claim(store: KnowledgeStore, head: str = "h1", delivery: str = "d1", base: 
 
 
 def test_8_3_16_first_claim_is_new_with_exact_key(store: KnowledgeStore) -> None:
-    """§8.3 #16: a first run → new, with the exact run-key format."""
+    """P8.3 #16: a first run → new, with the exact run-key format."""
     claim = _claim(store)
     assert claim.model_dump() == {
         "should_process": True,
@@ -399,14 +399,14 @@ def test_8_3_16_first_claim_is_new_with_exact_key(store: KnowledgeStore) -> None
 
 
 def test_8_3_17_same_sha_pair_is_duplicate(store: KnowledgeStore) -> None:
-    """§8.3 #17: the same SHA pair → duplicate."""
+    """P8.3 #17: the same SHA pair → duplicate."""
     _claim(store)
     claim = _claim(store)
     assert (claim.should_process, claim.reason, claim.superseded_run_keys) == (False, "duplicate", [])
 
 
 def test_8_3_18_new_head_supersedes_prior_run(store: KnowledgeStore) -> None:
-    """§8.3 #18: a new head SHA supersedes the prior run (status and superseded_by set), completed ones too."""
+    """P8.3 #18: a new head SHA supersedes the prior run (status and superseded_by set), completed ones too."""
     first = _claim(store)
     store.complete_run(first.run_key)
     second = _claim(store, head="h2")
@@ -416,7 +416,7 @@ def test_8_3_18_new_head_supersedes_prior_run(store: KnowledgeStore) -> None:
 
 
 def test_8_3_19_complete_run_sets_status_and_time(store: KnowledgeStore) -> None:
-    """§8.3 #19: completeRun sets status completed and completed_at."""
+    """P8.3 #19: completeRun sets status completed and completed_at."""
     claim = _claim(store)
     store.complete_run(claim.run_key)
     row = _sql(store, "SELECT status, completed_at FROM run_state")[0]
@@ -424,7 +424,7 @@ def test_8_3_19_complete_run_sets_status_and_time(store: KnowledgeStore) -> None
 
 
 def test_8_3_20_purge_old_runs_deletes_backdated_completed_run(store: KnowledgeStore) -> None:
-    """§8.3 #20: purgeOldRuns(30) deletes a completed run back-dated by 60 days; pending rows are kept."""
+    """P8.3 #20: purgeOldRuns(30) deletes a completed run back-dated by 60 days; pending rows are kept."""
     done = _claim(store)
     store.complete_run(done.run_key)
     store.check_and_claim_run(
@@ -436,7 +436,7 @@ def test_8_3_20_purge_old_runs_deletes_backdated_completed_run(store: KnowledgeS
 
 
 def test_purge_old_runs_superseded_after_seven_days_and_stale_author_cache(store: KnowledgeStore) -> None:
-    """§6.2 purgeOldRuns: superseded rows after min(retention, 7) days, plus author_cache rows older than 7 days."""
+    """P6.2 purgeOldRuns: superseded rows after min(retention, 7) days, plus author_cache rows older than 7 days."""
     old = _claim(store)
     _claim(store, head="h2")
     _sql(
@@ -453,7 +453,7 @@ def test_purge_old_runs_superseded_after_seven_days_and_stale_author_cache(store
 
 
 def test_author_cache_ttl_and_upsert(store: KnowledgeStore) -> None:
-    """§6.2: the cache row is returned only within 24 h; upsert overwrites and resets cached_at."""
+    """P6.2: the cache row is returned only within 24 h; upsert overwrites and resets cached_at."""
     assert store.get_author_cache(REPO, "bob") is None
     store.upsert_author_cache(
         repo=REPO, author_login="bob", tier="first-time", author_association="NONE", pr_count=0
@@ -469,21 +469,21 @@ def test_author_cache_ttl_and_upsert(store: KnowledgeStore) -> None:
 
 
 def test_8_3_21_other_delivery_same_sha_pair_is_duplicate(store: KnowledgeStore) -> None:
-    """§8.3 #21: a different delivery id with the same SHA pair is still a duplicate with the same key."""
+    """P8.3 #21: a different delivery id with the same SHA pair is still a duplicate with the same key."""
     first = _claim(store, delivery="d1")
     again = _claim(store, delivery="d2")
     assert (again.reason, again.run_key) == ("duplicate", first.run_key)
 
 
 def test_8_3_22_last_reviewed_head_none_without_completed_run(store: KnowledgeStore) -> None:
-    """§8.3 #22: getLastReviewedHeadSha is None with no runs or only a pending run."""
+    """P8.3 #22: getLastReviewedHeadSha is None with no runs or only a pending run."""
     assert store.get_last_reviewed_head_sha(REPO, 7) is None
     _claim(store)
     assert store.get_last_reviewed_head_sha(REPO, 7) is None
 
 
 def test_8_3_23_last_reviewed_head_is_newest_completed(store: KnowledgeStore) -> None:
-    """§8.3 #23: the newest completed head (after a second run completes)."""
+    """P8.3 #23: the newest completed head (after a second run completes)."""
     store.complete_run(_claim(store).run_key)
     assert store.get_last_reviewed_head_sha(REPO, 7) == "h1"
     second = _claim(store, head="h2")
@@ -492,7 +492,7 @@ def test_8_3_23_last_reviewed_head_is_newest_completed(store: KnowledgeStore) ->
 
 
 def test_8_3_24_prior_review_findings(store: KnowledgeStore) -> None:
-    """§8.3 #24: only unsuppressed findings of the latest completed head, in insertion order, with a fingerprint
+    """P8.3 #24: only unsuppressed findings of the latest completed head, in insertion order, with a fingerprint
     (fp- form, PARITY Q1) and nullable end line / comment id."""
     old = _review(store, head_sha="h1")
     store.record_findings([_finding(old, title="Old finding")])
@@ -551,7 +551,7 @@ def test_q1_prior_finding_lookup_matches_both_fingerprint_forms(store: Knowledge
 
 
 def test_8_3_25_prior_findings_empty_without_completed_review(store: KnowledgeStore) -> None:
-    """§8.3 #25: empty when there is no completed review."""
+    """P8.3 #25: empty when there is no completed review."""
     rid = _review(store)
     store.record_findings([_finding(rid)])
     _claim(store)
@@ -559,7 +559,7 @@ def test_8_3_25_prior_findings_empty_without_completed_review(store: KnowledgeSt
 
 
 def test_aggregate_feedback_patterns(store: KnowledgeStore) -> None:
-    """§6.2 aggregateFeedbackPatterns: grouped by exact title, ≥ 1 thumbs-down, distinct reactors / PRs among
+    """P6.2 aggregateFeedbackPatterns: grouped by exact title, ≥ 1 thumbs-down, distinct reactors / PRs among
     the -1s, severity/category from the newest row; case variants are separate groups with one fingerprint."""
     r1 = _review(store, pr_number=1)
     r2 = _review(store, pr_number=2)

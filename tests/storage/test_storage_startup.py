@@ -1,4 +1,4 @@
-"""Storage steps of the start-up sequence (spec/platform.md §1.2 steps 6, 7, 11) with the original's log lines."""
+"""Storage steps of the start-up sequence (behaviour P1.2 steps 6, 7, 11) with the original's log lines."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Telemetry store (spec/platform.md §6.1, checklist §8.2) on real SQLite files and on a real PostgreSQL.
+"""Telemetry store (behaviour P6.1, checklist P8.2) on real SQLite files and on a real PostgreSQL.
 
 Tests taking ``db_backend`` run on both; the others check what only SQLite has (WAL, checkpoints, files)."""
 
@@ -59,7 +59,7 @@ def _read(path: Path, sql: str, params: tuple[object, ...] = ()) -> list[sqlite3
 
 
 def test_8_2_01_record_stores_every_field(any_store: TelemetryStore, db_backend: DbBackend) -> None:
-    """§8.2 #1: record stores every field in its column, read back by a second connection."""
+    """P8.2 #1: record stores every field in its column, read back by a second connection."""
     any_store.record(_full_execution())
     rows = db_backend.rows("telemetry", "SELECT * FROM executions")
     assert len(rows) == 1
@@ -72,7 +72,7 @@ def test_8_2_01_record_stores_every_field(any_store: TelemetryStore, db_backend:
 def test_8_2_02_record_minimal_fields_applies_defaults(
     any_store: TelemetryStore, db_backend: DbBackend
 ) -> None:
-    """§8.2 #2: minimal record → provider anthropic, zero counts/cost, NULL optionals."""
+    """P8.2 #2: minimal record → provider anthropic, zero counts/cost, NULL optionals."""
     any_store.record(
         ExecutionRecord(repo="a/b", event_type="issue_comment.created", model="unknown", conclusion="error")
     )
@@ -93,7 +93,7 @@ def _backdate(backend: DbBackend, table: str, modifier: str) -> None:
 def test_8_2_03_purge_zero_days_deletes_backdated_row(
     any_store: TelemetryStore, db_backend: DbBackend
 ) -> None:
-    """§8.2 #3: purgeOlderThan(0) deletes a row back-dated by 1 day and returns 1."""
+    """P8.2 #3: purgeOlderThan(0) deletes a row back-dated by 1 day and returns 1."""
     any_store.record(_full_execution())
     _backdate(db_backend, "executions", "-1 day")
     assert any_store.purge_older_than(0) == 1
@@ -101,7 +101,7 @@ def test_8_2_03_purge_zero_days_deletes_backdated_row(
 
 
 def test_8_2_04_purge_ninety_days_keeps_fresh_row(any_store: TelemetryStore, db_backend: DbBackend) -> None:
-    """§8.2 #4: purgeOlderThan(90) keeps a fresh row and returns 0."""
+    """P8.2 #4: purgeOlderThan(90) keeps a fresh row and returns 0."""
     any_store.record(_full_execution())
     assert any_store.purge_older_than(90) == 0
     assert db_backend.scalar("telemetry", "SELECT COUNT(*) FROM executions") == 1
@@ -110,7 +110,7 @@ def test_8_2_04_purge_ninety_days_keeps_fresh_row(any_store: TelemetryStore, db_
 def test_purge_never_touches_retrieval_quality_and_is_strict(
     any_store: TelemetryStore, db_backend: DbBackend
 ) -> None:
-    """§6.1: purge deletes only executions strictly older than the cut; retrieval_quality is never purged."""
+    """P6.1: purge deletes only executions strictly older than the cut; retrieval_quality is never purged."""
     any_store.record(_full_execution())
     any_store.record(_full_execution())
     any_store.record_retrieval_quality(
@@ -129,7 +129,7 @@ def test_purge_never_touches_retrieval_quality_and_is_strict(
 
 
 def test_8_2_05_checkpoint_does_not_throw(store: TelemetryStore) -> None:
-    """§8.2 #5: checkpoint() does not throw (PASSIVE: never busy-waits, reports SQLite's triple)."""
+    """P8.2 #5: checkpoint() does not throw (PASSIVE: never busy-waits, reports SQLite's triple)."""
     store.record(_full_execution())
     busy, log_frames, checkpointed = store.checkpoint()
     assert busy == 0
@@ -137,13 +137,13 @@ def test_8_2_05_checkpoint_does_not_throw(store: TelemetryStore) -> None:
 
 
 def test_8_2_06_journal_mode_is_wal(store: TelemetryStore) -> None:
-    """§8.2 #6: journal mode is wal after initialisation (seen from a second connection too)."""
+    """P8.2 #6: journal mode is wal after initialisation (seen from a second connection too)."""
     assert store.journal_mode() == "wal"
     assert _read(Path(store.path), "PRAGMA journal_mode")[0][0] == "wal"
 
 
 def test_8_2_07_any_operation_after_close_throws(db_backend: DbBackend) -> None:
-    """§8.2 #7: any operation after close() throws; close itself never throws (twice is fine)."""
+    """P8.2 #7: any operation after close() throws; close itself never throws (twice is fine)."""
     s = TelemetryStore(db_backend.target("telemetry"))
     s.close()
     s.close()
@@ -158,7 +158,7 @@ def test_8_2_07_any_operation_after_close_throws(db_backend: DbBackend) -> None:
 
 
 def test_8_2_08_thousand_writes_trigger_auto_checkpoint(store: TelemetryStore) -> None:
-    """§8.2 #8: 1000 writes trigger an auto-checkpoint (counter resets) and the DB stays usable."""
+    """P8.2 #8: 1000 writes trigger an auto-checkpoint (counter resets) and the DB stays usable."""
     for _ in range(CHECKPOINT_EVERY - 1):
         store.record(_full_execution())
     assert store.auto_checkpoints == 0
@@ -173,7 +173,7 @@ def test_8_2_08_thousand_writes_trigger_auto_checkpoint(store: TelemetryStore) -
 def test_8_2_09_retrieval_quality_stores_all_fields_and_dedups(
     any_store: TelemetryStore, db_backend: DbBackend
 ) -> None:
-    """§8.2 #9: recordRetrievalQuality stores all fields; a duplicate delivery id adds no second row."""
+    """P8.2 #9: recordRetrievalQuality stores all fields; a duplicate delivery id adds no second row."""
     rec = RetrievalQualityRecord(
         delivery_id="dlv-7",
         repo="acme/widgets",
@@ -196,7 +196,7 @@ def test_8_2_09_retrieval_quality_stores_all_fields_and_dedups(
 def test_retrieval_quality_null_delivery_ids_never_conflict(
     any_store: TelemetryStore, db_backend: DbBackend
 ) -> None:
-    """§6.1: the unique index is partial (delivery_id IS NOT NULL): rows without a delivery id all land."""
+    """P6.1: the unique index is partial (delivery_id IS NOT NULL): rows without a delivery id all land."""
     rec = RetrievalQualityRecord(repo="a/b", event_type="pull_request.opened", result_count=0)
     assert any_store.record_retrieval_quality(rec) and any_store.record_retrieval_quality(rec)
     row = db_backend.rows("telemetry", "SELECT * FROM retrieval_quality")[0]
@@ -205,7 +205,7 @@ def test_retrieval_quality_null_delivery_ids_never_conflict(
 
 
 def test_8_2_10_retrieval_writes_count_toward_auto_checkpoint(store: TelemetryStore) -> None:
-    """§8.2 #10: retrieval-quality writes share the counter (999 executions + 1 retrieval write)."""
+    """P8.2 #10: retrieval-quality writes share the counter (999 executions + 1 retrieval write)."""
     for _ in range(CHECKPOINT_EVERY - 1):
         store.record(_full_execution())
     store.record_retrieval_quality(RetrievalQualityRecord(repo="a/b", event_type="x", result_count=0))
@@ -214,7 +214,7 @@ def test_8_2_10_retrieval_writes_count_toward_auto_checkpoint(store: TelemetrySt
 
 
 def test_8_2_11_missing_parent_directories_are_created(tmp_path: Path) -> None:
-    """§8.2 #11: missing nested parent directories are created."""
+    """P8.2 #11: missing nested parent directories are created."""
     path = tmp_path / "a" / "b" / "c" / "telemetry.db"
     s = TelemetryStore(path)
     s.close()
@@ -222,7 +222,7 @@ def test_8_2_11_missing_parent_directories_are_created(tmp_path: Path) -> None:
 
 
 def test_8_2_12_execution_indexes_exist(store: TelemetryStore) -> None:
-    """§8.2 #12: indexes idx_executions_created_at and idx_executions_repo exist (plus the retrieval ones)."""
+    """P8.2 #12: indexes idx_executions_created_at and idx_executions_repo exist (plus the retrieval ones)."""
     names = {r[0] for r in _read(Path(store.path), "SELECT name FROM sqlite_master WHERE type = 'index'")}
     assert {
         "idx_executions_created_at",
@@ -330,7 +330,7 @@ def test_retrieval_row_of_another_model_or_mapping_is_accepted(
 
 
 def test_execution_indexes_exist_on_postgres(postgres_url: str) -> None:
-    """§8.2 #12 on PostgreSQL: the same index names (operators' plans and docs name them)."""
+    """P8.2 #12 on PostgreSQL: the same index names (operators' plans and docs name them)."""
     TelemetryStore(postgres_url).close()
     backend = DbBackend("postgres", Path("."), postgres_url)
     names = {r["indexname"] for r in backend.rows("telemetry", "SELECT indexname FROM pg_indexes")}

@@ -1,4 +1,4 @@
-"""wrap_in_details: spec/review.md §4.17 (FM-01…09) = spec/exec.md §5.9 (#139–147), plus its JS traps."""
+"""wrap_in_details: behaviour R4.17 (FM-01…09) = behaviour E5.9 (#139–147), plus its JS traps."""
 
 from __future__ import annotations
 
@@ -6,25 +6,25 @@ from kodiai.text.formatting import wrap_in_details
 
 
 def test_4_17_fm_01_short_body_is_wrapped() -> None:
-    """§4.17 FM-01 / exec #139."""
+    """R4.17 FM-01 / exec #139."""
     out = wrap_in_details("Short answer")
     assert out.startswith("<details>") and "<summary>" in out and out.endswith("</details>")
 
 
 def test_4_17_fm_02_500_characters_are_wrapped() -> None:
-    """§4.17 FM-02 / exec #140."""
+    """R4.17 FM-02 / exec #140."""
     out = wrap_in_details("a" * 500)
     assert out.startswith("<details>") and out.endswith("</details>")
 
 
 def test_4_17_fm_03_501_characters_are_wrapped() -> None:
-    """§4.17 FM-03 / exec #141."""
+    """R4.17 FM-03 / exec #141."""
     out = wrap_in_details("a" * 501)
     assert out.startswith("<details>") and out.endswith("</details>")
 
 
 def test_4_17_fm_04_exact_default_layout() -> None:
-    """§4.17 FM-04 / exec #142."""
+    """R4.17 FM-04 / exec #142."""
     body = "x" * 600
     assert wrap_in_details(body) == (
         f"<details>\n<summary>Kodiai response (600 characters)</summary>\n\n{body}\n\n</details>"
@@ -32,31 +32,31 @@ def test_4_17_fm_04_exact_default_layout() -> None:
 
 
 def test_4_17_fm_05_custom_summary() -> None:
-    """§4.17 FM-05 / exec #143."""
+    """R4.17 FM-05 / exec #143."""
     out = wrap_in_details("body", "Custom summary")
     assert "<summary>Custom summary</summary>" in out
     assert "characters" not in out
 
 
 def test_4_17_fm_06_default_summary_counts_750() -> None:
-    """§4.17 FM-06 / exec #144."""
+    """R4.17 FM-06 / exec #144."""
     assert "750 characters" in wrap_in_details("y" * 750)
 
 
 def test_4_17_fm_07_already_wrapped_is_unchanged() -> None:
-    """§4.17 FM-07 / exec #145."""
+    """R4.17 FM-07 / exec #145."""
     body = "<details>\n<summary>x</summary>\nbody\n</details>"
     assert wrap_in_details(body) == body
 
 
 def test_4_17_fm_08_leading_whitespace_then_details_is_unchanged() -> None:
-    """§4.17 FM-08 / exec #146."""
+    """R4.17 FM-08 / exec #146."""
     body = "  \n<details>x"
     assert wrap_in_details(body) == body
 
 
 def test_4_17_fm_09_empty_body() -> None:
-    """§4.17 FM-09 / exec #147."""
+    """R4.17 FM-09 / exec #147."""
     assert (
         wrap_in_details("")
         == "<details>\n<summary>Kodiai response (0 characters)</summary>\n\n\n\n</details>"

@@ -22,15 +22,15 @@ from kodiai.review.diff_analysis import DEFAULT_FILE_CATEGORIES, PATH_RISK_SIGNA
 
 # (pattern, path, expected, where the spec states it)
 SPEC_CASES = [
-    # spec/review.md §0.5
-    ("**/auth*", "auth.ts", True, "review §0.5 leading **/ matches zero directories"),
-    ("**/auth*", "src/auth.ts", True, "review §0.5"),
-    ("**/auth*", "src/auth/utils.ts", False, "review §0.5 * never crosses /"),
-    ("package.json", "package.json", True, "review §0.5 root-only"),
-    ("package.json", "apps/web/package.json", False, "review §0.5 no basename matching"),
-    ("**/api?key*", "src/api_key.ts", True, "review §0.5 ? is one char"),
-    ("**/api?key*", "src/api/key.ts", False, "review §0.5 ? never matches /"),
-    # spec/platform.md write.denyPaths defaults and normalisation
+    # behaviour R0.5
+    ("**/auth*", "auth.ts", True, "behaviour R0.5 leading **/ matches zero directories"),
+    ("**/auth*", "src/auth.ts", True, "behaviour R0.5"),
+    ("**/auth*", "src/auth/utils.ts", False, "behaviour R0.5 * never crosses /"),
+    ("package.json", "package.json", True, "behaviour R0.5 root-only"),
+    ("package.json", "apps/web/package.json", False, "behaviour R0.5 no basename matching"),
+    ("**/api?key*", "src/api_key.ts", True, "behaviour R0.5 ? is one char"),
+    ("**/api?key*", "src/api/key.ts", False, "behaviour R0.5 ? never matches /"),
+    # behaviour E3.14.7: write.denyPaths defaults and normalisation
     (".env", ".env", True, "platform deny .env root"),
     (".env", "config/.env", False, "platform deny .env anchored"),
     (".env.*", ".env.local", True, "platform deny .env.*"),
@@ -41,13 +41,13 @@ SPEC_CASES = [
     (".git/**", ".gitignore", False, "platform .git/ does not match .gitignore"),
     ("**/*credentials*", "src/aws/credentials.json", True, "platform deny credentials"),
     ("**/*secret*", "secret.txt", True, "platform deny secret at root"),
-    ("*.md", "README.md", True, "exec §7 *.md only root-level"),
-    ("*.md", "docs/guide.md", False, "exec §7 *.md only root-level"),
-    ("README.md", "docs/README.md", False, "exec §7 README.md only root"),
-    # spec/review.md §1 step 26 skipPaths normalisation: dir/ → dir/**, *.ext → **/*.ext
+    ("*.md", "README.md", True, "behaviour E3.14.7 *.md only root-level"),
+    ("*.md", "docs/guide.md", False, "behaviour E3.14.7 *.md only root-level"),
+    ("README.md", "docs/README.md", False, "behaviour E3.14.7 README.md only root"),
+    # behaviour R1 step 26 skipPaths normalisation: dir/ → dir/**, *.ext → **/*.ext
     ("docs/**", "docs/a/b.md", True, "review step 26 dir/**"),
     ("**/*.lock", "a/yarn.lock", True, "review step 26 *.ext → **/*.ext"),
-    # spec/review.md §2.3 default categories
+    # behaviour R2.3 default categories
     ("**/*.test.*", "src/app.test.ts", True, "DA-03"),
     ("**/__tests__/**", "__tests__/a.ts", True, "default test category at root"),
     ("**/test/**", "pkg/test/a.go", True, "default test category"),
@@ -198,7 +198,7 @@ def test_glob_set_handles_dot_segments_exactly() -> None:
 
 
 def test_skip_paths_normalisation_step_26() -> None:
-    """spec/review.md §1 step 26: trim; ``dir/`` → ``dir/**``; ``*.ext`` → ``**/*.ext``; empties dropped."""
+    """behaviour R1 step 26: trim; ``dir/`` → ``dir/**``; ``*.ext`` → ``**/*.ext``; empties dropped."""
     assert normalize_skip_paths([" dist/ ", "*.lock", "", "  ", "docs/**", "\ufeff*.snap"]) == [
         "dist/**",
         "**/*.lock",
@@ -212,7 +212,7 @@ def test_skip_paths_normalisation_step_26() -> None:
 
 
 def test_write_paths_normalisation_and_default_deny_list() -> None:
-    """spec/platform.md write policy: ``.github/`` → ``.github/**``; ``.env`` anchored; no ``*.ext`` rewrite."""
+    """behaviour E3.14.7, write policy: ``.github/`` → ``.github/**``; ``.env`` anchored; no ``*.ext`` rewrite."""
     deny = normalize_write_paths(
         [
             ".github/",

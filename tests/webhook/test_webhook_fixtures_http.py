@@ -1,4 +1,4 @@
-"""Every payload in fixtures/webhooks/, signed and posted to the running app over HTTP (§3.1, §3.3)."""
+"""Every payload in fixtures/webhooks/, signed and posted to the running app over HTTP (P3.1, P3.3)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from support.live_server import (
     start_kodiai,
 )
 
-# The original's event→handler table at cd3cee39 (spec/platform.md §3.3), in dispatch order.
+# The original's event→handler table at cd3cee39 (behaviour P3.3), in dispatch order.
 TABLE: dict[str, list[str]] = {
     "pull_request.opened": ["review", "feedback-sync"],
     "pull_request.ready_for_review": ["review", "feedback-sync"],
@@ -73,7 +73,7 @@ def _key(event: str, raw: bytes) -> str:
 
 @pytest.mark.parametrize(("name", "event", "raw"), FIXTURES, ids=[f[0] for f in FIXTURES])
 def test_3_fixture_signed_routed_deduped(env: Env, name: str, event: str, raw: bytes) -> None:
-    """§3.1/§3.3: 200 {"received": true}; routed to exactly the table's handlers; a redelivery is dropped."""
+    """P3.1/P3.3: 200 {"received": true}; routed to exactly the table's handlers; a redelivery is dropped."""
     delivery = f"fx-{uuid.uuid4()}"
     r = env.post(event, raw, delivery)
     assert r.status_code == 200 and r.json() == {"received": True}
@@ -103,7 +103,7 @@ def test_3_fixture_signed_routed_deduped(env: Env, name: str, event: str, raw: b
 
 @pytest.mark.parametrize(("name", "event", "raw"), FIXTURES, ids=[f[0] for f in FIXTURES])
 def test_3_1_fixture_bad_signatures_rejected(env: Env, name: str, event: str, raw: bytes) -> None:
-    """§3.1 #3: wrong secret, upper-case hex, bare digest, sha1-only header, missing header → 401 empty body."""
+    """P3.1 #3: wrong secret, upper-case hex, bare digest, sha1-only header, missing header → 401 empty body."""
     good = sign("test-webhook-secret", raw)
     variants = {
         "wrong-secret": {"X-Hub-Signature-256": sign("other-secret", raw)},

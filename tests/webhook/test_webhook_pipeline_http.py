@@ -1,4 +1,4 @@
-"""§3.1–§3.3 pipeline behaviours over real HTTP: invalid JSON, dedup, bot filter, concurrent handlers."""
+"""P3.1–P3.3 pipeline behaviours over real HTTP: invalid JSON, dedup, bot filter, concurrent handlers."""
 
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def comment(sender: str = "octocat", kind: str = "User", installation: int = 1) 
 
 
 def test_3_1_invalid_json_is_400_and_not_marked_seen(env: Env) -> None:
-    """PARITY fix (§3.1 #5 quirk): invalid JSON → 400; GitHub's redelivery of that id is then processed."""
+    """PARITY fix (P3.1 #5 quirk): invalid JSON → 400; GitHub's redelivery of that id is then processed."""
     r = env.post("issue_comment", b"{not json", "d-invalid")
     assert r.status_code == 400 and r.json() == {"error": "Invalid JSON payload"}
     assert env.runtime.journal is not None and not env.runtime.journal.seen("d-invalid")
@@ -89,7 +89,7 @@ def test_non_object_json_is_400(env: Env) -> None:
 
 
 def test_3_2_duplicate_delivery_gets_200_and_runs_once(env: Env) -> None:
-    """§3.2: a delivery id is processed once; a repeat still gets 200 {"received": true}."""
+    """P3.2: a delivery id is processed once; a repeat still gets 200 {"received": true}."""
     for _ in range(3):
         assert env.post("issue_comment", comment(), "d-dup").json() == {"received": True}
     assert env.recorder.wait_count(2)
@@ -98,7 +98,7 @@ def test_3_2_duplicate_delivery_gets_200_and_runs_once(env: Env) -> None:
 
 
 def test_3_1_missing_delivery_header_shares_unknown(env: Env) -> None:
-    """§3.2: deliveries without X-GitHub-Delivery share the id "unknown": only the first is processed."""
+    """P3.2: deliveries without X-GitHub-Delivery share the id "unknown": only the first is processed."""
     body = json.dumps(comment()).encode()
     for _ in range(2):
         headers = signed_headers(body, event="issue_comment")
@@ -110,7 +110,7 @@ def test_3_1_missing_delivery_header_shares_unknown(env: Env) -> None:
 
 
 def test_3_3_app_own_events_always_dropped(env: Env) -> None:
-    """§3.3 #2: sender login equal to the app slug (after [bot] strip, any case) → dropped, even if allow-listed."""
+    """P3.3 #2: sender login equal to the app slug (after [bot] strip, any case) → dropped, even if allow-listed."""
     for i, login in enumerate(["kodiai[bot]", "KodiAI", "kodiai"]):
         assert env.post("issue_comment", comment(login, "Bot"), f"d-self-{i}").status_code == 200
     assert env.post("issue_comment", comment(), "d-after-self").status_code == 200  # a marker event
@@ -121,7 +121,7 @@ def test_3_3_app_own_events_always_dropped(env: Env) -> None:
 
 
 def test_3_3_bots_need_the_allow_list(env: Env) -> None:
-    """§3.3 #3–4: User passes; Bot passes only when its normalised login is allow-listed."""
+    """P3.3 #3–4: User passes; Bot passes only when its normalised login is allow-listed."""
     env.post("issue_comment", comment("renovate[bot]", "Bot"), "d-renovate")
     env.post("issue_comment", comment("random-bot[bot]", "Bot"), "d-random")
     env.post("issue_comment", comment("SomeOrg", "Organization"), "d-org")
@@ -132,7 +132,7 @@ def test_3_3_bots_need_the_allow_list(env: Env) -> None:
 
 
 def test_3_3_events_without_sender_skip_the_filter(env: Env) -> None:
-    """§3.3 router #1: no sender object → no bot filter."""
+    """P3.3 router #1: no sender object → no bot filter."""
     payload = comment()
     del payload["sender"]
     env.post("issue_comment", payload, "d-nosender")
@@ -140,7 +140,7 @@ def test_3_3_events_without_sender_skip_the_filter(env: Env) -> None:
 
 
 def test_3_3_handlers_concurrent_with_isolated_failures(env: Env) -> None:
-    """§3.3 router #6: one handler's failure never affects the others; the journal keeps the failure."""
+    """P3.3 router #6: one handler's failure never affects the others; the journal keeps the failure."""
     payload = {"action": "opened", "installation": {"id": 3}, "sender": {"login": "u", "type": "User"}}
     assert env.post("issues", payload, "d-iso").status_code == 200
     assert env.recorder.wait_count(1)
@@ -154,14 +154,14 @@ def test_3_3_handlers_concurrent_with_isolated_failures(env: Env) -> None:
 
 
 def test_3_3_unrouted_event_is_acknowledged_and_not_journaled(env: Env) -> None:
-    """§3.3 router #5: no handlers matched → acknowledged, nothing queued, nothing to replay."""
+    """P3.3 router #5: no handlers matched → acknowledged, nothing queued, nothing to replay."""
     r = env.post("star", {"action": "created", "sender": {"login": "u", "type": "User"}}, "d-star")
     assert r.status_code == 200
     assert env.runtime.journal is not None and env.runtime.journal.get("d-star") is None
 
 
 def test_acknowledged_before_the_job_finishes(env: Env) -> None:
-    """§3.1 #8–9: the 200 comes back while the job is still blocked."""
+    """P3.1 #8–9: the 200 comes back while the job is still blocked."""
     gate = threading.Event()
     rt = env.runtime
     rt.router.register("issues.closed", recording_handler(rt, env.recorder, "slow", gate=gate), name="slow")

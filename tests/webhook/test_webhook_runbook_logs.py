@@ -1,4 +1,4 @@
-"""§1.3: the log messages operators' runbooks grep for, emitted by the running server with their fields."""
+"""P1.3: the log messages operators' runbooks grep for, emitted by the running server with their fields."""
 
 from __future__ import annotations
 

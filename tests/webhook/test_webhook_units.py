@@ -20,7 +20,7 @@ BODY = b'{"a":1}'
 
 
 def test_3_1_03_signature_accepts_exact_lowercase_sha256() -> None:
-    """§3.1 #3: sha256= + lower-case hex HMAC over the exact bytes."""
+    """P3.1 #3: sha256= + lower-case hex HMAC over the exact bytes."""
     digest = hmac.new(SECRET.encode(), BODY, hashlib.sha256).hexdigest()
     assert sign(SECRET, BODY) == "sha256=" + digest
     assert verify_signature(SECRET, BODY, "sha256=" + digest)
@@ -39,7 +39,7 @@ def test_3_1_03_signature_accepts_exact_lowercase_sha256() -> None:
     ],
 )
 def test_3_1_03_signature_rejects_variants(header: str | None) -> None:
-    """§3.1 #3: missing, upper-case, bare digest, sha1, short, non-ASCII → false."""
+    """P3.1 #3: missing, upper-case, bare digest, sha1, short, non-ASCII → false."""
     assert not verify_signature(SECRET, BODY, header)
 
 
@@ -61,12 +61,12 @@ def test_3_1_03_empty_body_fails_even_with_its_signature() -> None:
     ],
 )
 def test_3_3_bot_filter(sender: dict[str, str], expected: bool) -> None:
-    """§3.3 bot filter, in order: self → User → allow list."""
+    """P3.3 bot filter, in order: self → User → allow list."""
     assert BotFilter("kodiai", ["renovate"]).should_process(sender) is expected
 
 
 def test_3_3_allow_list_entry_with_bot_suffix_never_matches() -> None:
-    """§1.1 BOT_ALLOW_LIST quirk kept: `renovate[bot]` as an entry never matches."""
+    """P1.1 BOT_ALLOW_LIST quirk kept: `renovate[bot]` as an entry never matches."""
     assert not BotFilter("kodiai", ["renovate[bot]"]).should_process(
         {"login": "renovate[bot]", "type": "Bot"}
     )
@@ -74,7 +74,7 @@ def test_3_3_allow_list_entry_with_bot_suffix_never_matches() -> None:
 
 
 def test_3_1_06_derived_fields() -> None:
-    """§3.1 #6: installation id (else 0), repository full_name else owner/name."""
+    """P3.1 #6: installation id (else 0), repository full_name else owner/name."""
     assert build_event("d", "push", {"installation": {"id": 9}}).installation_id == 9
     assert build_event("d", "push", {"installation": {"id": "9"}}).installation_id == 0
     assert build_event("d", "push", {}).installation_id == 0
@@ -85,7 +85,7 @@ def test_3_1_06_derived_fields() -> None:
 
 
 async def test_3_3_specific_handlers_before_general_in_registration_order() -> None:
-    """§3.3 router #2–3: specific key handlers (registration order) then general key handlers."""
+    """P3.3 router #2–3: specific key handlers (registration order) then general key handlers."""
     router = EventRouter(BotFilter("kodiai"))
     order: list[str] = []
     started = asyncio.Event()
@@ -107,7 +107,7 @@ async def test_3_3_specific_handlers_before_general_in_registration_order() -> N
 
 
 async def test_3_3_handlers_run_concurrently() -> None:
-    """§3.3 router #6: all handlers start before any finishes."""
+    """P3.3 router #6: all handlers start before any finishes."""
     router = EventRouter(BotFilter("kodiai"))
     both = asyncio.Barrier(2)
 
