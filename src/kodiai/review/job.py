@@ -43,6 +43,7 @@ from kodiai.review.posted_texts import (
 from kodiai.review.postprocess import ProcessedReview, process_findings
 from kodiai.review.pull_request import PullRequestFacts
 from kodiai.review.rereview_team import request_rereview_team_best_effort
+from kodiai.review.retrieval_hits import record_retrieval_hits
 from kodiai.review.sources import GatherSources, webhook_sources
 from kodiai.review.trigger import ClonePlan
 from kodiai.spend_cap.gate import SpendTarget, check_spend_cap, record_run_spend
@@ -354,6 +355,15 @@ class ReviewJob:
             feedback_counts=(
                 gathered.retrieval.feedback_counts() if gathered.retrieval.feedback is not None else None
             ),
+        )
+        await record_retrieval_hits(
+            self.deps.knowledge,
+            outcome,
+            enabled=config.telemetry.enabled,
+            delivery_id=self.req.delivery_id,
+            repo=self.req.facts.full_name,
+            pr_number=self.req.facts.number,
+            log=self.log,
         )
 
     # ------------------------------------------------------------------ steps 33–36

@@ -23,6 +23,7 @@ from kodiai.storage import knowledge_runs as runs
 from kodiai.storage import knowledge_trust as trust
 from kodiai.storage.coerce import RecordLike, as_record
 from kodiai.storage.database import Database, open_migrated
+from kodiai.storage.knowledge_hits import RetrievalHit, record_hits
 from kodiai.storage.knowledge_models import (
     AuthorCacheEntry,
     DecisionHow,
@@ -252,6 +253,11 @@ class KnowledgeStore:
 
     def retired_findings(self, repo: str) -> set[int]:
         return feedback.retired_findings(self._db, repo)
+
+    @reports_writes
+    def record_retrieval_hits(self, hits: Sequence[RetrievalHit]) -> int:
+        """The memories one retrieval looked at (``retrieval_hits``, read by the dashboard)."""
+        return record_hits(self._db, hits)
 
     # -- findings held back from memory (untrusted authors) -------------------------------------
 
