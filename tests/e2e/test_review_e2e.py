@@ -287,27 +287,6 @@ def test_broken_kodiai_yml_ends_in_a_configuration_error_comment(stack: Stack) -
     assert 6 not in stack.plan.prompts
 
 
-def test_model_timeout_ends_in_a_timeout_comment(stack: Stack, model_timeout_review: int) -> None:
-    number = model_timeout_review  # the model hangs (Hang), timeoutSeconds: 30, no dynamic scaling
-    stack.finished(number, timeout=180)
-    comments = stack.state.issue_comments(SLOW_OWNER, SLOW_REPO, number)
-    errors = [c["body"] for c in comments if "Kodiai timed out" in c["body"]]
-    assert len(errors) == 1
-    assert stack.rows(
-        "telemetry.db", "SELECT repo, conclusion FROM executions WHERE pr_number = ?", (number,)
-    ) == [(f"{SLOW_OWNER}/{SLOW_REPO}", "timeout")]
-
-
-def test_metrics_show_the_review_cap_and_outcomes(stack: Stack) -> None:
-    text = stack.server.metrics()
-    assert "kodiai_reviews_running 0.0" in text and "kodiai_reviews_waiting 0.0" in text
-    assert 'kodiai_reviews_total{outcome="published"}' in text
-    assert 'kodiai_reviews_total{outcome="approved"}' in text
-    assert 'kodiai_reviews_total{outcome="error"}' in text
-    started = stack.server.wait_for_log("Event handlers registered")
-    assert "pull_request.opened" in started[0]["handledEvents"]
-
-
 def test_kill_9_mid_review_then_replay_publishes_nothing_twice(tmp_path: Path) -> None:
     """The server dies after the model posted its inline comment; the restarted server replays the
     delivery from the job journal, recognises its own unfinished run, does not ask the model again and
@@ -354,3 +333,26 @@ def test_kill_9_mid_review_then_replay_publishes_nothing_twice(tmp_path: Path) -
         assert stack.rows("telemetry.db", "SELECT COUNT(*) FROM executions") == [
             (0,)
         ]  # nothing known to record
+
+
+# The model-timeout case waits out its 30 s timer from the start of the module; it and the metrics that
+# count its outcome come last, so the timer runs while the tests above do, the kill -9 test's own stack too.
+def test_model_timeout_ends_in_a_timeout_comment(stack: Stack, model_timeout_review: int) -> None:
+    number = model_timeout_review  # the model hangs (Hang), timeoutSeconds: 30, no dynamic scaling
+    stack.finished(number, timeout=180)
+    comments = stack.state.issue_comments(SLOW_OWNER, SLOW_REPO, number)
+    errors = [c["body"] for c in comments if "Kodiai timed out" in c["body"]]
+    assert len(errors) == 1
+    assert stack.rows(
+        "telemetry.db", "SELECT repo, conclusion FROM executions WHERE pr_number = ?", (number,)
+    ) == [(f"{SLOW_OWNER}/{SLOW_REPO}", "timeout")]
+
+
+def test_metrics_show_the_review_cap_and_outcomes(stack: Stack) -> None:
+    text = stack.server.metrics()
+    assert "kodiai_reviews_running 0.0" in text and "kodiai_reviews_waiting 0.0" in text
+    assert 'kodiai_reviews_total{outcome="published"}' in text
+    assert 'kodiai_reviews_total{outcome="approved"}' in text
+    assert 'kodiai_reviews_total{outcome="error"}' in text
+    started = stack.server.wait_for_log("Event handlers registered")
+    assert "pull_request.opened" in started[0]["handledEvents"]
