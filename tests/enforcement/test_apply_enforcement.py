@@ -8,20 +8,30 @@ from pathlib import Path
 from structlog.testing import capture_logs
 
 from kodiai.enforcement.apply import APPLIED_MESSAGE, FAILED_MESSAGE, apply_enforcement
+from kodiai.review.metadata import EnforcedFinding, ExtractedFinding
 
 FILES_BY_LANGUAGE = {"TypeScript": ["src/app.ts"], "C++": ["src/engine.cpp"]}
 FILES_BY_CATEGORY = {"source": ["src/app.ts", "src/engine.cpp"]}
 
 
-def findings() -> list[dict]:
+def findings() -> list[ExtractedFinding]:
     return [
-        {"file_path": "src/app.ts", "title": "Missing semicolon", "severity": "minor", "category": "style"},
-        {
-            "file_path": "src/engine.cpp",
-            "title": "Null pointer dereference",
-            "severity": "minor",
-            "category": "correctness",
-        },
+        ExtractedFinding(
+            comment_id=1,
+            file_path="src/app.ts",
+            title="Missing semicolon",
+            severity="minor",
+            category="style",
+        ),
+        ExtractedFinding(
+            comment_id=2,
+            file_path="src/engine.cpp",
+            title="Null pointer dereference",
+            severity="minor",
+            category="correctness",
+            start_line=3,
+            end_line=4,
+        ),
     ]
 
 
@@ -31,18 +41,23 @@ def test_detects_suppresses_and_raises(tmp_path: Path) -> None:
         out = apply_enforcement(
             findings(), tmp_path, FILES_BY_CATEGORY, FILES_BY_LANGUAGE, None, delivery_id="d-1"
         )
-    assert [(o["tooling_suppressed"], o["severity"], o["severity_elevated"]) for o in out] == [
+    assert [(o.tooling_suppressed, o.severity, o.severity_elevated) for o in out] == [
         (True, "minor", False),
         (False, "critical", True),
     ]
-    assert out[1]["enforcement_pattern_id"] == "cpp-null-deref"
+    assert out[1] == EnforcedFinding(
+        **findings()[1].model_dump() | {"severity": "critical"},
+        original_severity="minor",
+        severity_elevated=True,
+        enforcement_pattern_id="cpp-null-deref",
+    )
     applied = [e for e in logs if e["event"] == APPLIED_MESSAGE]
     assert applied and applied[0]["delivery_id"] == "d-1"
 
 
 def test_without_tooling_nothing_is_suppressed(tmp_path: Path) -> None:
     out = apply_enforcement(findings(), tmp_path, FILES_BY_CATEGORY, FILES_BY_LANGUAGE)
-    assert [o["tooling_suppressed"] for o in out] == [False, False]
+    assert [o.tooling_suppressed for o in out] == [False, False]
 
 
 def test_fail_open_on_bad_rules(tmp_path: Path) -> None:
@@ -56,9 +71,7 @@ def test_fail_open_on_bad_rules(tmp_path: Path) -> None:
             {"severity_floors": "oops"},
             delivery_id="d-2",
         )
-    assert [
-        (o["severity"], o["original_severity"], o["severity_elevated"], o["tooling_suppressed"]) for o in out
-    ] == [
+    assert [(o.severity, o.original_severity, o.severity_elevated, o.tooling_suppressed) for o in out] == [
         ("minor", "minor", False, False),
         ("minor", "minor", False, False),
     ]

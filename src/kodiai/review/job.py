@@ -32,7 +32,7 @@ from kodiai.handler_kit.fail_open import fail_open
 from kodiai.log import get_logger, redact
 from kodiai.review import publish, record
 from kodiai.review.gather import Gathered, gather, plan_input
-from kodiai.review.metadata import extract_findings
+from kodiai.review.metadata import EnforcedFinding, extract_findings
 from kodiai.review.output_key import build_review_output_marker
 from kodiai.review.plan import ReviewPlan, plan_review
 from kodiai.review.posted_texts import (
@@ -407,12 +407,12 @@ class ReviewJob:
         self, ws: Workspace, config: RepoConfig, gathered: Gathered, plan: ReviewPlan, result: ExecutionResult
     ) -> tuple[ProcessedReview, FeedbackSuppressionResult]:
         facts = self.req.facts
-        enforced: list[dict[str, Any]] = []
+        enforced: list[EnforcedFinding] = []
         if result.conclusion == "success":
             marker = build_review_output_marker(self.req.review_output_key)
             none: list[dict[str, Any]] = []
             comments = await fail_open(self.log, "finding-extraction", self.pr.review_comments_page, none)
-            extracted = [f.model_dump() for f in extract_findings(comments, marker)]
+            extracted = extract_findings(comments, marker)
             if extracted:
                 analysis = gathered.analysis
                 enforced = await asyncio.to_thread(

@@ -119,6 +119,19 @@ class ExtractedFinding(BaseModel):
     end_line: int | None = None
 
 
+class EnforcedFinding(ExtractedFinding):
+    """An extracted finding after language enforcement (step 39), the input of post-processing.
+
+    ``severity`` is the floor's when one raised it (``original_severity`` keeps the model's);
+    ``tooling_suppressed`` marks a formatting or import-order finding the repository's tooling covers.
+    """
+
+    original_severity: Severity
+    severity_elevated: bool = False
+    tooling_suppressed: bool = False
+    enforcement_pattern_id: str | None = None
+
+
 def _field(comment: object, name: str) -> object:
     if isinstance(comment, Mapping):
         return comment.get(name)

@@ -9,7 +9,6 @@ counts that Review Details and the ``reviews`` row show, and the delta against t
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -30,12 +29,16 @@ from kodiai.review.delta import (
 )
 from kodiai.review.details import FindingCounts
 from kodiai.review.findings import fingerprint_finding_title
+from kodiai.review.metadata import EnforcedFinding
 from kodiai.review.prioritizer import PrioritizationStats, prioritize_findings
 
 ABBREVIATED_SUPPRESSED_SEVERITIES = frozenset({"medium", "minor"})
 
 
 class ProcessedFinding(BaseModel):
+    """What post-processing decided for one finding: the typed form that Review Details, the knowledge
+    store (``findings`` rows) and learned memory read."""
+
     model_config = ConfigDict(frozen=True)
 
     comment_id: int
@@ -85,7 +88,7 @@ def _feedback_counts(result: FeedbackSuppressionResult) -> dict[str, tuple[int, 
 
 
 def process_findings(
-    findings: Sequence[Mapping[str, Any]],
+    findings: Sequence[EnforcedFinding],
     *,
     config: RepoConfig,
     max_comments: int | float,
@@ -103,24 +106,17 @@ def process_findings(
     ]
     feedback_counts = _feedback_counts(feedback)
     match_counts: dict[str, int] = {}
-    staged: list[dict[str, Any]] = []
+    staged: list[ProcessedFinding] = []
     for f in findings:
-        fingerprint = fingerprint_finding_title(f["title"])
-        subject = {
-            "file_path": f["file_path"],
-            "title": f["title"],
-            "severity": f["severity"],
-            "category": f["category"],
-        }
+        fingerprint = fingerprint_finding_title(f.title)
+        subject = {"file_path": f.file_path, "title": f.title, "severity": f.severity, "category": f.category}
         matched = first_matching_suppression(subject, suppressions)
         dedup = prior_context is not None and should_suppress_finding(
-            f["file_path"], fingerprint, prior_context.suppression_fingerprints
+            f.file_path, fingerprint, prior_context.suppression_fingerprints
         )
-        abbreviated = (
-            f["file_path"] in abbreviated_paths and f["severity"] in ABBREVIATED_SUPPRESSED_SEVERITIES
-        )
+        abbreviated = f.file_path in abbreviated_paths and f.severity in ABBREVIATED_SUPPRESSED_SEVERITIES
         suppressed = bool(
-            f.get("tooling_suppressed")
+            f.tooling_suppressed
             or matched is not None
             or dedup
             or abbreviated
@@ -130,51 +126,46 @@ def process_findings(
         if pattern is not None:
             match_counts[pattern] = match_counts.get(pattern, 0) + 1
         confidence: int | float = compute_confidence(
-            {
-                "severity": f["severity"],
-                "category": f["category"],
-                "matches_known_pattern": matched is not None,
-            }
+            {"severity": f.severity, "category": f.category, "matches_known_pattern": matched is not None}
         )
         if fingerprint in feedback_counts:
             up, down = feedback_counts[fingerprint]
             confidence = adjust_confidence_for_feedback(confidence, {"thumbs_up": up, "thumbs_down": down})
         staged.append(
-            {
-                "comment_id": f["comment_id"],
-                "file_path": f["file_path"],
-                "title": f["title"],
-                "severity": f["severity"],
-                "original_severity": f.get("original_severity") or f["severity"],
-                "category": f["category"],
-                "start_line": f.get("start_line"),
-                "end_line": f.get("end_line"),
-                "confidence": confidence,
-                "suppressed": suppressed,
-                "suppression_pattern": pattern,
-                "severity_elevated": bool(f.get("severity_elevated")),
-                "fingerprint": fingerprint,
-            }
+            ProcessedFinding(
+                comment_id=f.comment_id,
+                file_path=f.file_path,
+                title=f.title,
+                severity=f.severity,
+                original_severity=f.original_severity,
+                category=f.category,
+                start_line=f.start_line,
+                end_line=f.end_line,
+                confidence=confidence,
+                suppressed=suppressed,
+                suppression_pattern=pattern,
+                severity_elevated=f.severity_elevated,
+            )
         )
 
     min_confidence = review.min_confidence
     recurrence: dict[str, int] = {}
     for s in staged:
-        if not s["suppressed"] and s["confidence"] >= min_confidence:
-            recurrence[s["fingerprint"]] = recurrence.get(s["fingerprint"], 0) + 1
-    visible = [i for i, s in enumerate(staged) if not s["suppressed"] and s["confidence"] >= min_confidence]
+        if not s.suppressed and s.confidence >= min_confidence:
+            recurrence[s.fingerprint] = recurrence.get(s.fingerprint, 0) + 1
+    visible = [i for i, s in enumerate(staged) if not s.suppressed and s.confidence >= min_confidence]
     stats: PrioritizationStats | None = None
     deprioritized: set[int] = set()
     if len(visible) > max_comments:
         result = prioritize_findings(
             [
                 {
-                    "file_path": staged[i]["file_path"],
-                    "title": staged[i]["title"],
-                    "severity": staged[i]["severity"],
-                    "category": staged[i]["category"],
-                    "file_risk_score": file_risk.get(staged[i]["file_path"], 0),
-                    "recurrence_count": recurrence.get(staged[i]["fingerprint"], 1),
+                    "file_path": staged[i].file_path,
+                    "title": staged[i].title,
+                    "severity": staged[i].severity,
+                    "category": staged[i].category,
+                    "file_risk_score": file_risk.get(staged[i].file_path, 0),
+                    "recurrence_count": recurrence.get(staged[i].fingerprint, 1),
                 }
                 for i in visible
             ],
@@ -186,10 +177,11 @@ def process_findings(
         stats = result.stats
 
     processed = [
-        ProcessedFinding(
-            **{k: v for k, v in s.items() if k != "fingerprint"},
-            low_confidence=not s["suppressed"] and s["confidence"] < min_confidence,
-            deprioritized=i in deprioritized,
+        s.model_copy(
+            update={
+                "low_confidence": not s.suppressed and s.confidence < min_confidence,
+                "deprioritized": i in deprioritized,
+            }
         )
         for i, s in enumerate(staged)
     ]
