@@ -4,9 +4,9 @@ connection to the SQLite file, or the PostgreSQL database of ``DATABASE_URL``.""
 from __future__ import annotations
 
 from kodiai.storage.connection import connect
-from kodiai.storage.database import open_postgres
 from kodiai.storage.knowledge import KnowledgeStore
 from kodiai.storage.knowledge_pr_reviews import earlier_review_ids, re_review_scope
+from kodiai.storage.opening import open_postgres
 from support.db_backends import DbBackend
 
 REPO = "acme/api"

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from kodiai.storage.additive import check_additive_statement
-from kodiai.storage.database import open_postgres
 from kodiai.storage.migrations import (
     DATABASE_NAMES,
     MIGRATIONS_DIR,
@@ -20,6 +19,7 @@ from kodiai.storage.migrations import (
     load_postgres_migrations,
     postgres_migration_status,
 )
+from kodiai.storage.opening import open_postgres
 
 PG = MIGRATIONS_DIR / "postgresql"
 

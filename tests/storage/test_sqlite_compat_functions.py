@@ -9,7 +9,8 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-from kodiai.storage.database import Database, open_postgres, to_pyformat
+from kodiai.storage.database import Database, to_pyformat
+from kodiai.storage.opening import open_postgres
 
 # Each expression runs on SQLite (in memory) and on PostgreSQL; the answers must be equal.
 SAME_ANSWER = [

@@ -17,7 +17,8 @@ from typing import Any, Literal
 
 import pytest
 
-from kodiai.storage.database import Database, SqliteDatabase, open_postgres
+from kodiai.storage.database import Database, SqliteDatabase
+from kodiai.storage.opening import open_postgres
 
 BackendName = Literal["sqlite", "postgres"]
 BACKENDS: tuple[BackendName, ...] = ("sqlite", "postgres")

@@ -690,7 +690,8 @@ def retire(
 def _postgres_knowledge(url: str) -> tuple[ReadOnlyKnowledge | None, str | None]:
     """The knowledge tables of ``DATABASE_URL`` (named by host and database only), read-only."""
     from kodiai.learning.provenance_sources import ReadOnlyKnowledge
-    from kodiai.storage.database import is_postgres_url, open_postgres, safe_url
+    from kodiai.storage.database import is_postgres_url, safe_url
+    from kodiai.storage.opening import open_postgres
 
     if not is_postgres_url(url):
         raise _fail("DATABASE_URL: must be a postgresql://user:password@host:port/database URL")

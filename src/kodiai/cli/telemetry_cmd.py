@@ -24,8 +24,9 @@ from kodiai.compat.js import js_parse_int
 from kodiai.storage import knowledge_reports as kr
 from kodiai.storage import telemetry_reports as tr
 from kodiai.storage.connection import connect
-from kodiai.storage.database import Database, is_postgres_url, open_postgres, safe_url
+from kodiai.storage.database import Database, is_postgres_url, safe_url
 from kodiai.storage.db_path import DEFAULT_TELEMETRY_DB_PATH, resolve_knowledge_db_path
+from kodiai.storage.opening import open_postgres
 
 app = typer.Typer(help="Operator reports over the telemetry and knowledge databases.", no_args_is_help=True)
 

@@ -31,7 +31,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
 
-from kodiai.storage.database import Database, open_migrated
+from kodiai.storage.database import Database
+from kodiai.storage.opening import open_migrated
 
 __all__ = [
     "MAX_ENTRIES",

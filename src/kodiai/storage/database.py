@@ -277,13 +277,6 @@ def is_postgres_url(url: str | None) -> bool:
     return bool(url) and str(url).split("://", 1)[0] in ("postgresql", "postgres")
 
 
-def open_postgres(url: str, name: str) -> Database:
-    """A pool on ``url`` for store ``name`` (its transactions' advisory-lock key)."""
-    from kodiai.storage.postgres import PostgresDatabase
-
-    return PostgresDatabase(url, name=name)
-
-
 def as_executor(conn: sqlite3.Connection | Executor) -> Executor:
     """A raw SQLite connection (the CLI's read-only one, a test's) as an :class:`Executor`; others as they are."""
     return _SqliteExecutor(conn) if isinstance(conn, sqlite3.Connection) else conn
@@ -302,26 +295,3 @@ def check_sqlite_version(version: tuple[int, int, int] = sqlite3.sqlite_version_
         raise RuntimeError(
             f"SQLite {have} is too old: Kodiai needs {need} or newer (the sqlite3 library Python is linked to)"
         )
-
-
-def open_migrated(target: str | Path, name: str, *, lock: str | None = None) -> Database:
-    """The database of store ``name`` with its migrations applied: a SQLite file (or ``:memory:``) at
-    ``target``, or the PostgreSQL database when ``target`` is a ``postgresql://`` URL (``DATABASE_URL``).
-    ``lock`` names the PostgreSQL transactions' advisory lock when two stores share one migrations name."""
-    from kodiai.storage.migrations import (
-        FOREIGN_KEY_DATABASES,
-        apply_migrations_to,
-        apply_postgres_migrations,
-    )
-
-    if is_postgres_url(str(target)):
-        apply_postgres_migrations(str(target), name)
-        return open_postgres(str(target), lock or name)
-    check_sqlite_version()
-    db = SqliteDatabase.open(target, foreign_keys=name in FOREIGN_KEY_DATABASES)
-    try:
-        apply_migrations_to(db.raw, name)
-    except BaseException:
-        db.close()
-        raise
-    return db

@@ -22,7 +22,7 @@ from kodiai.storage import knowledge_reports as reports
 from kodiai.storage import knowledge_runs as runs
 from kodiai.storage import knowledge_trust as trust
 from kodiai.storage.coerce import RecordLike, as_record
-from kodiai.storage.database import Database, open_migrated
+from kodiai.storage.database import Database
 from kodiai.storage.knowledge_hits import RetrievalHit, record_hits
 from kodiai.storage.knowledge_models import (
     AuthorCacheEntry,
@@ -47,6 +47,7 @@ from kodiai.storage.knowledge_models import (
     SuppressionLogEntry,
     TrendRow,
 )
+from kodiai.storage.opening import open_migrated
 from kodiai.storage.write_health import WriteHealth, database_directory, reports_writes
 
 _REVIEW_COLUMNS = list(ReviewRecord.model_fields)

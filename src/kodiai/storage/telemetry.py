@@ -18,7 +18,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from kodiai.storage.coerce import as_record
-from kodiai.storage.database import Database, Executor, open_migrated
+from kodiai.storage.database import Database, Executor
+from kodiai.storage.opening import open_migrated
 from kodiai.storage.write_health import WriteHealth, database_directory, reports_writes
 
 CHECKPOINT_EVERY = 1000
