@@ -28,6 +28,7 @@ from review_harness import (
 
 from kodiai.feedback.reactions import is_human_thumb, parse_timestamp
 from kodiai.feedback.sync import FEEDBACK_SYNC_EVENT_KEYS
+from kodiai.github.models import Reaction
 from kodiai.server.handlers import BUILTIN, register_builtin_handlers
 from kodiai.storage.knowledge import KnowledgeStore
 from kodiai.storage.knowledge_models import FeedbackReactionRecord, FindingRecord, ReviewRecord
@@ -229,7 +230,7 @@ async def test_fs_01_records_only_human_thumbs(make: Any) -> None:
     ],
 )
 def test_fs_01_human_thumb_filter(reaction: dict[str, Any], kept: bool) -> None:
-    assert is_human_thumb(reaction, SLUG) is kept
+    assert is_human_thumb(Reaction.model_validate(reaction), SLUG) is kept
 
 
 async def test_fs_02_two_syncs_persist_one_row(make: Any) -> None:

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from kodiai.github.models import Reaction
 from kodiai.review.trigger import normalize_login
 from kodiai.storage.knowledge_models import FeedbackReactionRecord, FindingCommentCandidate
 
@@ -75,32 +76,29 @@ def unique_by_comment(candidates: Iterable[FindingCommentCandidate]) -> list[Fin
     return list(seen.values())
 
 
-def is_human_thumb(reaction: Mapping[str, Any], app_slug: str) -> bool:
+def is_human_thumb(reaction: Reaction, app_slug: str) -> bool:
     """``+1``/``-1`` by someone who is neither a bot account nor the app itself."""
-    if reaction.get("content") not in THUMBS:
+    if reaction.content not in THUMBS:
         return False
-    user = reaction.get("user")
-    user = user if isinstance(user, dict) else {}
-    user_type = user.get("type")
-    if isinstance(user_type, str) and user_type.lower() == "bot":
+    user_type = reaction.user.type if reaction.user is not None else None
+    if user_type is not None and user_type.lower() == "bot":
         return False
-    login = user.get("login")
-    normalised = normalize_login(login) if isinstance(login, str) else ""
+    login = reaction.user.login if reaction.user is not None else None
+    normalised = normalize_login(login) if login is not None else ""
     return bool(normalised) and normalised != normalize_login(app_slug)
 
 
 def reaction_records(
-    candidate: FindingCommentCandidate, reactions: Sequence[Mapping[str, Any]], app_slug: str
+    candidate: FindingCommentCandidate, reactions: Sequence[Reaction], app_slug: str
 ) -> list[FeedbackReactionRecord]:
     """The human thumbs among ``reactions``, each carrying the finding's metadata."""
     records = []
     for reaction in reactions:
-        reaction_id = reaction.get("id")
-        if not isinstance(reaction_id, int) or not is_human_thumb(reaction, app_slug):
+        reaction_id = reaction.id
+        if reaction_id is None or not is_human_thumb(reaction, app_slug):
             continue
-        user = reaction.get("user")
-        login = user.get("login") if isinstance(user, dict) else None
-        reacted_at = reaction.get("created_at")
+        login = reaction.user.login if reaction.user is not None else None
+        reacted_at = reaction.created_at
         records.append(
             FeedbackReactionRecord(
                 repo=candidate.repo,
@@ -109,9 +107,9 @@ def reaction_records(
                 comment_id=candidate.comment_id,
                 comment_surface=candidate.comment_surface,
                 reaction_id=reaction_id,
-                reaction_content=str(reaction["content"]),
-                reactor_login=login if isinstance(login, str) and login else "unknown",
-                reacted_at=reacted_at if isinstance(reacted_at, str) else None,
+                reaction_content=str(reaction.content),
+                reactor_login=login or "unknown",
+                reacted_at=reacted_at,
                 severity=candidate.severity,
                 category=candidate.category,
                 file_path=candidate.file_path,

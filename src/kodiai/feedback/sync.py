@@ -31,6 +31,7 @@ from kodiai.feedback.trust import (
     reactor_access,
     split_by_access,
 )
+from kodiai.github.models import Reaction, parse_list
 from kodiai.github.permissions import AccessLevel
 from kodiai.github.rest import GitHubRest
 from kodiai.handler_kit.deps import HandlerDeps, LearnedMemory
@@ -152,7 +153,7 @@ class FeedbackSyncJob:
             await self.sync_memory(self.deps.memory, fetched)
         self.log_summary()
 
-    async def fetch_reactions(self, rest: GitHubRest, comment_id: int) -> list[dict[str, Any]] | None:
+    async def fetch_reactions(self, rest: GitHubRest, comment_id: int) -> list[Reaction] | None:
         """One page of the comment's reactions; None (and a warning) when GitHub would not say."""
         try:
             data = await rest.get(f"/pulls/comments/{comment_id}/reactions", per_page=REACTIONS_PER_PAGE)
@@ -165,7 +166,7 @@ class FeedbackSyncJob:
             )
             return None
         self.counts.fetched_comments += 1
-        return [r for r in data if isinstance(r, dict)] if isinstance(data, list) else []
+        return parse_list(Reaction, data)
 
     async def persist(
         self,

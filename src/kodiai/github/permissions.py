@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from kodiai.github.models import CollaboratorPermission, parse_object
 from kodiai.github.rest import RestApi
 
 __all__ = [
@@ -105,8 +106,8 @@ async def lookup_permission(
         data = await rest.get(f"/collaborators/{name}/permission")
     except Exception as exc:
         raise PermissionLookupError(f"permission lookup failed: {type(exc).__name__}") from exc
-    permission = data.get("permission") if isinstance(data, dict) else None
-    if not isinstance(permission, str) or not permission:
+    permission = parse_object(CollaboratorPermission, data).permission
+    if not permission:
         raise PermissionLookupError("permission lookup returned no permission")
     permission = permission.lower()
     if cache is not None:
