@@ -1,9 +1,10 @@
 """Restart storms: ``kodiai serve`` stopped 3 times by SIGTERM or ``kill -9`` during a burst of 12
 deliveries to one installation (0.4 s jobs, run one at a time on the installation's lane; each start of
-``kodiai serve`` costs a few seconds of CPU). Each restart consumes about two jobs (one finished, one cut),
-so about half of the burst is still waiting in the lane through all three restarts: more deliveries than
-that only lengthen the test. Every acknowledged delivery runs to completion at least once,
-its GitHub effect (a comment carrying its marker) appears exactly once, and none is dead-lettered.
+``kodiai serve`` costs a few seconds of CPU). The jobs pass a gate once the whole burst is acknowledged,
+so however slow the intake, each restart consumes about two jobs (one finished, one cut) and about eight
+deliveries are still waiting in the lane through all three restarts: more deliveries only lengthen the test.
+Every acknowledged delivery runs to completion at least once, its GitHub effect (a comment carrying its
+marker) appears exactly once, and none is dead-lettered.
 
 Before attempts were counted at job start, the deliveries waiting in the lane used up an attempt at intake
 and another at each replay's submission, so the second restart abandoned most of them without a run.
@@ -48,12 +49,13 @@ def test_every_acknowledged_delivery_completes_once_through_a_restart_storm(
 ) -> None:
     restarts = RESTARTS
     fake, state = github
-    record = tmp_path / "record.txt"
+    record, gate = tmp_path / "record.txt", tmp_path / "gate"
     server = KodiaiServe(
         tmp_path,
         fake,
         handlers="storm_handlers:register",
         KODIAI_TEST_RECORD_FILE=str(record),
+        KODIAI_TEST_GATE=str(gate),
         KODIAI_TEST_JOB_SECONDS=str(JOB_SECONDS),
         SHUTDOWN_GRACE_SECONDS="0.2",  # SIGTERM cuts the running job (a real deploy allows 30 s)
     )
@@ -66,6 +68,7 @@ def test_every_acknowledged_delivery_completes_once_through_a_restart_storm(
             if server.deliver(opened_issue(offset + i), delivery).status_code == 200:
                 acknowledged.append(delivery)
         assert len(acknowledged) == DELIVERIES
+        gate.touch()
 
         for _ in range(restarts):
             finished = sum(1 for kind, _d in records(record) if kind == "done")
