@@ -15,9 +15,9 @@ from kodiai.feedback.adjuster import (
     evaluate_feedback_suppressions,
 )
 from kodiai.feedback.aggregator import FeedbackPattern
-from kodiai.review.findings import fingerprint_finding_title
 from kodiai.storage.knowledge import KnowledgeStore
 from kodiai.storage.knowledge_models import FeedbackReactionRecord, FindingRecord, ReviewRecord
+from kodiai.text.fingerprint import fingerprint_finding_title
 
 ENABLED = {"enabled": True, "thresholds": {"minThumbsDown": 3, "minDistinctReactors": 3, "minDistinctPRs": 2}}
 

@@ -21,8 +21,8 @@ from review_harness import ReviewHarness, inline, yaml_finding
 from kodiai.learning.recency import apply_recency_weighting
 from kodiai.learning.rerank import rerank_by_language
 from kodiai.learning.types import LearningMemoryRecord
-from kodiai.review.findings import fingerprint_finding_title
 from kodiai.storage.knowledge_models import FeedbackReactionRecord, FindingRecord, ReviewRecord
+from kodiai.text.fingerprint import fingerprint_finding_title
 from support.gitrepo import git
 from support.scripted_transport import Result
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kodiai.review.dedup import build_prior_finding_context, should_suppress_finding
 from kodiai.review.delta import PriorFinding, with_canonical_fingerprints
-from kodiai.review.findings import bare_fingerprint_finding_title, fingerprint_finding_title
+from kodiai.text.fingerprint import bare_fingerprint_finding_title, fingerprint_finding_title
 
 
 def prior(path: str, fp: str, title: str = "t") -> PriorFinding:

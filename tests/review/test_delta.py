@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kodiai.review.delta import PriorFinding, classify_finding_deltas, with_canonical_fingerprints
-from kodiai.review.findings import bare_fingerprint_finding_title, fingerprint_finding_title
+from kodiai.text.fingerprint import bare_fingerprint_finding_title, fingerprint_finding_title
 
 
 def current(path: str, title: str, severity: str = "major", category: str = "correctness") -> dict:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kodiai.review.findings import (
+from kodiai.text.fingerprint import (
     bare_fingerprint_finding_title,
     fingerprint_finding_title,
     fingerprint_variants,

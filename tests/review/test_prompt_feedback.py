@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from kodiai.compat.js import utf16_len
-from kodiai.feedback.tally import FeedbackTally
 from kodiai.review.prompt import RetrievalContext
 from kodiai.review.prompt.retrieval import build_retrieval_context_section
+from kodiai.storage.feedback_tally import FeedbackTally
 from kodiai.text.quoted_data import PAST_DATA_NOTE
 
 REJECTED_HEADING = "### Rejected by the team"

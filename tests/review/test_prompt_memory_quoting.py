@@ -82,7 +82,7 @@ def test_learning_context_entry_is_one_escaped_line_inside_the_data_block() -> N
 
 
 def test_rejected_entries_are_quoted_too() -> None:
-    from kodiai.feedback.tally import FeedbackTally
+    from kodiai.storage.feedback_tally import FeedbackTally
 
     section = build_retrieval_context_section(
         RetrievalContext(findings=[hostile_finding(feedback=FeedbackTally(thumbs_down=2))])

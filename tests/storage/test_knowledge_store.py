@@ -13,7 +13,6 @@ from typing import Any
 import psycopg
 import pytest
 
-from kodiai.review.findings import bare_fingerprint_finding_title, fingerprint_finding_title
 from kodiai.storage.knowledge import KnowledgeStore
 from kodiai.storage.knowledge_models import (
     DepBumpMergeHistoryRecord,
@@ -24,6 +23,7 @@ from kodiai.storage.knowledge_models import (
     SuppressionLogEntry,
     confidence_band,
 )
+from kodiai.text.fingerprint import bare_fingerprint_finding_title, fingerprint_finding_title
 from support.db_backends import DbBackend
 
 REPO = "acme/widgets"

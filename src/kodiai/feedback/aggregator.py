@@ -5,22 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
-
-class FeedbackPattern(BaseModel):
-    """Reactions on the findings that share one title fingerprint, for one repository."""
-
-    model_config = ConfigDict(extra="allow")
-
-    fingerprint: str
-    thumbs_down_count: int
-    thumbs_up_count: int
-    distinct_reactors: int
-    distinct_prs: int
-    severity: str
-    category: str
-    sample_title: str
+from kodiai.storage.knowledge_models import FeedbackPattern
 
 
 class FeedbackThresholds(BaseModel):

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kodiai.feedback.tally import FeedbackTally
 from kodiai.feedback.trust import untrusted_comments
 from kodiai.handler_kit.deps import LearnedMemory
 from kodiai.learning.setup import finding_memory_text, memory_record_fields
 from kodiai.learning.types import LearningMemoryRecord, MemoryOutcome
+from kodiai.storage.feedback_tally import FeedbackTally
 from kodiai.storage.knowledge import KnowledgeStore
 from kodiai.storage.knowledge_models import FindingCommentCandidate
 

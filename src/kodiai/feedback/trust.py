@@ -19,12 +19,12 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from kodiai.feedback.tally import FeedbackTally
 from kodiai.github.permissions import AccessLevel, access_level
 from kodiai.github.rest import RestApi
 from kodiai.handler_kit.deps import LearnedMemory
 from kodiai.learning.setup import finding_memory_text, memory_record_fields
 from kodiai.learning.types import LearningMemoryRecord
+from kodiai.storage.feedback_tally import FeedbackTally
 from kodiai.storage.knowledge import KnowledgeStore
 from kodiai.storage.knowledge_models import DecisionHow, FeedbackReactionRecord, PendingMemory, PendingStatus
 

@@ -3,7 +3,7 @@
 Keys are ``"<file_path>:<title_fingerprint>"`` compared as strings, exactly as in the original (the parity
 vectors pin this). For the review Q1 fix, build the context from
 :func:`kodiai.review.delta.with_canonical_fingerprints` priors and look up with
-:func:`kodiai.review.findings.fingerprint_finding_title`, so both sides use the ``fp-`` form.
+:func:`kodiai.text.fingerprint.fingerprint_finding_title`, so both sides use the ``fp-`` form.
 """
 
 from __future__ import annotations

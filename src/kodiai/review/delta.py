@@ -4,7 +4,7 @@ The pure function keeps the original's semantics exactly (the parity vectors pin
 ``"<file_path>:<fingerprint>"`` compared as strings. The original stored prior fingerprints as bare hex and
 looked them up in the ``fp-`` form, so nothing ever matched (review Q1). The port fixes that at the call
 site: pass priors through :func:`with_canonical_fingerprints` and use
-:func:`kodiai.review.findings.fingerprint_finding_title` as ``fingerprint_fn``; both sides are then in the
+:func:`kodiai.text.fingerprint.fingerprint_finding_title` as ``fingerprint_fn``; both sides are then in the
 one ``fp-`` form, and bare-hex rows from an older database still match.
 """
 
@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from kodiai.review.findings import normalize_fingerprint
+from kodiai.text.fingerprint import normalize_fingerprint
 
 DeltaStatus = Literal["new", "still-open"]
 

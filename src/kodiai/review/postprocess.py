@@ -28,9 +28,9 @@ from kodiai.review.delta import (
     with_canonical_fingerprints,
 )
 from kodiai.review.details import FindingCounts
-from kodiai.review.findings import fingerprint_finding_title
 from kodiai.review.metadata import EnforcedFinding
 from kodiai.review.prioritizer import PrioritizationStats, prioritize_findings
+from kodiai.text.fingerprint import fingerprint_finding_title
 
 ABBREVIATED_SUPPRESSED_SEVERITIES = frozenset({"medium", "minor"})
 

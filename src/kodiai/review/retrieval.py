@@ -12,7 +12,6 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from kodiai.config import RepoConfig
-from kodiai.feedback.tally import FeedbackTally
 from kodiai.handler_kit.deps import LearnedMemory
 from kodiai.learning.calibration import resolve_cut
 from kodiai.learning.pipeline import RetrievalOutcome, retrieve_context, signal_configs
@@ -23,6 +22,7 @@ from kodiai.review.diff_analysis import DiffAnalysis
 from kodiai.review.pr_intent import ParsedPRIntent
 from kodiai.review.pull_request import PullRequestFacts
 from kodiai.review.sources import FeedbackLookup, GatherSources
+from kodiai.storage.feedback_tally import FeedbackTally
 
 TOP_FILE_PATHS = 15
 

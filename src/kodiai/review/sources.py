@@ -12,7 +12,6 @@ from datetime import datetime
 import httpx
 
 from github import Github
-from kodiai.feedback.tally import FeedbackTally
 from kodiai.github.pulls import PullRequestApi
 from kodiai.handler_kit.deps import HandlerDeps, LearnedMemory, UsageAnalyzer
 from kodiai.log import Logger
@@ -22,6 +21,7 @@ from kodiai.review.dep_bumps.enrichment import ChangelogContext, SecurityContext
 from kodiai.review.dep_bumps.enrichment_fetch import fetch_changelog, fetch_security_advisories
 from kodiai.review.pull_request import PullRequestFacts
 from kodiai.review.usage_scan import analyze_package_usage
+from kodiai.storage.feedback_tally import FeedbackTally
 from kodiai.storage.knowledge import KnowledgeStore
 from kodiai.storage.knowledge_models import PriorFinding
 

@@ -14,8 +14,6 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from kodiai.feedback.tally import FeedbackTally
-from kodiai.review.findings import fingerprint_finding_title, fingerprint_variants, normalize_fingerprint
 from kodiai.storage import knowledge_feedback as feedback
 from kodiai.storage import knowledge_pr_reviews as pr_reviews
 from kodiai.storage import knowledge_reports as reports
@@ -23,6 +21,7 @@ from kodiai.storage import knowledge_runs as runs
 from kodiai.storage import knowledge_trust as trust
 from kodiai.storage.coerce import RecordLike, as_record
 from kodiai.storage.database import Database
+from kodiai.storage.feedback_tally import FeedbackTally
 from kodiai.storage.knowledge_hits import RetrievalHit, record_hits
 from kodiai.storage.knowledge_models import (
     AuthorCacheEntry,
@@ -49,6 +48,7 @@ from kodiai.storage.knowledge_models import (
 )
 from kodiai.storage.opening import open_migrated
 from kodiai.storage.write_health import WriteHealth, database_directory, reports_writes
+from kodiai.text.fingerprint import fingerprint_finding_title, fingerprint_variants, normalize_fingerprint
 
 _REVIEW_COLUMNS = list(ReviewRecord.model_fields)
 _FINDING_COLUMNS = list(FindingRecord.model_fields)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 
-from kodiai.feedback.tally import FeedbackTally
 from kodiai.storage.database import Database
+from kodiai.storage.feedback_tally import FeedbackTally
 from kodiai.storage.knowledge_models import FindingProvenance, MemoryGovernanceRecord, ReactionRow
 
 _GOVERNANCE_COLUMNS = [

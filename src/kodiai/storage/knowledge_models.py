@@ -4,10 +4,24 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from kodiai.feedback.aggregator import FeedbackPattern
-from kodiai.review.findings import FINGERPRINT_PREFIX, fingerprint_variants
+from kodiai.text.fingerprint import FINGERPRINT_PREFIX, fingerprint_variants
+
+
+class FeedbackPattern(BaseModel):
+    """Reactions on the findings that share one title fingerprint, for one repository."""
+
+    model_config = ConfigDict(extra="allow")
+
+    fingerprint: str
+    thumbs_down_count: int
+    thumbs_up_count: int
+    distinct_reactors: int
+    distinct_prs: int
+    severity: str
+    category: str
+    sample_title: str
 
 
 class ReviewRecord(BaseModel):

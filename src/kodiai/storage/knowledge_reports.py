@@ -11,9 +11,9 @@ import re
 import sqlite3
 from datetime import UTC, datetime, timedelta
 
-from kodiai.review.findings import fingerprint_finding_title
 from kodiai.storage.database import Executor, as_executor
 from kodiai.storage.knowledge_models import FeedbackPattern, RepoStats, TopFile, TrendRow
+from kodiai.text.fingerprint import fingerprint_finding_title
 
 SEVERITIES = ("critical", "major", "medium", "minor")
 DEFAULT_DB_HINT = "./data/kodiai-knowledge.db"

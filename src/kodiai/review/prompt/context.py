@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from kodiai.feedback.tally import FeedbackTally
+from kodiai.storage.feedback_tally import FeedbackTally
 
 
 class PromptView(BaseModel):

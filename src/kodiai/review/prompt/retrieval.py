@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kodiai.compat.js import to_fixed, utf16_len
-from kodiai.feedback.tally import FeedbackTally
+from kodiai.storage.feedback_tally import FeedbackTally
 from kodiai.text.quoted_data import PAST_DATA_NOTE, data_token, quote_data
 
 from .context import AmbiguityView, RetrievalContext, RetrievedFinding
