@@ -248,6 +248,17 @@ class Settings(BaseSettings):
     metrics_installation_ids: bool = Field(
         False, description="Label metrics with raw installation ids (default: a keyed hash of each id)."
     )
+    # Operator dashboard (/dashboard): GitHub sign-in through the App's own OAuth client, or an operator token
+    github_client_id: str | None = Field(None, description="The GitHub App's client id (dashboard sign-in).")
+    github_client_secret: SecretStr | None = Field(
+        None, description="The GitHub App's client secret (dashboard sign-in)."
+    )
+    dashboard_token: SecretStr | None = Field(
+        None, description="Operator token for /dashboard: sees every repository (unset: GitHub sign-in only)."
+    )
+    dashboard_session_secret: SecretStr | None = Field(
+        None, description="Key that signs dashboard session cookies (unset: derived from the App's secrets)."
+    )
 
     _private_key_pem: str | None = PrivateAttr(None)
 
@@ -274,7 +285,15 @@ class Settings(BaseSettings):
             )
         return value
 
-    @field_validator("metrics_token", "github_webhook_secret_previous", mode="before")
+    @field_validator(
+        "metrics_token",
+        "github_webhook_secret_previous",
+        "github_client_id",
+        "github_client_secret",
+        "dashboard_token",
+        "dashboard_session_secret",
+        mode="before",
+    )
     @classmethod
     def _optional_secret(cls, value: Any) -> Any:
         return _blank_to_none(value)

@@ -10,11 +10,13 @@ Figures the tests rely on (memory = finding comment id):
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
-from kodiai.storage.database import open_migrated
+from kodiai.jobs.journal_rows import PayloadCodec
 from kodiai.storage.knowledge import KnowledgeStore
 from kodiai.storage.knowledge_hits import RetrievalHit
+from kodiai.storage.opening import open_migrated
 from support.db_backends import open_target
 from support.seed_stores import seed_knowledge, seed_telemetry
 
@@ -36,7 +38,8 @@ JOBS = (
 )
 
 
-def seed_dashboard(telemetry: str, knowledge: str, jobs: str) -> None:
+def seed_dashboard(telemetry: str, knowledge: str, jobs: str | None) -> None:
+    """``jobs`` None: the journal is seeded later (:func:`seed_jobs`, e.g. once a server has opened it)."""
     seed_telemetry(telemetry)
     seed_knowledge(knowledge)
     db = open_target(knowledge, "knowledge")
@@ -73,18 +76,26 @@ def seed_dashboard(telemetry: str, knowledge: str, jobs: str) -> None:
         )
     finally:
         store.close()
-    seed_jobs(jobs)
+    if jobs is not None:
+        seed_jobs(jobs)
 
 
 def seed_jobs(jobs: str) -> None:
     db = open_migrated(jobs, "jobs")
     try:
         now = datetime.now(UTC).isoformat()
-        for seq, (delivery, installation, status, attempts, error) in enumerate(JOBS, start=1):
+        for delivery, installation, status, attempts, error in JOBS:
             db.execute(
-                "INSERT INTO delivery_journal (seq, delivery_id, event_name, action, installation_id, status,"
-                " attempts, received_at, error) VALUES (?, ?, 'pull_request', 'opened', ?, ?, ?, ?, ?)",
-                (seq, delivery, installation, status, attempts, now, error),
+                "INSERT INTO delivery_journal (delivery_id, event_name, action, installation_id, status,"
+                " attempts, received_at, error) VALUES (?, 'pull_request', 'opened', ?, ?, ?, ?, ?)",
+                (delivery, installation, status, attempts, now, error),
             )
+            if status == "dead":  # kept with its body, as the journal keeps a dead delivery's
+                body = json.dumps({"action": "opened", "installation": {"id": installation}}).encode()
+                db.execute(
+                    "INSERT INTO delivery_payloads (seq, payload)"
+                    " VALUES ((SELECT seq FROM delivery_journal WHERE delivery_id = ?), ?)",
+                    (delivery, PayloadCodec().encode(body)),
+                )
     finally:
         db.close()

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from kodiai.storage.database import Database, SqliteDatabase, is_postgres_url, open_postgres
+from kodiai.storage.database import Database, SqliteDatabase, is_postgres_url
+from kodiai.storage.opening import open_postgres
 
 
 @dataclass

@@ -13,6 +13,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 from fastapi import FastAPI, Request
@@ -26,6 +27,10 @@ from kodiai.server import setup_mode
 from kodiai.server.http_limits import HttpOptions
 from kodiai.server.runtime import Runtime
 from kodiai.server.webhook_asgi import PATH, BodyTooLargeError, WebhookEndpoint, is_webhook_post
+
+if TYPE_CHECKING:
+    from kodiai.dashboard.options import DashboardOptions
+    from kodiai.dashboard.state import DashboardState
 
 NOT_FOUND = "404 Not Found"
 INTERNAL_ERROR = {"error": "Internal Server Error"}
@@ -114,10 +119,13 @@ class KodiaiApp(FastAPI):
         return sum(len(name) + len(value) for name, value in headers) <= self.max_header_bytes
 
 
-def create_app(runtime: Runtime, http: HttpOptions | None = None) -> FastAPI:
+def create_app(
+    runtime: Runtime, http: HttpOptions | None = None, dashboard: DashboardOptions | None = None
+) -> FastAPI:
     """Build the FastAPI app over ``runtime``. Lifespan: replay the job journal; drain on shutdown.
 
     ``http``: the per-route limits and the ``/metrics`` token (default: production limits, open metrics).
+    ``dashboard``: the operator dashboard's sign-in settings (web role; none configured: no /dashboard).
     """
     log = get_logger("kodiai.server")
     config = runtime.config
@@ -143,6 +151,8 @@ def create_app(runtime: Runtime, http: HttpOptions | None = None) -> FastAPI:
             if runtime.worker is not None:  # running jobs get the grace period, then go back in line
                 await runtime.worker.stop()
             await runtime.queue.cancel_all()  # jobs still running past the grace period (left for replay)
+            if dashboard_state is not None:
+                await dashboard_state.aclose()
             runtime.close()
             log.info("Kodiai server stopped")
 
@@ -209,9 +219,31 @@ def create_app(runtime: Runtime, http: HttpOptions | None = None) -> FastAPI:
 
     if runtime.setup_mode:
         _add_setup_routes(app, runtime)
+    dashboard_state = _add_dashboard(app, runtime, dashboard, log) if dashboard is not None else None
 
     app.add_middleware(_ErrorBoundary)  # outermost of the app's own middleware
     return app
+
+
+def _add_dashboard(app: FastAPI, runtime: Runtime, options: DashboardOptions, log: Any) -> DashboardState | None:
+    """/dashboard on the web role (its pages read the stores; setup mode and workers have none)."""
+    config, stores = runtime.config, runtime.stores
+    if not config.runs_ingress or stores is None:
+        return None
+    from kodiai.dashboard.web import mount
+
+    url = config.database_url.get_secret_value() if config.database_url is not None else None
+    return mount(
+        app,
+        options,
+        telemetry=url or stores.telemetry.path,
+        knowledge=stores.knowledge,
+        knowledge_target=url or stores.knowledge.path,
+        jobs=url or config.jobs_db_path,
+        memory=stores.memory,
+        pg_journal=runtime.pg_journal,
+        log=log,
+    )
 
 
 def _add_readiness(app: FastAPI, runtime: Runtime) -> None:

@@ -163,7 +163,9 @@ def serve(
         raise _fatal(redact(f"Start-up failed: {type(exc).__name__}: {exc}")) from None
 
     http = HttpOptions.from_settings(settings)
-    app = create_app(runtime, http)
+    from kodiai.dashboard.options import DashboardOptions
+
+    app = create_app(runtime, http, DashboardOptions.from_settings(settings))
     uv_config = uvicorn.Config(
         app,
         host=host,

@@ -381,6 +381,8 @@ def conversion_env(conversion: dict[str, Any]) -> dict[str, str]:
     }
     if conversion.get("client_id"):
         values["GITHUB_CLIENT_ID"] = conversion["client_id"]
+    if conversion.get("client_secret"):  # the dashboard's GitHub sign-in (docs/dashboard.md)
+        values["GITHUB_CLIENT_SECRET"] = conversion["client_secret"]
     for key, value in values.items():
         env_value(key, value)  # raises on anything that cannot be written safely
     return {key: str(value) for key, value in values.items()}

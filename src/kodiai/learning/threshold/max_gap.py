@@ -1,6 +1,5 @@
-"""Adaptive distance threshold: cut the candidate list at its largest natural gap (spec §2.24).
-
-Exactly the original's algorithm; a later calibration strategy plugs in next to it, not into it.
+"""The original's cut: the adaptive max-gap threshold, at the largest natural gap of the candidate
+distances (behaviour kept exactly for parity), and :class:`MaxGapCut`, the strategy that runs it in the chain.
 """
 
 from __future__ import annotations
@@ -8,37 +7,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
-
-from kodiai.learning.types import ThresholdMethod
-
-
-class AdaptiveThresholdConfig(BaseModel):
-    """Tuning of the max-gap threshold; the defaults are the original's."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
-
-    min_candidates_for_gap: int = 8
-    fallback_percentile: float = 0.75
-    min_gap_size: float = 0.05
-    floor: float = 0.15
-    ceiling: float = 0.65
-
+from kodiai.learning.threshold.types import (
+    AdaptiveThresholdConfig,
+    AdaptiveThresholdResult,
+    CutContext,
+    CutDecision,
+)
+from kodiai.learning.types import RerankedResult
 
 DEFAULT_ADAPTIVE_CONFIG = AdaptiveThresholdConfig()
-
-
-class AdaptiveThresholdResult(BaseModel):
-    """The threshold chosen, how, over how many candidates, and the gap that decided it (if any)."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
-
-    threshold: float
-    method: ThresholdMethod
-    candidate_count: int
-    gap_size: float | None = None
-    gap_index: int | None = None
 
 
 def _clamp(value: float, config: AdaptiveThresholdConfig) -> float:
@@ -100,3 +77,39 @@ def compute_adaptive_threshold(
         gap_size=max_gap,
         gap_index=gap_index,
     )
+
+
+def max_gap_cut(reranked: Sequence[RerankedResult], ctx: CutContext) -> CutDecision:
+    """The original's cut. Adaptive: threshold from the adjusted distances, keep ``≤ threshold``, then
+    ``top_k``. Not adaptive: the configured threshold as is (unclamped; isolation already filtered raw
+    distances by it) and the first ``top_k``."""
+    if not ctx.adaptive:
+        threshold = AdaptiveThresholdResult(
+            threshold=ctx.distance_threshold, method="configured", candidate_count=len(reranked)
+        )
+        return CutDecision(results=list(reranked[: ctx.top_k]), threshold=threshold)
+    threshold = compute_adaptive_threshold(
+        [r.adjusted_distance for r in reranked], ctx.distance_threshold, ctx.adaptive_config
+    )
+    kept = [r for r in reranked if r.adjusted_distance <= threshold.threshold]
+    return CutDecision(results=kept[: ctx.top_k], threshold=threshold)
+
+
+class MaxGapCut:
+    """The original's cut, with a profile's constants (``fallback`` replaces the configured threshold)."""
+
+    name = "maxgap"
+    owns_recency = False
+    uses_lexical = False
+
+    def __init__(self, config: AdaptiveThresholdConfig | None = None, fallback: float | None = None) -> None:
+        self.config = config
+        self.fallback = fallback
+
+    def __call__(self, reranked: Sequence[RerankedResult], ctx: CutContext) -> CutDecision:
+        update: dict[str, object] = {}
+        if self.config is not None and ctx.adaptive_config is None:
+            update["adaptive_config"] = self.config
+        if self.fallback is not None and ctx.adaptive:
+            update["distance_threshold"] = self.fallback
+        return max_gap_cut(reranked, ctx.model_copy(update=update) if update else ctx)

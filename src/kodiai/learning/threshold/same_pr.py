@@ -24,9 +24,14 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import Literal, TypeVar
 
-from kodiai.learning.adaptive_threshold import AdaptiveThresholdResult
-from kodiai.learning.cut_strategy import Candidate, NamedCut, weighted_order
-from kodiai.learning.pipeline import CutContext, CutDecision
+from kodiai.learning.threshold.pool import weighted_order
+from kodiai.learning.threshold.types import (
+    AdaptiveThresholdResult,
+    Candidate,
+    CutContext,
+    CutDecision,
+    NamedCut,
+)
 from kodiai.learning.types import RerankedResult, ThresholdMethod
 
 SamePrMode = Literal["only", "first", "fallback"]

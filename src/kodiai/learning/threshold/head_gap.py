@@ -1,6 +1,7 @@
-"""Cut strategies: how the reranked candidate pool is cut down to what the review prompt sees.
+"""The relative cut ``headgap`` (the default for every embedder but voyage-code-3) and ``headgap-v1``, its
+previous version (kept as an evaluation reference).
 
-A strategy is a callable ``(reranked, CutContext) -> CutDecision`` (see :mod:`kodiai.learning.pipeline`)
+A strategy is a callable ``(reranked, CutContext) -> CutDecision`` (:mod:`kodiai.learning.threshold.types`)
 with the attributes ``name``, ``owns_recency`` and ``uses_lexical``. When ``owns_recency`` is false the
 chain applies recency weighting *before* the cut (the original's order, kept for ``maxgap``); when true
 the chain hands the strategy the list without recency, plus ``now`` and the recency config. When
@@ -13,124 +14,38 @@ Distance scales (one name each, used everywhere in the evaluation):
 - *adjusted* (the cut scale): raw × the language factor (0.85 / 1 / 1.15), before recency;
 - *recency-adjusted*: adjusted × the recency multiplier ``2 - m`` (1 … 1.85 for non-critical findings).
 
-Strategies:
+Strategies (the others: ``maxgap`` in :mod:`.max_gap`, the baselines in :mod:`.baselines`):
 
-- ``maxgap``: the original's adaptive max-gap threshold, on the recency-adjusted scale (the original's
-  order), with the profile's floor / ceiling / minimum gap / fallback; methods ``adaptive``,
-  ``percentile``, ``configured`` exactly as the original writes them.
 - ``headgap``: relative rules only; the cut runs on the *adjusted* scale (or on a fused score normalised
   within each channel, when the lexical channel is on), recency only re-orders (see
   :func:`head_gap_decide`). Methods ``headgap:empty`` / ``headgap:abstain`` / ``headgap:gap`` /
   ``headgap:band``, with ``+lexical`` when a kept memory was matched by the lexical channel.
 - ``headgap-v1``: the previous MiniLM default (an absolute ceiling on the best distance, relative rules
   re-run on recency-adjusted distances); kept as an evaluation reference (:class:`LegacyHeadGapCut`).
-- ``fixed:<t>`` / ``fixed@recency:<t>`` / ``top<k>``: the evaluation's baselines (:class:`FixedCut`,
-  :class:`TopKCut`).
 """
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Generic, Literal, Protocol, TypeVar
+from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kodiai.learning.adaptive_threshold import AdaptiveThresholdConfig, AdaptiveThresholdResult
-from kodiai.learning.pipeline import CutContext, CutDecision, max_gap_cut
-from kodiai.learning.recency import DEFAULT_RECENCY_CONFIG, apply_recency_weighting, recency_multiplier
+from kodiai.learning.recency import apply_recency_weighting
+from kodiai.learning.threshold.max_gap import max_gap_cut
+from kodiai.learning.threshold.pool import candidates_of
+from kodiai.learning.threshold.types import (
+    AdaptiveThresholdResult,
+    Candidate,
+    CutContext,
+    CutDecision,
+)
+from kodiai.learning.threshold.types import threshold_result as _result
 from kodiai.learning.types import RerankedResult
 
-StrategyName = Literal["maxgap", "headgap"]
 _Id = TypeVar("_Id", bound=Hashable)
-STRATEGY_NAMES: tuple[StrategyName, ...] = ("maxgap", "headgap")
 LEXICAL_SUFFIX = "+lexical"
-
-
-class NamedCut(Protocol):
-    """A cut strategy the chain can run, with its name, where recency goes and whether it fuses lexical."""
-
-    name: str
-    owns_recency: bool
-    uses_lexical: bool
-
-    def __call__(self, reranked: Sequence[RerankedResult], ctx: CutContext) -> CutDecision: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Candidate(Generic[_Id]):
-    """One pool member as a cut sees it: ``distance`` on the adjusted scale (before recency),
-    ``multiplier`` the recency multiplier (1 without recency), ``lexical`` the BM25 score (0 = no match)."""
-
-    id: _Id
-    distance: float
-    multiplier: float = 1.0
-    lexical: float = 0.0
-
-    @property
-    def weighted(self) -> float:
-        """The recency-adjusted distance (what ``apply_recency_weighting`` computes)."""
-        return self.distance * self.multiplier
-
-
-def recency_multipliers(reranked: Sequence[RerankedResult], ctx: CutContext) -> list[float]:
-    """Each result's recency multiplier ``2 - m`` as :func:`apply_recency_weighting` applies it (1.0 each
-    when the chain runs without recency)."""
-    if not ctx.recency:
-        return [1.0] * len(reranked)
-    config = ctx.recency_config or DEFAULT_RECENCY_CONFIG
-    at = ctx.now if ctx.now is not None else datetime.now(UTC)
-    if at.tzinfo is None:
-        at = at.replace(tzinfo=UTC)
-    return [recency_multiplier(r.record.created_at, r.record.severity, at, config) for r in reranked]
-
-
-def candidates_of(reranked: Sequence[RerankedResult], ctx: CutContext) -> list[Candidate[int]]:
-    """The chain's pool as :class:`Candidate` rows (ids are memory ids)."""
-    lexical = ctx.lexical or {}
-    return [
-        Candidate(r.memory_id, r.adjusted_distance, m, lexical.get(r.memory_id, 0.0))
-        for r, m in zip(reranked, recency_multipliers(reranked, ctx), strict=True)
-    ]
-
-
-def weighted_order(pool: Sequence[Candidate[_Id]]) -> list[Candidate[_Id]]:
-    """``pool`` (ascending adjusted distance) re-sorted by recency-adjusted distance, stable — the order
-    :func:`apply_recency_weighting` gives."""
-    return sorted(pool, key=lambda c: c.weighted)
-
-
-def _result(
-    threshold: float, method: str, n: int, gap: float | None = None, at: int | None = None
-) -> AdaptiveThresholdResult:
-    return AdaptiveThresholdResult.model_validate(
-        {"threshold": threshold, "method": method, "candidate_count": n, "gap_size": gap, "gap_index": at}
-    )
-
-
-# ---- the original's cut ----------------------------------------------------------------------------
-
-
-class MaxGapCut:
-    """The original's cut, with a profile's constants (``fallback`` replaces the configured threshold)."""
-
-    name = "maxgap"
-    owns_recency = False
-    uses_lexical = False
-
-    def __init__(self, config: AdaptiveThresholdConfig | None = None, fallback: float | None = None) -> None:
-        self.config = config
-        self.fallback = fallback
-
-    def __call__(self, reranked: Sequence[RerankedResult], ctx: CutContext) -> CutDecision:
-        update: dict[str, object] = {}
-        if self.config is not None and ctx.adaptive_config is None:
-            update["adaptive_config"] = self.config
-        if self.fallback is not None and ctx.adaptive:
-            update["distance_threshold"] = self.fallback
-        return max_gap_cut(reranked, ctx.model_copy(update=update) if update else ctx)
 
 
 # ---- headgap: relative rules, recency re-orders --------------------------------------------------------
@@ -369,73 +284,3 @@ class LegacyHeadGapCut:
         )
         by_id = {r.memory_id: r for r in (weighted if weighted is not None else reranked)}
         return CutDecision(results=[by_id[i] for i in ids], threshold=decision)
-
-
-# ---- evaluation baselines ----------------------------------------------------------------------------
-
-FixedScale = Literal["adjusted", "recency"]
-
-
-def fixed_select(
-    pool: Sequence[Candidate[_Id]], threshold: float, top_k: int, scale: FixedScale
-) -> list[_Id]:
-    """Keep distance ``≤ threshold`` on ``scale``, order by recency-adjusted distance, then ``top_k``."""
-    ordered = weighted_order(pool)
-    if scale == "adjusted":
-        return [c.id for c in ordered if c.distance <= threshold][:top_k]
-    return [c.id for c in ordered if c.weighted <= threshold][:top_k]
-
-
-class FixedCut:
-    """A fixed threshold: ``scale="adjusted"`` (default) cuts on the adjusted distance before recency — the
-    scale ``headgap`` cuts on — then orders by recency; ``scale="recency"`` cuts on the recency-adjusted
-    distance (the original's order, recency before the cut)."""
-
-    owns_recency = True
-    uses_lexical = False
-
-    def __init__(self, threshold: float, scale: FixedScale = "adjusted") -> None:
-        self.threshold = threshold
-        self.scale: FixedScale = scale
-        self.name = f"fixed:{threshold:g}" if scale == "adjusted" else f"fixed@recency:{threshold:g}"
-
-    def __call__(self, reranked: Sequence[RerankedResult], ctx: CutContext) -> CutDecision:
-        weighted = apply_recency_weighting(reranked, ctx.now, ctx.recency_config) if ctx.recency else None
-        ids = fixed_select(candidates_of(reranked, ctx), self.threshold, ctx.top_k, self.scale)
-        by_id = {r.memory_id: r for r in (weighted if weighted is not None else reranked)}
-        return CutDecision(
-            results=[by_id[i] for i in ids], threshold=_result(self.threshold, "fixed", len(reranked))
-        )
-
-
-class TopKCut:
-    """No cut: the first ``top_k`` by recency-adjusted distance (the "top-k, no cut" baseline)."""
-
-    name = "topk"
-    owns_recency = True
-    uses_lexical = False
-
-    def __call__(self, reranked: Sequence[RerankedResult], ctx: CutContext) -> CutDecision:
-        weighted = apply_recency_weighting(reranked, ctx.now, ctx.recency_config) if ctx.recency else None
-        kept = list(weighted if weighted is not None else reranked)[: ctx.top_k]
-        farthest = max((r.adjusted_distance for r in kept), default=-1.0)
-        return CutDecision(results=kept, threshold=_result(farthest, "topk", len(reranked)))
-
-
-def replay_ids(
-    pool: Sequence[Candidate[_Id]], cut: object, top_k: int, *, lexical: bool, recency: bool
-) -> list[_Id]:
-    """What ``cut`` keeps from ``pool`` without the chain (for calibration and leave-one-out), for the cut
-    kinds whose decision is a pure function of the pool; raises ``TypeError`` for any other. ``lexical``:
-    the pool came with the lexical channel; ``recency``: the chain ran with recency (multipliers ≠ 1)."""
-    if isinstance(cut, HeadGapCut):
-        return head_gap_decide(pool, top_k, cut.params, lexical=lexical)[0]
-    if isinstance(cut, FixedCut):
-        return fixed_select(pool, cut.threshold, top_k, cut.scale)
-    if isinstance(cut, TopKCut):
-        return [c.id for c in weighted_order(pool)][:top_k]
-    if isinstance(cut, LegacyHeadGapCut):
-        plain = [(c.id, c.distance) for c in pool]
-        weighted = [(c.id, c.weighted) for c in weighted_order(pool)] if recency else None
-        return legacy_head_gap_select(plain, weighted, top_k, cut.params)[0]
-    raise TypeError(f"no replay for {type(cut).__name__}")

@@ -1,0 +1,342 @@
+"""The dashboard's routes: sign-in (GitHub or operator token), the five pages, CSV/JSON export of every
+table under the same access rules, and the two POST actions (CSRF-checked)."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from importlib import resources
+from typing import Any
+from urllib.parse import parse_qsl, quote
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+
+from kodiai.dashboard import charts
+from kodiai.dashboard.actions import forget_memory, retry_dead
+from kodiai.dashboard.auth import OPERATOR_LOGIN, Viewer, viewer_of
+from kodiai.dashboard.github_oauth import SignInError, authorize_url, sign_in, writable_access
+from kodiai.dashboard.queries_jobs import installation_of, recent_jobs
+from kodiai.dashboard.queries_memory import memory_quality
+from kodiai.dashboard.queries_overview import overview
+from kodiai.dashboard.queries_quiet import quiet_report
+from kodiai.dashboard.queries_retrieval import retrieval_summary
+from kodiai.dashboard.scope import RANGES, Scope, scope_for
+from kodiai.dashboard.session import COOKIE, STATE_COOKIE, STATE_SECONDS, Session, tokens_equal
+from kodiai.dashboard.state import DashboardState
+from kodiai.dashboard.tables import Table, find, to_csv, to_json
+
+PREFIX = "/dashboard"
+PAGES = ("overview", "retrieval", "memory", "quiet", "jobs")
+STATIC = {"dashboard.css": "text/css; charset=utf-8"}
+CSP = (
+    "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
+    "frame-ancestors 'none'; base-uri 'none'"
+)
+
+
+def build_router(state: DashboardState) -> APIRouter:
+    router = APIRouter(prefix=PREFIX)
+
+    def set_cookie(response: Response, request: Request, name: str, value: str, max_age: int) -> None:
+        response.set_cookie(
+            name,
+            value,
+            max_age=max_age,
+            path=PREFIX,
+            httponly=True,
+            samesite="lax",
+            secure=request.url.scheme == "https",
+        )
+
+    def signed_in(response: Response, request: Request, session: Session) -> Response:
+        set_cookie(
+            response, request, COOKIE, state.signer.session_cookie(session), state.options.session_seconds
+        )
+        response.delete_cookie(STATE_COOKIE, path=PREFIX)
+        return response
+
+    def login_form(request: Request, message: str = "", status: int = 200) -> Response:
+        nonce = secrets.token_urlsafe(16)
+        body = state.templates.get_template("login.html").render(
+            nonce=nonce,
+            message=message,
+            github=state.options.github_sign_in,
+            token=state.options.token is not None,
+        )
+        response = HTMLResponse(body, status_code=status)
+        set_cookie(response, request, STATE_COOKIE, state.signer.state_cookie(nonce), STATE_SECONDS)
+        return response
+
+    @router.get("")
+    async def root() -> Response:
+        return RedirectResponse(f"{PREFIX}/overview", 303)
+
+    @router.get("/static/{name}")
+    async def static(name: str) -> Response:
+        if name not in STATIC:
+            return PlainTextResponse("Not Found", 404)
+        body = resources.files("kodiai.dashboard").joinpath("static", name).read_bytes()
+        return Response(body, media_type=STATIC[name], headers={"Cache-Control": "max-age=3600"})
+
+    @router.get("/login")
+    async def login(request: Request, operator: str = "") -> Response:
+        if state.options.github_sign_in and not operator:
+            nonce = secrets.token_urlsafe(24)
+            response = RedirectResponse(authorize_url(state.options, nonce), 302)
+            set_cookie(response, request, STATE_COOKIE, state.signer.state_cookie(nonce), STATE_SECONDS)
+            return response
+        return login_form(request)
+
+    @router.post("/login")
+    async def login_token(request: Request) -> Response:
+        form = await _form(request)
+        expected = state.signer.read_state(request.cookies.get(STATE_COOKIE))
+        if expected is None or not tokens_equal(form.get("csrf", ""), expected):
+            return PlainTextResponse("Forbidden: missing or stale form token; reload the sign-in page", 403)
+        if state.options.token is None or not tokens_equal(
+            form.get("token", ""), state.options.token.get_secret_value()
+        ):
+            state.log.warning("Dashboard operator sign-in refused")
+            return login_form(request, "That token is not the operator token.", 401)
+        session = state.sessions.create(OPERATOR_LOGIN, operator=True)
+        return signed_in(RedirectResponse(f"{PREFIX}/overview", 303), request, session)
+
+    @router.get("/callback")
+    async def callback(request: Request) -> Response:
+        code = request.query_params.get("code", "")
+        given = request.query_params.get("state", "")
+        expected = state.signer.read_state(request.cookies.get(STATE_COOKIE))
+        if (
+            not state.options.github_sign_in
+            or expected is None
+            or not given
+            or not tokens_equal(given, expected)
+        ):
+            return PlainTextResponse(
+                "Forbidden: the sign-in state did not match; start again at /dashboard/login", 403
+            )
+        try:
+            user = await sign_in(state.http, state.options, code)
+            access = await writable_access(state.http, state.options, user)
+        except SignInError as exc:
+            state.log.warning("Dashboard sign-in failed", err=str(exc))
+            return PlainTextResponse(f"Sign-in failed: {exc}", 502)
+        session = state.sessions.create(user.login, operator=False, user_token=user.token)
+        session.access = access
+        session.access_at = time.monotonic()
+        state.log.info("Dashboard sign-in", login=user.login, repositories=len(access.repos))
+        return signed_in(RedirectResponse(f"{PREFIX}/overview", 303), request, session)
+
+    @router.post("/logout")
+    async def logout(request: Request) -> Response:
+        viewer, refusal = await _checked_post(state, request)
+        if viewer is None:
+            return refusal
+        if viewer.session is not None:
+            state.sessions.drop(viewer.session.sid)
+        response = RedirectResponse(f"{PREFIX}/login?operator=1", 303)
+        response.delete_cookie(COOKIE, path=PREFIX)
+        return response
+
+    def page(name: str, build: Callable[[Viewer, Scope, Request], Awaitable[dict[str, Any]]]) -> None:
+        async def render(request: Request) -> Response:
+            viewer = await viewer_of(state, request)
+            if viewer is None:
+                return RedirectResponse(f"{PREFIX}/login", 303)
+            scope = _scope(viewer, request)
+            context = await build(viewer, scope, request)
+            body = state.templates.get_template(f"{name}.html").render(
+                page=name,
+                pages=PAGES,
+                viewer=viewer.access,
+                csrf=state.signer.csrf_token(viewer.session.sid) if viewer.session else "",
+                repo=request.query_params.get("repo", ""),
+                range=request.query_params.get("range", "30d")
+                if request.query_params.get("range") in RANGES
+                else "30d",
+                ranges=list(RANGES),
+                query=request.url.query,
+                message=request.query_params.get("message", ""),
+                **context,
+            )
+            return HTMLResponse(body)
+
+        async def export(request: Request, table: str, fmt: str) -> Response:
+            viewer = await viewer_of(state, request)
+            if viewer is None:
+                return PlainTextResponse("Unauthorized", 401)
+            context = await build(viewer, _scope(viewer, request), request)
+            found = find(context.get("tables", []), table)
+            if found is None or fmt not in ("csv", "json"):
+                return PlainTextResponse("Not Found", 404)
+            if fmt == "csv":
+                return Response(
+                    to_csv(found),
+                    media_type="text/csv; charset=utf-8",
+                    headers={"Content-Disposition": f'attachment; filename="{found.name}.csv"'},
+                )
+            return Response(to_json(found), media_type="application/json")
+
+        router.add_api_route(f"/{name}", render, methods=["GET"])
+        router.add_api_route(f"/{name}/export/{{table}}.{{fmt}}", export, methods=["GET"])
+
+    async def overview_page(viewer: Viewer, scope: Scope, request: Request) -> dict[str, Any]:
+        src = state.sources
+        got = await asyncio.to_thread(overview, src.knowledge, src.telemetry, src.jobs, scope)
+        severity = Table(
+            "overview-findings", "Findings by severity", ("severity", "findings"), list(got.findings.items())
+        )
+        errors = Table(
+            "overview-errors", "Failed model runs by class", ("conclusion", "runs"), list(got.errors.items())
+        )
+        queue = Table("overview-queue", "Queue", ("status", "deliveries"), list(got.queue.items()))
+        daily = Table("overview-daily", "Per day", ("day", "reviews", "cost_usd"), list(got.daily))
+        return {
+            "o": got,
+            "tables": [got.by_repo, severity, errors, queue, daily],
+            "severity_chart": charts.bar_chart(
+                "sev", "Findings by severity", [(k, v) for k, v in got.findings.items()]
+            ),
+            "errors_chart": charts.bar_chart("err", "Failed model runs by class", list(got.errors.items())),
+            "daily_chart": charts.stacked_columns(
+                "daily", "Reviews per day", [(d, {"reviews": n}) for d, n, _ in got.daily], ["reviews"]
+            ),
+            "queue_chart": charts.bar_chart("queue", "Open deliveries by status", list(got.queue.items())),
+        }
+
+    async def retrieval_page(viewer: Viewer, scope: Scope, request: Request) -> dict[str, Any]:
+        got = await asyncio.to_thread(retrieval_summary, state.sources.telemetry, scope)
+        daily = Table(
+            "retrieval-daily",
+            "Retrievals per day by method",
+            ("day", *got.methods),
+            [(day, *(counts.get(m, 0) for m in got.methods)) for day, counts in got.daily],
+        )
+        return {
+            "r": got,
+            "tables": [got.by_method, daily],
+            "method_chart": charts.stacked_columns(
+                "rq", "Retrievals per day by cut method", got.daily, got.methods
+            ),
+            "kept_chart": charts.bar_chart(
+                "kept", "Candidates against kept", [("candidates", got.candidates), ("kept", got.kept)]
+            ),
+            "confidence_chart": charts.bar_chart(
+                "conf", "Confidence of kept results", list(got.confidence.items())
+            ),
+        }
+
+    async def memory_page(viewer: Viewer, scope: Scope, request: Request) -> dict[str, Any]:
+        got = await asyncio.to_thread(memory_quality, state.sources.knowledge, scope)
+        rollup = got.tables[0]
+        return {
+            "m": got,
+            "tables": got.tables,
+            "precision_chart": charts.bar_chart(
+                "prec",
+                "Precision per repository (%)",
+                [(str(r[0]), round(100 * r[5], 1)) for r in rollup.rows if r[5] is not None],
+            ),
+        }
+
+    async def quiet_page(viewer: Viewer, scope: Scope, request: Request) -> dict[str, Any]:
+        repo = request.query_params.get("repo", "").strip()
+        try:
+            number = int(request.query_params.get("pr", ""))
+        except ValueError:
+            number = 0
+        if not repo or number <= 0 or not viewer.access.can_see(repo):
+            return {"report": None, "tables": [], "pr": request.query_params.get("pr", "")}
+        report = await asyncio.to_thread(
+            quiet_report, state.sources.knowledge, state.sources.telemetry, repo, number
+        )
+        return {"report": report, "tables": report.tables, "pr": number}
+
+    async def jobs_page(viewer: Viewer, scope: Scope, request: Request) -> dict[str, Any]:
+        status = request.query_params.get("status") or None
+        table = await asyncio.to_thread(recent_jobs, state.sources.jobs, scope, status=status)
+        return {"jobs": table, "tables": [table], "status": status or ""}
+
+    for name, build in (
+        ("overview", overview_page),
+        ("retrieval", retrieval_page),
+        ("memory", memory_page),
+        ("quiet", quiet_page),
+        ("jobs", jobs_page),
+    ):
+        page(name, build)
+
+    @router.post("/memory/forget")
+    async def forget(request: Request) -> Response:
+        viewer, refusal = await _checked_post(state, request)
+        if viewer is None:
+            return refusal
+        form = await _form(request)
+        repo = form.get("repo", "")
+        try:
+            finding_id = int(form.get("finding_id", ""))
+        except ValueError:
+            return PlainTextResponse("Bad Request: finding_id", 400)
+        if not viewer.access.can_see(repo):
+            return PlainTextResponse("Forbidden: you have no write access to that repository", 403)
+        actor = viewer.access.login if not viewer.access.operator else "dashboard-operator"
+        result = await asyncio.to_thread(
+            forget_memory, state.knowledge, state.memory, repo=repo, finding_id=finding_id, actor=actor
+        )
+        state.log.info("Dashboard forget", repo=repo, finding_id=finding_id, actor=actor, done=result.done)
+        return RedirectResponse(f"{PREFIX}/memory?message={_quote(result.message)}", 303)
+
+    @router.post("/jobs/retry")
+    async def retry(request: Request) -> Response:
+        viewer, refusal = await _checked_post(state, request)
+        if viewer is None:
+            return refusal
+        delivery = (await _form(request)).get("delivery_id", "")
+        installation = await asyncio.to_thread(installation_of, state.sources.jobs, delivery)
+        if installation is None or not viewer.access.can_see_installation(installation):
+            return PlainTextResponse("Forbidden: no such delivery in your installations", 403)
+        message = await asyncio.to_thread(retry_dead, state.jobs_target, state.pg_journal, delivery)
+        state.log.info("Dashboard retry", delivery_id=delivery, actor=viewer.access.login)
+        return RedirectResponse(f"{PREFIX}/jobs?message={_quote(message)}", 303)
+
+    return router
+
+
+def _quote(text: str) -> str:
+    return quote(text, safe="")
+
+
+def _scope(viewer: Viewer, request: Request) -> Scope:
+    return scope_for(
+        viewer.access,
+        repo=request.query_params.get("repo") or None,
+        range_key=request.query_params.get("range"),
+        now=datetime.now(UTC),
+    )
+
+
+async def _checked_post(state: DashboardState, request: Request) -> tuple[Viewer | None, Response]:
+    """A POST's viewer when it is signed in and, for a cookie session, carries the session's CSRF token."""
+    viewer = await viewer_of(state, request)
+    if viewer is None:
+        return None, PlainTextResponse("Unauthorized", 401)
+    if viewer.session is not None:
+        form = await _form(request)
+        if not state.signer.csrf_ok(viewer.session.sid, form.get("csrf")):
+            return None, PlainTextResponse("Forbidden: missing or wrong CSRF token", 403)
+    return viewer, PlainTextResponse("")
+
+
+async def _form(request: Request) -> dict[str, str]:
+    """The url-encoded form (cached on the request: read once, used by the CSRF check and the action)."""
+    cached = getattr(request.state, "dashboard_form", None)
+    if cached is not None:
+        return dict(cached)
+    body = await request.body()
+    form = dict(parse_qsl(body[:65536].decode("utf-8", "replace")))
+    request.state.dashboard_form = form
+    return form

@@ -1,0 +1,69 @@
+"""Everything the dashboard's routes share, built once when the app is made (:func:`kodiai.dashboard.web.mount`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from kodiai.dashboard.options import DashboardOptions
+from kodiai.dashboard.session import CookieSigner, SessionStore
+from kodiai.dashboard.sources import Sources
+from kodiai.storage.knowledge import KnowledgeStore
+
+
+@dataclass
+class DashboardState:
+    options: DashboardOptions
+    signer: CookieSigner
+    sessions: SessionStore
+    sources: Sources
+    templates: Environment
+    http: httpx.AsyncClient
+    knowledge: KnowledgeStore
+    """The writable store (forget); pages read through :attr:`sources`."""
+    memory: Any | None
+    """The memory store when this process opened it (role ``all``), for forget's row removal."""
+    jobs_target: str
+    pg_journal: Any | None
+    log: Any
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+        self.sources.close()
+
+
+def template_environment() -> Environment:
+    env = Environment(
+        loader=PackageLoader("kodiai.dashboard", "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["num"] = format_number
+    env.filters["pct"] = format_share
+    return env
+
+
+def format_number(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return (
+            f"{value:,.0f}"
+            if value.is_integer() and abs(value) >= 100
+            else f"{value:,.3g}"
+            if abs(value) < 1
+            else f"{value:,.2f}"
+        )
+    return str(value)
+
+
+def format_share(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f} %"

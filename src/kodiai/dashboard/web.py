@@ -1,0 +1,86 @@
+"""Mounting the dashboard on the web app: its routes, its security headers, or — with no sign-in
+configured — nothing at all (``/dashboard`` then answers 404) and one log line saying how to enable it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from kodiai.dashboard.options import ENABLE_HINT, DashboardOptions
+from kodiai.dashboard.routes import CSP, PREFIX, build_router
+from kodiai.dashboard.session import CookieSigner, SessionStore
+from kodiai.dashboard.sources import open_sources
+from kodiai.dashboard.state import DashboardState, template_environment
+from kodiai.storage.knowledge import KnowledgeStore
+
+SECURITY_HEADERS = [
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+    (b"cache-control", b"no-store"),
+]
+
+
+class DashboardHeaders:
+    """Adds the security headers to every response under ``/dashboard`` (pages, exports, errors)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "") if scope["type"] == "http" else ""
+        if not (path == PREFIX or path.startswith(PREFIX + "/")):
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                names = {name for name, _ in SECURITY_HEADERS}
+                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() not in names]
+                if path.startswith(PREFIX + "/static/"):
+                    headers += [h for h in SECURITY_HEADERS if h[0] != b"cache-control"]
+                else:
+                    headers += SECURITY_HEADERS
+                message["headers"] = headers
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+def mount(
+    app: Any,
+    options: DashboardOptions,
+    *,
+    telemetry: str,
+    knowledge: KnowledgeStore,
+    knowledge_target: str,
+    jobs: str | None,
+    memory: Any | None,
+    pg_journal: Any | None,
+    log: Any,
+) -> DashboardState | None:
+    """Add the dashboard to ``app`` when sign-in is configured; returns its state (closed by the caller)."""
+    if not options.enabled:
+        log.info(ENABLE_HINT)
+        return None
+    state = DashboardState(
+        options=options,
+        signer=CookieSigner(options.signing_key(), options.session_seconds),
+        sessions=SessionStore(options.session_seconds),
+        sources=open_sources(telemetry, knowledge_target, jobs),
+        templates=template_environment(),
+        http=httpx.AsyncClient(follow_redirects=False),
+        knowledge=knowledge,
+        memory=memory,
+        jobs_target=jobs or "",
+        pg_journal=pg_journal,
+        log=log,
+    )
+    app.include_router(build_router(state))
+    app.add_middleware(DashboardHeaders)
+    sign_in = ["GitHub" if options.github_sign_in else None, "operator token" if options.token else None]
+    log.info("Dashboard enabled at /dashboard", sign_in=", ".join(s for s in sign_in if s))
+    return state
