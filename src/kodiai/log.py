@@ -126,7 +126,7 @@ def configure_logging(level: str | None = None, *, json: bool | None = None) -> 
 
 def get_logger(name: str | None = None, **bound: object) -> Logger:
     """A structlog logger, optionally with bound key/values."""
-    log = structlog.get_logger(name) if name else structlog.get_logger()
+    log: Logger = structlog.get_logger(name) if name else structlog.get_logger()
     return log.bind(**bound) if bound else log
 
 

@@ -58,7 +58,7 @@ def advised_wait(error: GitHubApiError, policy: PacingPolicy, now_epoch: float, 
             return policy.secondary_default_wait
         return None
     if error.status >= 500:
-        return policy.server_error_backoff * (2 ** (attempt - 1))
+        return policy.server_error_backoff * (2.0 ** (attempt - 1))
     return None
 
 

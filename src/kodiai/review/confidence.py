@@ -9,7 +9,7 @@ matches), anything else is a case-insensitive substring test.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
@@ -64,7 +64,7 @@ class SuppressionPattern(BaseModel):
     paths: list[str] | None = None
 
 
-def compute_confidence(input: ConfidenceInput | dict) -> int:
+def compute_confidence(input: ConfidenceInput | Mapping[str, object]) -> int:
     """``clamp(50 + severity boost + category boost + (known ? 10 : 0), 0, 100)``; unknown values add 0."""
     data = ConfidenceInput.model_validate(input)
     score = BASE_CONFIDENCE + SEVERITY_BOOST.get(data.severity, 0) + CATEGORY_BOOST.get(data.category, 0)
@@ -96,7 +96,8 @@ def match_pattern(pattern: str, text: str) -> bool:
 
 
 def matches_suppression(
-    finding: SuppressionFinding | dict, suppression: str | SuppressionPattern | dict
+    finding: SuppressionFinding | Mapping[str, object],
+    suppression: str | SuppressionPattern | Mapping[str, object],
 ) -> bool:
     """True when the suppression's pattern matches the title and every present filter passes.
 
@@ -117,7 +118,8 @@ def matches_suppression(
 
 
 def first_matching_suppression(
-    finding: SuppressionFinding | dict, suppressions: Sequence[str | SuppressionPattern | dict]
+    finding: SuppressionFinding | Mapping[str, object],
+    suppressions: Sequence[str | SuppressionPattern | Mapping[str, object]],
 ) -> str | SuppressionPattern | None:
     """The first ``review.suppressions`` entry that matches the finding (step 41 ``matchedSuppression``)."""
     f = SuppressionFinding.model_validate(finding)

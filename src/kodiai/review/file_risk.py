@@ -18,7 +18,7 @@ from kodiai.review.diff_analysis import (
     SECRET_PATTERNS,
     FileLineStats,
 )
-from kodiai.review.languages import classify_file_language, file_extension
+from kodiai.text.languages import classify_file_language, file_extension
 
 __all__ = [
     "CATEGORY_RISK",
@@ -173,7 +173,8 @@ def _lines(stats: FileLineStats | Mapping[str, Any] | None) -> float:
         return 0
     if isinstance(stats, FileLineStats):
         return stats.added + stats.removed
-    return stats["added"] + stats["removed"]
+    total: float = stats["added"] + stats["removed"]  # numstat counts, as in FileLineStats
+    return total
 
 
 def compute_file_risk_scores(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -87,7 +87,9 @@ def _non_negative(value: float) -> float:
     return value if math.isfinite(value) and value > 0 else 0.0
 
 
-def normalize_weights(weights: FindingPriorityWeights | dict | None) -> FindingPriorityWeights:
+def normalize_weights(
+    weights: FindingPriorityWeights | Mapping[str, object] | None,
+) -> FindingPriorityWeights:
     """Clamp each weight at ≥ 0 and divide by their sum; a sum ≤ 0 (or no weights) gives the defaults."""
     if weights is None:
         return DEFAULT_FINDING_PRIORITY_WEIGHTS
@@ -132,7 +134,8 @@ def _score(breakdown: ScoreBreakdown, w: FindingPriorityWeights) -> int | float:
 
 
 def score_finding(
-    finding: FindingForPrioritization | dict, weights: FindingPriorityWeights | dict | None = None
+    finding: FindingForPrioritization | Mapping[str, object],
+    weights: FindingPriorityWeights | Mapping[str, object] | None = None,
 ) -> FindingScore:
     """Σ component × normalised weight, rounded to 2 decimals with ``toFixed`` (half-up) semantics."""
     f = FindingForPrioritization.model_validate(finding)
@@ -143,7 +146,7 @@ def score_finding(
 def prioritize_findings(
     findings: Sequence[FindingForPrioritization | dict[str, Any]],
     max_comments: float | None = None,
-    weights: FindingPriorityWeights | dict | None = None,
+    weights: FindingPriorityWeights | Mapping[str, object] | None = None,
 ) -> PrioritizeFindingsResult:
     """Rank by score (descending, ties keep input order) and select the first ``floor(max(0, max_comments))``.
 

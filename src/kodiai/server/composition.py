@@ -126,7 +126,7 @@ def guard_outbound_secrets(runtime: Runtime, settings: Settings) -> None:
 
 
 def builtin_registrar(
-    settings: Settings, extras: list[Callable[[Runtime], None]] | None = None
+    settings: Settings, extras: list[Callable[[Runtime], object]] | None = None
 ) -> HandlerRegistrar:
     """Register the built-in handlers, then any extra registrars, and log the handled event keys."""
 

@@ -32,12 +32,12 @@ if TYPE_CHECKING:
     from kodiai.settings import Settings
 
 
-def _load_registrar(spec: str) -> Callable[..., None]:
+def _load_registrar(spec: str) -> Callable[..., object]:
     """``module:function`` → the function (used for extra handler sets, e.g. test recorders)."""
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         raise typer.BadParameter(f"expected module:function, got {spec!r}")
-    fn = getattr(importlib.import_module(module_name), attr, None)
+    fn: object = getattr(importlib.import_module(module_name), attr, None)
     if not callable(fn):
         raise typer.BadParameter(f"{spec!r} is not a callable")
     return fn

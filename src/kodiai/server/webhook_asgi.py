@@ -108,7 +108,7 @@ class BodyLease:
 
 def is_webhook_post(scope: Scope) -> bool:
     """True for the route this endpoint serves (anything else goes to the FastAPI app)."""
-    return scope["type"] == "http" and scope["path"] == PATH and scope["method"] == "POST"
+    return bool(scope["type"] == "http" and scope["path"] == PATH and scope["method"] == "POST")
 
 
 def webhook_headers(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
