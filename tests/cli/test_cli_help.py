@@ -35,8 +35,10 @@ HEAVY = (
     "mcp",
     "github",
     "uvicorn",
-    "kodiai.server",
-    "kodiai.handlers",
+    "kodiai.server.app",
+    "kodiai.server.runtime",
+    "kodiai.review.job",
+    "kodiai.mention.job",
     "kodiai.learning.memory_store",
 )
 
