@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 if TYPE_CHECKING:
+    from kodiai.jobs.journal_admin import DeliveryRow
     from kodiai.jobs.pg_journal import PgJobJournal
 
 app = typer.Typer(help="List and retry webhook deliveries in the job journal.", no_args_is_help=True)
@@ -107,7 +108,7 @@ def list_cmd(
     _print_table(rows)
 
 
-def _print_table(rows: list[dict[str, Any]]) -> None:
+def _print_table(rows: list[DeliveryRow]) -> None:
     from rich.console import Console
     from rich.table import Table
 

@@ -8,9 +8,9 @@ that only moves ``dead`` rows to ``requeued``. The server claims requeued rows w
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 #: What ``kodiai jobs list --state`` accepts (``ignored`` rows are dedup-only ids, never listed).
 STATES = ("pending", "running", "requeued", "dead", "done", "failed", "abandoned")
@@ -23,7 +23,40 @@ _COLUMNS = (
 )
 
 
-def list_deliveries(conn: sqlite3.Connection, states: tuple[str, ...], *, limit: int) -> list[dict[str, Any]]:
+class DeliveryRow(TypedDict):
+    """One journal row as ``kodiai jobs list`` shows it (the same columns from SQLite and PostgreSQL)."""
+
+    delivery_id: str
+    event_name: str
+    action: str | None
+    installation_id: int
+    status: str
+    attempts: int
+    received_at: str
+    started_at: str | None
+    finished_at: str | None
+    error: str | None
+    handlers_done: str  # JSON list of the handlers that finished
+
+
+def delivery_row(row: Mapping[str, Any]) -> DeliveryRow:
+    """A row selected with ``_COLUMNS`` (``sqlite3.Row`` or psycopg's ``dict_row``) as a :class:`DeliveryRow`."""
+    return DeliveryRow(
+        delivery_id=row["delivery_id"],
+        event_name=row["event_name"],
+        action=row["action"],
+        installation_id=row["installation_id"],
+        status=row["status"],
+        attempts=row["attempts"],
+        received_at=row["received_at"],
+        started_at=row["started_at"],
+        finished_at=row["finished_at"],
+        error=row["error"],
+        handlers_done=row["handlers_done"],
+    )
+
+
+def list_deliveries(conn: sqlite3.Connection, states: tuple[str, ...], *, limit: int) -> list[DeliveryRow]:
     """Journal rows in ``states``, newest first (at most ``limit``)."""
     marks = ", ".join("?" for _ in states)
     cur = conn.cursor()
@@ -32,7 +65,7 @@ def list_deliveries(conn: sqlite3.Connection, states: tuple[str, ...], *, limit:
         f"SELECT {_COLUMNS} FROM delivery_journal WHERE status IN ({marks}) ORDER BY seq DESC LIMIT ?",
         (*states, int(limit)),
     ).fetchall()
-    return [dict(r) for r in rows]
+    return [delivery_row(r) for r in rows]
 
 
 @dataclass

@@ -36,7 +36,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from kodiai.jobs.journal import DEDUP_WINDOW, EVICT_EVERY, FINISHED_RETENTION, JournalEntry, JournalStatus
-from kodiai.jobs.journal_admin import RetryResult, retry_targets
+from kodiai.jobs.journal_admin import DeliveryRow, RetryResult, delivery_row, retry_targets
 from kodiai.jobs.journal_rows import FINAL_STATUSES, Acceptance, Duplicate, Intake, PayloadCodec, iso
 from kodiai.log import get_logger
 from kodiai.storage.database import safe_url, to_pyformat
@@ -432,7 +432,7 @@ class PgJobJournal:
         return int(removed)
 
     # ------------------------------------------------------------------ operators (kodiai jobs)
-    def list_deliveries(self, states: tuple[str, ...], *, limit: int) -> list[dict[str, Any]]:
+    def list_deliveries(self, states: tuple[str, ...], *, limit: int) -> list[DeliveryRow]:
         from kodiai.jobs.journal_admin import _COLUMNS
 
         with self._pool.connection() as conn:
@@ -444,7 +444,7 @@ class PgJobJournal:
                 )
                 .fetchall()
             )
-        return [dict(r) for r in rows]
+        return [delivery_row(r) for r in rows]
 
     def retry(self, delivery_ids: list[str], *, all_dead: bool = False) -> RetryResult:
         """Dead deliveries (named, or all) back in the queue: status ``requeued``, attempts reset, and a new
