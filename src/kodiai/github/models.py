@@ -89,6 +89,7 @@ class PullRequest(_View):
     additions: Int = None
     deletions: Int = None
     commits: Int = None
+    changed_files: Int = None
 
     @property
     def head_sha(self) -> str | None:

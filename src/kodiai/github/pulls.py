@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from kodiai.github.models import IssueComment, ReviewComment, parse_list
 from kodiai.github.rest import GitHubRest, RestApi
 
 #: Where a review-output marker was found (behaviour R2.1), in scan order.
@@ -99,14 +100,15 @@ class PullRequestApi:
         total = data.get("total_count") if isinstance(data, dict) else None
         return total if isinstance(total, int) else None
 
-    async def review_comments_page(self) -> list[dict[str, Any]]:
+    async def review_comments_page(self) -> list[ReviewComment]:
         """The first page (100) of the PR's review comments, as the original's extraction reads them."""
         data = await self.rest.get(f"/pulls/{self.number}/comments", per_page=100)
-        return [c for c in data if isinstance(c, dict)] if isinstance(data, list) else []
+        return parse_list(ReviewComment, data)
 
-    async def issue_comments(self) -> list[dict[str, Any]]:
+    async def issue_comments(self) -> list[IssueComment]:
         """Every issue comment of the PR, all pages (the original read only the first 100: Q15)."""
-        return await self.rest.paginate(f"/issues/{self.number}/comments", max_items=10_000)
+        data = await self.rest.paginate(f"/issues/{self.number}/comments", max_items=10_000)
+        return parse_list(IssueComment, data)
 
     async def find_marker(self, marker: str) -> MarkerSurface | None:
         return await find_marker(self.rest, self.number, marker)
@@ -135,9 +137,9 @@ class PullRequestApi:
         await self.rest.post(f"/pulls/{self.number}/reviews", {"event": event, "body": body})
 
 
-def bodies(items: Sequence[dict[str, Any]]) -> list[object]:
-    """The ``body`` of each item (anything, possibly missing), for the pure marker helpers."""
-    return [item.get("body") for item in items]
+def bodies(items: Sequence[IssueComment | ReviewComment]) -> list[object]:
+    """The ``body`` of each item (None when missing or not a string), for the pure marker helpers."""
+    return [item.body for item in items]
 
 
 def _text(value: object) -> str | None:

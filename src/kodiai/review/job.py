@@ -21,8 +21,10 @@ from kodiai.enforcement.apply import apply_enforcement
 from kodiai.execution.config_view import ExecutorConfig
 from kodiai.execution.error_comments import post_or_update_error_comment
 from kodiai.execution.errors import classify_error, format_error_comment
+from kodiai.execution.output_key import build_review_output_marker
 from kodiai.execution.types import ExecutionContext, ExecutionResult
 from kodiai.feedback.adjuster import FeedbackSuppressionResult, evaluate_feedback_suppressions
+from kodiai.github.models import ReviewComment
 from kodiai.github.pulls import PullRequestApi, bodies
 from kodiai.github.rest import GitHubRest
 from kodiai.github.workspace import Workspace
@@ -33,7 +35,6 @@ from kodiai.log import get_logger, redact
 from kodiai.review import publish, record
 from kodiai.review.gather import Gathered, gather, plan_input
 from kodiai.review.metadata import EnforcedFinding, extract_findings
-from kodiai.review.output_key import build_review_output_marker
 from kodiai.review.plan import ReviewPlan, plan_review
 from kodiai.review.posted_texts import (
     build_no_review_acknowledgement,
@@ -410,7 +411,7 @@ class ReviewJob:
         enforced: list[EnforcedFinding] = []
         if result.conclusion == "success":
             marker = build_review_output_marker(self.req.review_output_key)
-            none: list[dict[str, Any]] = []
+            none: list[ReviewComment] = []
             comments = await fail_open(self.log, "finding-extraction", self.pr.review_comments_page, none)
             extracted = extract_findings(comments, marker)
             if extracted:

@@ -28,7 +28,7 @@ from kodiai.review.delta import (
     with_canonical_fingerprints,
 )
 from kodiai.review.details import FindingCounts
-from kodiai.review.metadata import EnforcedFinding
+from kodiai.review.metadata import Category, EnforcedFinding, Severity
 from kodiai.review.prioritizer import PrioritizationStats, prioritize_findings
 from kodiai.text.fingerprint import fingerprint_finding_title
 
@@ -44,9 +44,9 @@ class ProcessedFinding(BaseModel):
     comment_id: int
     file_path: str
     title: str
-    severity: str
-    original_severity: str
-    category: str
+    severity: Severity
+    original_severity: Severity
+    category: Category
     start_line: int | None = None
     end_line: int | None = None
     confidence: int | float

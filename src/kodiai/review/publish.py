@@ -12,7 +12,9 @@ from datetime import datetime
 from kodiai.compat.js import js_number_to_string
 from kodiai.execution.error_comments import post_or_update_error_comment
 from kodiai.execution.errors import classify_error, format_error_comment
+from kodiai.execution.output_key import build_review_details_marker, build_review_output_marker
 from kodiai.execution.types import ExecutionResult
+from kodiai.github.models import IssueComment
 from kodiai.github.pulls import PullRequestApi, bodies
 from kodiai.handler_kit.fail_open import fail_open
 from kodiai.log import Logger, redact
@@ -24,7 +26,6 @@ from kodiai.review.details import (
     format_review_details_summary,
 )
 from kodiai.review.diff_analysis import DiffAnalysis
-from kodiai.review.output_key import build_review_details_marker, build_review_output_marker
 from kodiai.review.plan import ReviewPlan
 from kodiai.review.posted_texts import build_approval_body, build_cost_warning, should_post_cost_warning
 from kodiai.review.postprocess import ProcessedReview
@@ -83,6 +84,13 @@ def review_details(
     )
 
 
+def _comment_id(comment: IssueComment) -> int:
+    """The id of a comment found by its marker; an answer without one cannot be edited (fail-open step)."""
+    if comment.id is None:
+        raise LookupError("the comment carrying the marker has no id")
+    return comment.id
+
+
 async def publish_review_details(
     pr: PullRequestApi, details: ReviewDetailsInput, *, published: bool, handles: list[str], log: Logger
 ) -> None:
@@ -98,7 +106,7 @@ async def publish_review_details(
         if index is None:
             await pr.create_issue_comment(body)
         else:
-            await pr.update_issue_comment(int(comments[index]["id"]), body)
+            await pr.update_issue_comment(_comment_id(comments[index]), body)
 
     async def embedded() -> None:
         comments = await pr.issue_comments()
@@ -106,8 +114,8 @@ async def publish_review_details(
         if index is None:
             raise LookupError("no summary comment carries this run's review output marker")
         summary = comments[index]
-        new_body = embed_review_details(str(summary.get("body") or ""), details)
-        await pr.update_issue_comment(int(summary["id"]), sanitize_outgoing_mentions(new_body, handles))
+        new_body = embed_review_details(summary.body or "", details)
+        await pr.update_issue_comment(_comment_id(summary), sanitize_outgoing_mentions(new_body, handles))
 
     async def publish() -> None:
         if published:

@@ -25,6 +25,7 @@ from typing import Any
 from github import Auth, Github, GithubException, GithubIntegration
 from kodiai.execution.local_rest import RecordingGitHub
 from kodiai.github.app_auth import GitHubApp, GitHubAppError
+from kodiai.github.models import PullRequest
 from kodiai.github.pulls import PullRequestApi
 from kodiai.github.rest import GitHubApiError, GitHubRest
 from kodiai.github.workspace import GitCommandError, WorkspaceManager, git_base_url_for, scrub
@@ -112,35 +113,29 @@ def resolve_credentials(
         raise RemoteReviewError(str(exc)) from None
 
 
-def _int(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def facts_from_pull(ref: PullRef, pull: dict[str, Any]) -> PullRequestFacts:
+def facts_from_pull(ref: PullRef, pull: PullRequest) -> PullRequestFacts:
     """The review's facts from ``GET /pulls/N`` (the same fields the webhook's payload carries)."""
-    base, head = pull.get("base") or {}, pull.get("head") or {}
-    user = pull.get("user") or {}
-    commits = pull.get("commits")
+    base, head = pull.base, pull.head
     return PullRequestFacts(
         owner=ref.owner,
         repo=ref.repo,
         number=ref.number,
-        title=str(pull.get("title") or ""),
-        body=pull.get("body") if isinstance(pull.get("body"), str) else None,
-        author=str(user.get("login") or ""),
-        author_association=str(pull.get("author_association") or "NONE"),
-        base_ref=str(base.get("ref") or ""),
-        base_sha=str(base.get("sha") or ""),
-        head_ref=str(head.get("ref") or ""),
-        head_sha=str(head.get("sha") or ""),
-        labels=tuple(str(label.get("name")) for label in pull.get("labels") or [] if isinstance(label, dict)),
-        additions=_int(pull.get("additions")),
-        deletions=_int(pull.get("deletions")),
-        commit_count=commits if isinstance(commits, int) else None,
+        title=pull.title or "",
+        body=pull.body,
+        author=(pull.user.login if pull.user is not None else None) or "",
+        author_association=pull.author_association or "NONE",
+        base_ref=(base.ref if base is not None else None) or "",
+        base_sha=(base.sha if base is not None else None) or "",
+        head_ref=(head.ref if head is not None else None) or "",
+        head_sha=(head.sha if head is not None else None) or "",
+        labels=tuple(str(label.name) for label in pull.labels),
+        additions=pull.additions or 0,
+        deletions=pull.deletions or 0,
+        commit_count=pull.commits,
     )
 
 
-async def fetch_pull(rest: GitHubRest, ref: PullRef, credentials: Credentials) -> dict[str, Any]:
+async def fetch_pull(rest: GitHubRest, ref: PullRef, credentials: Credentials) -> PullRequest:
     try:
         pull = await rest.get(f"/pulls/{ref.number}")
     except GitHubApiError as exc:
@@ -164,7 +159,7 @@ async def fetch_pull(rest: GitHubRest, ref: PullRef, credentials: Credentials) -
         ) from None
     if not isinstance(pull, dict):
         raise RemoteReviewError(f"unexpected answer for {ref.html_url}")
-    return pull
+    return PullRequest.model_validate(pull)
 
 
 @asynccontextmanager
@@ -189,7 +184,7 @@ async def open_pull(
     rest = GitHubRest(client, ref.owner, ref.repo)
     pull = await fetch_pull(rest, ref, credentials)
     facts = facts_from_pull(ref, pull)
-    if _int(pull.get("changed_files")) == 0 and "changed_files" in pull:
+    if pull.changed_files == 0:
         raise RemoteReviewError(f"{ref.html_url} changes no file: nothing to review")
 
     async def token(_installation_id: int) -> str:
