@@ -55,9 +55,10 @@ from cluster.cluster_stack import (  # noqa: E402
     tree_cpu_seconds,
     wait_until,
 )
-from e2e.stack import SECRET, KodiaiProcess  # noqa: E402
+from e2e.stack import SECRET  # noqa: E402
 from support import postgres as pg_support  # noqa: E402
 from support.gitrepo import BareRepo  # noqa: E402
+from support.kodiai_process import KodiaiProcess  # noqa: E402
 
 INSTALLATIONS = 10
 webhook.SECRET = SECRET  # its sender signs with the replicas' secret

@@ -281,11 +281,10 @@ class ServeBench:
         self._boot_error: BaseException | None = None
 
     def __enter__(self) -> ServeBench:
-        from stack import KodiaiProcess
-
         from support.fake_github import FakeGitHub
         from support.fake_github_git import install_git_routes
         from support.fake_github_pr import install_pr_routes
+        from support.kodiai_process import KodiaiProcess
 
         self.tmp.mkdir(parents=True, exist_ok=True)
         try:

@@ -36,10 +36,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from kodiai.webhook.signature import sign  # noqa: E402
-from server.kodiai_proc import KodiaiServe  # noqa: E402
 from server.storm_handlers import REPO, marker  # noqa: E402
 from support.fake_github import FakeGitHub  # noqa: E402
 from support.fake_github_pr import PrState, install_pr_routes  # noqa: E402
+from support.kodiai_process import KodiaiServe  # noqa: E402
 from support.live_server import SECRET  # noqa: E402
 
 INSTALLATIONS = 5

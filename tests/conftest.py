@@ -14,6 +14,8 @@ from support.postgres import _postgres_migrated, empty_postgres_url, postgres_se
 from support.s3 import s3_bucket, s3_server  # noqa: F401
 from support.schedule import slowest_first
 
+pytest_plugins = ["support.fake_github_fixtures"]  # the fake GitHub fixtures: fake, fake_server
+
 # Embeddings load from the installed package only; never reach for a model hub in tests.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

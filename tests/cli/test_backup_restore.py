@@ -26,7 +26,8 @@ from kodiai.github.permissions import SHARED_CACHE
 from kodiai.jobs.journal import Intake, JobJournal
 from kodiai.learning.types import LearningMemoryRecord
 from support.fake_github import FakeGitHub
-from support.fake_github_pr import PrState, install_pr_routes
+from support.fake_github_fixtures import running_pr_server
+from support.fake_github_pr import PrState
 
 MAXGAP = "knowledge:\n  retrieval:\n    cutStrategy: maxgap\n"
 OLD_MEMORIES = {1: "Unchecked null return in parser", 2: "Missing await on flush", 3: "Leaked file handle"}
@@ -56,12 +57,9 @@ def at_distance(distance: float, axis: int) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def fake_server() -> Iterator[tuple[FakeGitHub, PrState]]:
-    with FakeGitHub() as fake:
-        state = install_pr_routes(fake)
-        fake.add_installation(INSTALLATION, account=OWNER)
-        fake.add_repo(OWNER, REPO, installation_id=INSTALLATION)
+    with running_pr_server((OWNER, REPO, INSTALLATION)) as server:
         SHARED_CACHE.clear()
-        yield fake, state
+        yield server
         SHARED_CACHE.clear()
 
 

@@ -1,7 +1,7 @@
 """A Kodiai cluster on one host, for the cluster test and ``benchmarks/cluster_throughput.py``.
 
 ``kodiai serve`` replicas (``--role web`` / ``--role worker``, real processes started by
-:class:`e2e.stack.KodiaiProcess`) on one PostgreSQL (``DATABASE_URL``) and one learned memory
+:class:`support.kodiai_process.KodiaiProcess`) on one PostgreSQL (``DATABASE_URL``) and one learned memory
 (``LEARNING_MEMORY_URI``, an S3 bucket), between the fake GitHub (REST + git over smart HTTP) and the fake
 model (the real Claude Code CLI against the fake Messages API, answering each call after a think time).
 
@@ -33,13 +33,14 @@ from typing import Any
 import httpx
 import psycopg
 
-from e2e.stack import SECRET, KodiaiProcess, pull_payload
+from e2e.stack import SECRET, pull_payload
 from kodiai.webhook.signature import sign
 from support.fake_anthropic import FakeAnthropic, MainRequest, Reply, Text, ToolUse
 from support.fake_github import FakeGitHub
 from support.fake_github_git import install_git_routes
 from support.fake_github_pr import PrState, install_pr_routes
 from support.gitrepo import BareRepo, git
+from support.kodiai_process import KodiaiProcess
 
 INLINE = "mcp__github_inline_comment__create_inline_comment"
 COMMENT = "mcp__github_comment__create_comment"

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stack import INSTALLATION, OWNER, REPO, KodiaiProcess, pull_payload
+from stack import INSTALLATION, OWNER, REPO, pull_payload
 
 from kodiai.learning.memory_store import open_memory_store
 from support.fake_anthropic import Fail, FakeAnthropic, Hang, MainRequest, Reply, Text, ToolUse
@@ -24,6 +24,7 @@ from support.fake_github import FakeGitHub
 from support.fake_github_git import GitRoutes, install_git_routes
 from support.fake_github_pr import PrState, install_pr_routes
 from support.gitrepo import BareRepo, git
+from support.kodiai_process import KodiaiProcess
 
 pytestmark = pytest.mark.slow
 

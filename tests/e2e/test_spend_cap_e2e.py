@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from stack import INSTALLATION, OWNER, REPO, KodiaiProcess, pull_payload
+from stack import INSTALLATION, OWNER, REPO, pull_payload
 
 from kodiai.storage.telemetry import SpendEntry, TelemetryStore
 from support.fake_anthropic import FakeAnthropic
@@ -18,6 +18,7 @@ from support.fake_github import FakeGitHub
 from support.fake_github_git import install_git_routes
 from support.fake_github_pr import install_pr_routes
 from support.gitrepo import BareRepo
+from support.kodiai_process import KodiaiProcess
 
 pytestmark = pytest.mark.slow
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -11,28 +10,23 @@ from execution_helpers import INSTALLATION, OWNER, PR, REPO, RecordingSleep, mak
 from kodiai.execution.pacing import PacingPolicy, WritePacer
 from kodiai.execution.tools import PublishFlag, ToolEnv
 from support.fake_github import FakeGitHub
-from support.fake_github_pr import PrState, install_pr_routes
+from support.fake_github_fixtures import Repo, reset_fake
+from support.fake_github_pr import PrState
 
 
 @pytest.fixture(scope="module")
-def fake_server() -> Iterator[tuple[FakeGitHub, PrState]]:
-    with FakeGitHub() as fake:
-        state = install_pr_routes(fake)
-        fake.add_installation(INSTALLATION, account=OWNER)
-        fake.add_repo(OWNER, REPO, installation_id=INSTALLATION)
-        yield fake, state
+def fake_github_repo() -> Repo:
+    """``fake_server`` (support.fake_github_fixtures) serves the execution tests' repository."""
+    return OWNER, REPO, INSTALLATION
 
 
 @pytest.fixture
 def fake_gh(fake_server: tuple[FakeGitHub, PrState]) -> FakeGitHub:
     fake, state = fake_server
-    with fake.lock:
-        for kind in ("issue_comments", "review_comments", "reviews", "workflow_runs"):
-            fake.data[kind].clear()
-        fake.data["pulls"].clear()
-        fake.data["jobs"].clear()
-        fake.data["lost_responses"].clear()
-        fake.faults.clear()
+    reset_fake(
+        fake,
+        ["issue_comments", "review_comments", "reviews", "workflow_runs", "pulls", "jobs", "lost_responses"],
+    )
     state.add_pull(OWNER, REPO, PR, head_sha="abc123def456", files=["src/app.py", "docs/with space.md"])
     fake.reset_calls()
     return fake

@@ -7,21 +7,17 @@ from collections.abc import Iterator
 import pytest
 
 from support.fake_github import FakeGitHub
+from support.fake_github_fixtures import reset_fake, running_fake_github
 
 
 @pytest.fixture(scope="session")
 def _session_fake() -> Iterator[FakeGitHub]:
-    fake = FakeGitHub()
-    fake.add_installation(1, account="acme")
-    fake.add_installation(2, account="other")
-    fake.add_repo("acme", "widgets", installation_id=1)
-    with fake:
+    with running_fake_github({1: "acme", 2: "other"}, [("acme", "widgets", 1)]) as (fake, _):
         yield fake
 
 
 @pytest.fixture
 def fake_github(_session_fake: FakeGitHub) -> FakeGitHub:
     """The shared fake server with a clean call log and no leftover faults."""
-    _session_fake.reset_calls()
-    _session_fake.faults.clear()
+    reset_fake(_session_fake)
     return _session_fake

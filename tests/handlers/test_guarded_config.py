@@ -12,21 +12,10 @@ from pathlib import Path
 
 import pytest
 from mention_harness import MentionHarness
-from review_harness import INSTALLATION, OWNER, REPO
 
 from kodiai.config.loader import FAIL_CLOSED_LOG_MESSAGE
 from support.fake_github import FakeGitHub
-from support.fake_github_pr import PrState, install_pr_routes
-
-
-@pytest.fixture(scope="module")
-def fake_server() -> Iterator[tuple[FakeGitHub, PrState]]:
-    fake = FakeGitHub()
-    state = install_pr_routes(fake)
-    with fake:
-        fake.add_installation(INSTALLATION, account=OWNER)
-        fake.add_repo(OWNER, REPO, installation_id=INSTALLATION)
-        yield fake, state
+from support.fake_github_pr import PrState
 
 
 @pytest.fixture

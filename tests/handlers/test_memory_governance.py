@@ -13,27 +13,17 @@ from typing import Any
 
 import pytest
 from mention_harness import MentionHarness
-from review_harness import INSTALLATION, OWNER, REPO
+from review_harness import OWNER, REPO
 
 from kodiai.learning.setup import finding_memory_text
 from kodiai.learning.types import LearningMemoryRecord
 from kodiai.mention.memory_commands import parse_memory_command
 from kodiai.storage.knowledge_models import FindingRecord, ReviewRecord
 from support.fake_github import FakeGitHub
-from support.fake_github_pr import PrState, install_pr_routes
+from support.fake_github_pr import PrState
 
 FULL = f"{OWNER}/{REPO}"
 TITLE = "Division by zero is not handled"
-
-
-@pytest.fixture(scope="module")
-def fake_server() -> Iterator[tuple[FakeGitHub, PrState]]:
-    fake = FakeGitHub()
-    state = install_pr_routes(fake)
-    with fake:
-        fake.add_installation(INSTALLATION, account=OWNER)
-        fake.add_repo(OWNER, REPO, installation_id=INSTALLATION)
-        yield fake, state
 
 
 @pytest.fixture

@@ -17,21 +17,11 @@ from review_harness import INSTALLATION, OWNER, REPO
 from kodiai.mention.intent import build_write_branch_name, build_write_output_key
 from kodiai.storage.knowledge_models import FindingRecord, ReviewRecord
 from support.fake_github import FakeGitHub
-from support.fake_github_pr import PrState, install_pr_routes
+from support.fake_github_pr import PrState
 from support.gitrepo import git
 from support.scripted_transport import Result, ToolCall
 
 WRITE_ON = "write:\n  enabled: true\n"
-
-
-@pytest.fixture(scope="module")
-def fake_server() -> Iterator[tuple[FakeGitHub, PrState]]:
-    fake = FakeGitHub()
-    state = install_pr_routes(fake)
-    with fake:
-        fake.add_installation(INSTALLATION, account=OWNER)
-        fake.add_repo(OWNER, REPO, installation_id=INSTALLATION)
-        yield fake, state
 
 
 def _reset(fake: FakeGitHub) -> None:

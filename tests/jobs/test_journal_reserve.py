@@ -20,8 +20,8 @@ import pytest
 
 from kodiai.jobs.journal import JobJournal
 from kodiai.jobs.journal_reserve import Mark, MarkReserve, parse, reserve_path
-from server.kodiai_proc import wait_until
 from server.test_full_disk import TmpfsDisk, mount_permitted
+from support.kodiai_process import wait_until
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DONE = Mark("d-1", "finish", "done", None, T0.isoformat())

@@ -1,5 +1,6 @@
-"""Fixtures for the HTTP server tests: one fake GitHub for the session, a Kodiai server per test, and for
-the tests that run ``kodiai serve`` with the test handlers a fake GitHub per module with the PR routes."""
+"""Fixtures for the HTTP server tests: the session's fake GitHub (``fake``, from
+support.fake_github_fixtures) cleaned before each test, a Kodiai server per test, and for the tests that run
+``kodiai serve`` with the test handlers a fake GitHub per module with the PR routes."""
 
 from __future__ import annotations
 
@@ -8,27 +9,17 @@ from collections.abc import Iterator
 import pytest
 
 from support.fake_github import FakeGitHub
-from support.fake_github_pr import PrState, install_pr_routes
-
-
-@pytest.fixture(scope="session")
-def fake() -> Iterator[FakeGitHub]:
-    server = FakeGitHub()
-    server.add_installation(1, account="acme")
-    with server:
-        yield server
+from support.fake_github_fixtures import reset_fake, running_fake_github
+from support.fake_github_pr import PrState
 
 
 @pytest.fixture(autouse=True)
 def _clean_fake(fake: FakeGitHub) -> None:
-    fake.faults.clear()
-    fake.reset_calls()
+    reset_fake(fake)
 
 
 @pytest.fixture(scope="module")
 def github() -> Iterator[tuple[FakeGitHub, PrState]]:
-    fake = FakeGitHub()
-    fake.add_installation(1, account="acme")
-    state = install_pr_routes(fake)
-    with fake:
+    with running_fake_github({1: "acme"}, pr_routes=True) as (fake, state):
+        assert state is not None
         yield fake, state

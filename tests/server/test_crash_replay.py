@@ -1,7 +1,7 @@
 """Crash test: SIGKILL `kodiai serve` with jobs in flight, restart, every accepted delivery runs exactly once;
 SIGTERM drains within the grace period and leaves what it cuts for the next start.
 
-The server runs as a real process (``server.kodiai_proc``): the OS picks its port (read back, never picked
+The server runs as a real process (``support.kodiai_process``): the OS picks its port (read back, never picked
 and released first), a child that dies fails the test at once, and every stop is bounded.
 """
 
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from server.kodiai_proc import KodiaiServe, wait_until
 from support.fake_github import FakeGitHub
+from support.kodiai_process import KodiaiServe, wait_until
 
 pytestmark = pytest.mark.slow
 

@@ -33,9 +33,9 @@ import pytest
 
 from kodiai.jobs.journal_reserve import parse, reserve_path
 from server.issue_jobs import NAME, OWNER, effects, opened_issue
-from server.kodiai_proc import KodiaiServe, wait_until
 from support.fake_github import FakeGitHub
 from support.fake_github_pr import PrState
+from support.kodiai_process import KodiaiServe, wait_until
 
 pytestmark = pytest.mark.slow
 

@@ -23,10 +23,10 @@ from pathlib import Path
 import pytest
 
 from server.issue_jobs import effects, opened_issue
-from server.kodiai_proc import KodiaiServe, wait_until
 from server.test_full_disk import TmpfsDisk, mount_permitted, runs, truncate_wal
 from support.fake_github import FakeGitHub
 from support.fake_github_pr import PrState
+from support.kodiai_process import KodiaiServe, wait_until
 
 pytestmark = pytest.mark.slow
 

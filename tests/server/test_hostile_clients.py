@@ -21,11 +21,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-from serve_process import HERE, ServeProcess
 
 from kodiai.server.runtime import Runtime
 from kodiai.webhook.signature import sign
 from support.fake_github import FakeGitHub
+from support.kodiai_process import SERVER_HANDLERS, ServeProcess
 from support.live_server import SECRET, make_config, make_github, start_kodiai
 
 pytestmark = pytest.mark.slow
@@ -189,7 +189,7 @@ def test_slowloris_connections_are_closed_and_health_keeps_answering(served: Ser
     run only repeats the cycle."""
     with HealthProbe(served.url, interval=0.25) as probe:
         done = subprocess.run(
-            [sys.executable, str(HERE / "slow_clients.py"), str(served.port), "200", "12"],
+            [sys.executable, str(SERVER_HANDLERS / "slow_clients.py"), str(served.port), "200", "12"],
             capture_output=True,
             text=True,
             timeout=120,
@@ -325,7 +325,7 @@ def test_signature_in_a_chunked_trailer_is_refused(served: ServeProcess, announc
         sock.sendall(chunked_with_trailer(body, delivery, announce=announce))
         response = read_response(sock, timeout=5)
     assert status_of(response) == 401, response[:300]
-    assert delivery not in served.journal_statuses()
+    assert delivery not in served.statuses()
 
 
 def test_a_trailer_arriving_after_the_body_started_is_ignored_by_the_app_under_httptools(

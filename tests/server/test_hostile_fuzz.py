@@ -19,10 +19,10 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from serve_process import ServeProcess
 
 from kodiai.webhook.signature import sign
 from support.fake_github import FakeGitHub
+from support.kodiai_process import ServeProcess
 from support.live_server import SECRET
 
 pytestmark = pytest.mark.slow
@@ -180,9 +180,9 @@ def test_fuzz_no_5xx_without_a_journal_record_and_no_stranded_job(served: ServeP
 
     # no stranded job: nothing pending once the accepted deliveries have run
     deadline = time.monotonic() + 60
-    while "pending" in served.journal_statuses().values() and time.monotonic() < deadline:
+    while "pending" in served.statuses().values() and time.monotonic() < deadline:
         time.sleep(0.2)
-    journal = served.journal_statuses()
+    journal = served.statuses()
     assert "pending" not in journal.values(), Counter(journal.values())
     server_errors = [i for i, status in enumerate(statuses) if status >= 500]
     unrecorded = [i for i in server_errors if f"fz-{i}" not in journal]

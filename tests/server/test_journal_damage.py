@@ -22,9 +22,9 @@ import httpx
 import pytest
 
 from server.issue_jobs import effects, opened_issue
-from server.kodiai_proc import KodiaiServe, listening_port, wait_until
 from support.fake_github import FakeGitHub
 from support.fake_github_pr import PrState
+from support.kodiai_process import KodiaiServe, listening_port, wait_until
 from support.sqlite_damage import DAMAGES, filled_journal
 
 pytestmark = pytest.mark.slow

@@ -22,8 +22,8 @@ import psycopg
 
 from kodiai.jobs.journal_rows import Intake
 from kodiai.jobs.pg_journal import PgJobJournal
-from server.kodiai_proc import KodiaiServe, listening_port, wait_until
 from support.fake_github import FakeGitHub
+from support.kodiai_process import KodiaiServe, listening_port, wait_until
 
 QUEUE_ENV = {
     "WORKER_HEARTBEAT_SECONDS": "0.5",

@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 
 from server.issue_jobs import effects, opened_issue
-from server.kodiai_proc import KodiaiServe, wait_until
 from support.fake_github import FakeGitHub
 from support.fake_github_pr import PrState
+from support.kodiai_process import KodiaiServe, wait_until
 
 pytestmark = pytest.mark.slow
 

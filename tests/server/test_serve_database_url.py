@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from server.issue_jobs import opened_issue
-from server.kodiai_proc import KodiaiServe, wait_until
 from support.db_backends import DbBackend
 from support.fake_github import FakeGitHub
 from support.fake_github_pr import PrState
+from support.kodiai_process import KodiaiServe, wait_until
 
 
 def test_serve_with_database_url_writes_its_stores_to_postgres(

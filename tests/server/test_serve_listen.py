@@ -13,10 +13,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from kodiai_proc import listening_sockets
-from serve_process import ServeProcess
 
 from support.fake_github import FakeGitHub
+from support.kodiai_process import ServeProcess, listening_sockets
 from support.live_server import SECRET, signed_headers
 
 pytestmark = pytest.mark.slow

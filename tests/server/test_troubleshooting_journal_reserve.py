@@ -13,10 +13,10 @@ import pytest
 
 from kodiai.jobs.journal import JobJournal
 from kodiai.jobs.journal_reserve import RESERVE_BYTES, reserve_path
-from server.kodiai_proc import wait_until
 from server.test_full_disk import TmpfsDisk, mount_permitted
 from server.test_troubleshooting_http import app_config, served
 from support.fake_github import FakeGitHub
+from support.kodiai_process import wait_until
 from support.live_server import make_github
 from support.troubleshooting_page import look_for
 

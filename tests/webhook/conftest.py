@@ -1,23 +1,14 @@
-"""Fixtures for the webhook pipeline tests: one fake GitHub for the session, a Kodiai server per test."""
+"""Fixtures for the webhook pipeline tests: the session's fake GitHub (``fake``, from
+support.fake_github_fixtures) cleaned before each test, a Kodiai server per test."""
 
 from __future__ import annotations
-
-from collections.abc import Iterator
 
 import pytest
 
 from support.fake_github import FakeGitHub
-
-
-@pytest.fixture(scope="session")
-def fake() -> Iterator[FakeGitHub]:
-    server = FakeGitHub()
-    server.add_installation(1, account="acme")
-    with server:
-        yield server
+from support.fake_github_fixtures import reset_fake
 
 
 @pytest.fixture(autouse=True)
 def _clean_fake(fake: FakeGitHub) -> None:
-    fake.faults.clear()
-    fake.reset_calls()
+    reset_fake(fake)
