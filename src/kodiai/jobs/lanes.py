@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from prometheus_client import Gauge, Histogram
 from pydantic import BaseModel
 
 from kodiai.log import CachedLogger
@@ -102,8 +103,8 @@ class JobQueue:
         self._metrics = metrics
         self._clock = clock
         self._ids = itertools.count(1)
-        self._depth_gauges: dict[int, Any] = {}  # installation → its queue-depth child (labels() is costly)
-        self._durations: dict[tuple[str, str], Any] = {}
+        self._depth_gauges: dict[int, Gauge] = {}  # installation → its queue-depth child (labels() is costly)
+        self._durations: dict[tuple[str, str], Histogram] = {}
         self._log = CachedLogger("kodiai.jobs")
 
     # ------------------------------------------------------------------ introspection

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from prometheus_client import Counter
 from pydantic import BaseModel, ConfigDict
 
 from kodiai.jobs.dispatcher import DeliveryDispatcher
@@ -91,8 +92,8 @@ class WebhookIngress:
         self.metrics = metrics
         self._clock = clock
         self._log = CachedLogger("kodiai.webhook")
-        self._counters: dict[tuple[str, str], Any] = {}
-        self._statuses: dict[int, Any] = {}
+        self._counters: dict[tuple[str, str], Counter] = {}
+        self._statuses: dict[int, Counter] = {}
         self._fixed: dict[tuple[int, str], IngressResult] = {}
 
     async def handle(self, headers: Mapping[str, str], body: bytes) -> IngressResult:
