@@ -91,7 +91,9 @@ async def test_prompt_git_calls_run_in_the_local_checkout(tmp_path: Path) -> Non
 @pytest.mark.parametrize(
     ("extra_config", "method_family"),
     [
-        ("", "headgap"),  # no cutStrategy: the embedder's profile (unknown model → scale-free headgap)
+        ("", "stages"),  # the default chain: the embedder's profile (scale-free headgap), then the stages
+        # the cut alone (unknown model → scale-free headgap)
+        ("knowledge:\n  retrieval:\n    abstain: false\n    secondStage: false\n", "headgap"),
         ("knowledge:\n  retrieval:\n    cutStrategy: maxgap\n", "maxgap"),
     ],
 )
@@ -133,7 +135,9 @@ async def test_retrieval_against_real_lancedb_store(
     )
     assert review.retrieval.status == "used"
     method = review.retrieval.threshold_method or ""
-    if method_family == "headgap":
+    if method_family == "stages":
+        assert method == "rank:kept"  # the memory is on src/payments.py, the file the branch changes
+    elif method_family == "headgap":
         assert method.startswith("headgap:")
     else:
         assert method in ("adaptive", "percentile", "configured")

@@ -65,12 +65,16 @@ async def test_a_re_review_retrieves_only_the_prs_own_earlier_findings(
         h.close()
 
 
+#: The cut alone: without the stages that run after it by default (they are tested in test_review_stages).
+FIRST_STAGE = "knowledge:\n  retrieval:\n    abstain: false\n    secondStage: false\n"
+
+
 async def test_a_first_review_runs_the_normal_cut(tmp_path: Path, harness: ReviewHarness) -> None:
     h = ReviewHarness(tmp_path / "axis", harness.fake, harness.state, embedder=AxisEmbedder())
     try:
         other = earlier_review(h, 55)
         seed(h, other, 1, 0.10, "Other PR: unchecked null return")
-        await h.deliver(h.open_pr(), delivery="same-pr-2")
+        await h.deliver(h.open_pr(config=FIRST_STAGE), delivery="same-pr-2")
         [prompt] = h.prompts
         assert "Other PR: unchecked null return" in prompt
         [method] = methods(h)
