@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from pydantic import SecretStr
+from pydantic import BaseModel, SecretStr
 
 from kodiai.log import get_logger
 from kodiai.text.secret_scan import KnownSecrets, redact_strings, secret_forms
@@ -120,9 +120,10 @@ def register_installation_token(token: str, expires_at: datetime) -> None:
     _REGISTRY.add_token(token, expires_at)
 
 
-def settings_secret_values(settings: Any) -> list[str]:
+def settings_secret_values(settings: BaseModel) -> list[str]:
     """Every ``SecretStr`` setting's value (a key given as a file path: the key, not the path) and the
-    resolved App private key."""
+    resolved App private key. A ``BaseModel`` rather than ``kodiai.settings.Settings``: this module sits
+    below the settings in the layers."""
     values: list[str] = []
     for name in type(settings).model_fields:
         value = getattr(settings, name, None)
@@ -133,7 +134,7 @@ def settings_secret_values(settings: Any) -> list[str]:
             continue
         values.append(text)
     try:
-        pem = settings.private_key_pem
+        pem = getattr(settings, "private_key_pem", None)
     except Exception:  # an unreadable key fails elsewhere, loudly; here it only has nothing to add
         pem = None
     if isinstance(pem, SecretStr):
@@ -141,7 +142,7 @@ def settings_secret_values(settings: Any) -> list[str]:
     return values
 
 
-def register_settings(settings: Any) -> Callable[[], None]:
+def register_settings(settings: BaseModel) -> Callable[[], None]:
     """Register the settings' secret values (see :func:`settings_secret_values`); returns the undo."""
     return _REGISTRY.add(settings_secret_values(settings))
 
