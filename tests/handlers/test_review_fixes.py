@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from support.review_harness import OWNER, REPO, ReviewHarness, inline
+from review_harness import OWNER, REPO, ReviewHarness, inline
+
 from support.scripted_transport import Result
 
 OTHER = "export function legacy() { return open(); }\n"
