@@ -60,8 +60,8 @@ def literal(node: ast.expr, constants: dict[str, str]) -> str | None:
 def test_the_tests_are_where_this_registry_looks() -> None:
     assert {p.relative_to(ROOT).as_posix() for p in TEST_MODULES} >= {
         "server/test_troubleshooting_http.py",
-        "handlers/test_troubleshooting_skips.py",
-        "handlers/test_troubleshooting_model.py",
+        "review/test_troubleshooting_skips.py",
+        "review/test_troubleshooting_model.py",
     }
 
 

@@ -20,7 +20,6 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from handlers.review_harness import INSTALLATION, OWNER, REPO, ReviewHarness
 from kodiai.cli.main import app
 from kodiai.github.permissions import SHARED_CACHE
 from kodiai.jobs.journal import Intake, JobJournal
@@ -28,6 +27,7 @@ from kodiai.learning.types import LearningMemoryRecord
 from support.fake_github import FakeGitHub
 from support.fake_github_fixtures import running_pr_server
 from support.fake_github_pr import PrState
+from support.review_harness import INSTALLATION, OWNER, REPO, ReviewHarness
 
 MAXGAP = "knowledge:\n  retrieval:\n    cutStrategy: maxgap\n"
 OLD_MEMORIES = {1: "Unchecked null return in parser", 2: "Missing await on flush", 3: "Leaked file handle"}

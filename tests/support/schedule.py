@@ -25,8 +25,8 @@ SLOWEST_FIRST: tuple[str, ...] = (
     "tests/e2e/test_mention_e2e.py",  # 62
     "tests/e2e/test_review_e2e.py",  # 55
     "tests/e2e/test_attacks_write_e2e.py",  # 45
-    "tests/handlers/test_review_checklist.py",  # 43
-    "tests/handlers/test_hostile_diffs.py",  # 40
+    "tests/review/test_review_checklist.py",  # 43
+    "tests/review/test_hostile_diffs.py",  # 40
     "tests/server/test_full_disk_stores.py",  # 39
     "tests/e2e/test_attacks_agent_e2e.py",  # 36
     "tests/cluster/test_cluster_throughput_smoke.py",  # 36
@@ -37,12 +37,12 @@ SLOWEST_FIRST: tuple[str, ...] = (
     "tests/e2e/test_memory_trust_e2e.py",  # 28
     "tests/cli/test_review_pull_url.py",  # 27
     "tests/learning/test_memory_object_store.py",  # 26
-    "tests/handlers/test_mention_handler.py",  # 25
+    "tests/mention/test_mention_handler.py",  # 25
     "tests/e2e/test_learning_loop_e2e.py",  # 24
     "tests/support_tests/test_fake_anthropic.py",  # 24
     "tests/config/test_config_fuzz.py",  # 24
     "tests/test_benchmark_cost_sizing.py",  # 21
-    "tests/handlers/test_memory_trust.py",  # 21
+    "tests/feedback/test_memory_trust.py",  # 21
     "tests/learning/test_ann_calibration.py",  # 20
     "tests/server/test_full_disk.py",  # 20
     "tests/cli/test_eval_cli.py",  # 19
@@ -52,26 +52,26 @@ SLOWEST_FIRST: tuple[str, ...] = (
     "tests/learning/test_learning_embeddings.py",  # 15
     "tests/server/test_hostile_fuzz.py",  # 14
     "tests/github/test_github_retry.py",  # 14
-    "tests/handlers/test_troubleshooting_skips.py",  # 13
-    "tests/handlers/test_write_permissions.py",  # 13
+    "tests/review/test_troubleshooting_skips.py",  # 13
+    "tests/mention/write/test_write_permissions.py",  # 13
     "tests/cli/test_memory_cli.py",  # 12
-    "tests/handlers/test_feedback_sync.py",  # 12
+    "tests/feedback/test_feedback_sync.py",  # 12
     "tests/server/test_full_disk_restart.py",  # 11
     "tests/learning/test_memory_ann.py",  # 10
-    "tests/handlers/test_troubleshooting_model.py",  # 10
+    "tests/review/test_troubleshooting_model.py",  # 10
     "tests/learning/test_memory_search_lexical.py",  # 10
     "tests/github/test_token_validation.py",  # 9
     "tests/server/test_serve_cli.py",  # 9
-    "tests/write/test_mention_state.py",  # 9
-    "tests/handlers/test_review_fixes.py",  # 9
+    "tests/mention/test_mention_state.py",  # 9
+    "tests/review/test_review_deliberate_fixes.py",  # 9
     "tests/cli/test_review_cli.py",  # 9
     "tests/jobs/test_scale_out_attacks.py",  # 8
     "tests/learning/test_onnx_minilm.py",  # 8
-    "tests/handlers/test_trusted_config.py",  # 8
+    "tests/review/test_trusted_config.py",  # 8
     "tests/storage/test_knowledge_store.py",  # 8
     "tests/support_tests/test_fake_github_git.py",  # 8
     "tests/jobs/test_journal_wal.py",  # 8
-    "tests/handlers/test_spend_cap.py",  # 7
+    "tests/spend_cap/test_spend_cap_in_handlers.py",  # 7
 )
 
 

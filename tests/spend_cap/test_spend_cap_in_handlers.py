@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mention_harness import MentionHarness
-from review_harness import INSTALLATION, OWNER, REPO
 
 from kodiai.spend_cap.policy import OperatorCaps
 from kodiai.storage.telemetry import SpendEntry
 from support.fake_github import FakeGitHub
 from support.fake_github_pr import PrState, install_pr_routes
+from support.mention_harness import MentionHarness
+from support.review_harness import INSTALLATION, OWNER, REPO
 from support.scripted_transport import Result
 
 NOON = datetime(2031, 5, 6, 12, 0, tzinfo=UTC)

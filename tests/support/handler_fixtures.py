@@ -1,5 +1,7 @@
-"""Fixtures for the handler tests: a fresh harness per test over the module's fake GitHub (``fake_server``,
-from support.fake_github_fixtures: acme/repo at installation 42, review_harness's constants)."""
+"""Fixtures for the tests that drive the real handler stack (review, mention, feedback, spend cap): a fresh
+:class:`support.review_harness.ReviewHarness` per test over the module's fake GitHub (``fake_server`` from
+support.fake_github_fixtures: acme/repo at installation 42, the harness's constants), and no permission
+answer cached across tests. Each such folder's conftest imports them."""
 
 from __future__ import annotations
 
@@ -7,12 +9,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from review_harness import ReviewHarness
 
 from kodiai.github.permissions import SHARED_CACHE
 from support.fake_github import FakeGitHub
 from support.fake_github_fixtures import reset_fake
 from support.fake_github_pr import PrState
+from support.review_harness import ReviewHarness
 
 
 @pytest.fixture(autouse=True)

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from review_harness import ReviewHarness
 from test_review_checklist import MAXGAP, AxisEmbedder, seed_memory
 
 from kodiai.storage.knowledge_models import FeedbackReactionRecord, FindingRecord, ReviewRecord
+from support.review_harness import ReviewHarness
 
 
 def seed_reactions(h: ReviewHarness, comment_id: int, contents: list[str]) -> None:

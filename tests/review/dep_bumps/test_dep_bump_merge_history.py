@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 from fastapi import APIRouter, Request
-from review_harness import INSTALLATION, OWNER, REPO, ReviewHarness
 from test_review_dep_bump import npm_registry
 
 from kodiai.review.dep_bumps.enrichment import AdvisoryInfo, SecurityContext
@@ -24,6 +23,7 @@ from kodiai.server.handlers import BUILTIN
 from support.fake_github import FakeGitHub
 from support.fake_github_pr import PrState
 from support.pr_payloads import pull_request_payload
+from support.review_harness import INSTALLATION, OWNER, REPO, ReviewHarness
 
 FILES_PATH = rf"/repos/{OWNER}/{REPO}/pulls/\d+/files"
 ADVISORIES: dict[str, list[dict[str, Any]]] = {}

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from review_harness import OWNER, REPO, ReviewHarness, inline
-
+from support.review_harness import OWNER, REPO, ReviewHarness, inline
 from support.scripted_transport import Result
 
 OTHER = "export function legacy() { return open(); }\n"

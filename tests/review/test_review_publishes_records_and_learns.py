@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from review_harness import OWNER, REPO, ReviewHarness, inline
+from support.review_harness import OWNER, REPO, ReviewHarness, inline
 
 
 async def test_opened_pr_is_reviewed_recorded_and_learned(harness: ReviewHarness) -> None:

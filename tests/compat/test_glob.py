@@ -248,7 +248,7 @@ def test_write_paths_normalisation_and_default_deny_list() -> None:
 def test_agrees_with_real_picomatch_on_4800_random_cases() -> None:
     """``picomatch_cases.json``: random globs × paths answered by picomatch 4.0.3 (``dot: true``) under Node.
 
-    Regenerate with ``tests/text/make_picomatch_cases.py``. Covers classes (POSIX ones too), braces and
+    Regenerate with ``tests/compat/make_picomatch_cases.py``. Covers classes (POSIX ones too), braces and
     brace ranges, ``***``, extglobs, negation,
     escapes, unbalanced brackets and parens, ``./`` prefixes, dot segments, newlines and ``\\r``.
     """

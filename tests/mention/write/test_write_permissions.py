@@ -11,12 +11,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mention_harness import MentionHarness
-from review_harness import INSTALLATION, OWNER, REPO
 
 from kodiai.mention.intent import build_write_branch_name, build_write_output_key
 from support.fake_github import FakeGitHub
 from support.fake_github_pr import PrState
+from support.mention_harness import MentionHarness
+from support.review_harness import INSTALLATION, OWNER, REPO
 
 WRITE_ON = "write:\n  enabled: true\n"
 FORKS_ON = "write:\n  enabled: true\n  allowForks: true\n"

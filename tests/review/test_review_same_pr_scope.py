@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from review_harness import ReviewHarness
 from test_review_checklist import MAXGAP, AxisEmbedder, at_distance
 
 from kodiai.learning.types import LearningMemoryRecord
 from kodiai.storage.knowledge_models import ReviewRecord
+from support.review_harness import ReviewHarness
 
 PR = 101  # the harness's default PR number
 

@@ -3,7 +3,7 @@
 Not run by the test suite (CI has no Node). To refresh the fixture::
 
     mkdir -p /tmp/pm && cd /tmp/pm && npm init -y && npm install picomatch@4.0.3
-    .venv/bin/python tests/text/make_picomatch_cases.py /tmp/pm > tests/text/picomatch_cases.json
+    .venv/bin/python tests/compat/make_picomatch_cases.py /tmp/pm > tests/compat/picomatch_cases.json
 """
 
 from __future__ import annotations

@@ -13,11 +13,9 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from mention_harness import MentionHarness
-from review_harness import INSTALLATION, OWNER, REPO, ReviewHarness
+from kodiai.review.output_key import build_review_output_key, build_review_output_marker
 
 from kodiai.mention.state import MentionState
-from kodiai.review.output_key import build_review_output_key, build_review_output_marker
 from kodiai.server.handlers import register_builtin_handlers
 from kodiai.server.setup_mode import EVENTS
 from kodiai.spend_cap.policy import OperatorCaps
@@ -26,6 +24,8 @@ from kodiai.webhook.bot_filter import BotFilter
 from kodiai.webhook.router import EventRouter
 from support.fake_github import FakeGitHub
 from support.fake_github_pr import PrState
+from support.mention_harness import MentionHarness
+from support.review_harness import INSTALLATION, OWNER, REPO, ReviewHarness
 from support.troubleshooting_page import PAGE, look_for
 
 REVIEW = "the-review-was-skipped/"

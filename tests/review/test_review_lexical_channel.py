@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from review_harness import ReviewHarness
 from test_review_checklist import AxisEmbedder, at_distance
 
 from kodiai.handler_kit.deps import LearnedMemory
@@ -26,6 +25,7 @@ from kodiai.learning.types import LearningMemoryRecord
 from kodiai.review import entry as review
 from kodiai.webhook.bot_filter import BotFilter
 from kodiai.webhook.router import EventRouter
+from support.review_harness import ReviewHarness
 
 #: The file the PR changes (the harness's default head tree); the retrieval query lists it.
 CHANGED = "src/index.ts"

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from review_harness import ReviewHarness, inline, yaml_finding
 
 from kodiai.learning.recency import apply_recency_weighting
 from kodiai.learning.rerank import rerank_by_language
@@ -24,6 +23,7 @@ from kodiai.learning.types import LearningMemoryRecord
 from kodiai.storage.knowledge_models import FeedbackReactionRecord, FindingRecord, ReviewRecord
 from kodiai.text.fingerprint import fingerprint_finding_title
 from support.gitrepo import git
+from support.review_harness import ReviewHarness, inline, yaml_finding
 from support.scripted_transport import Result
 
 ISO_MS = re.compile(r"Review completed: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z")

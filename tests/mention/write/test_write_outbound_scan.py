@@ -10,13 +10,13 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from mention_harness import MentionHarness
 
 from kodiai.metrics import Metrics
 from kodiai.server.composition import guard_outbound_secrets
 from kodiai.settings import Settings
 from support.fake_github import FakeGitHub
 from support.fake_github_pr import PrState
+from support.mention_harness import MentionHarness
 
 #: Scan off, so only the always-on detectors can refuse.
 WRITE_ON_SCAN_OFF = "write:\n  enabled: true\n  secretScan:\n    enabled: false\n"

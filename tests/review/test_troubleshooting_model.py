@@ -18,7 +18,6 @@ import pytest
 import structlog
 import structlog.testing
 from pydantic import SecretStr
-from review_harness import ReviewHarness
 
 from kodiai.execution.executor import ClaudeAgentExecutor
 from kodiai.execution.options import ModelCredentials
@@ -27,6 +26,7 @@ from kodiai.server.composition import log_model_credentials_status
 from support.fake_anthropic import FAKE_API_KEY, Fail, FakeAnthropic, MainRequest, Reply, Text
 from support.fake_github import FakeGitHub
 from support.fake_github_pr import PrState
+from support.review_harness import ReviewHarness
 from support.troubleshooting_page import Entry, look_for
 
 pytestmark = pytest.mark.slow

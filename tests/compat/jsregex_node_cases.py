@@ -1,6 +1,6 @@
 """Generate ``jsregex_node_cases.json``: random JS patterns × tricky texts, evaluated by a real ``node``.
 
-Run ``python tests/text/jsregex_node_cases.py`` (needs ``node`` on PATH) to regenerate; the test suite only
+Run ``python tests/compat/jsregex_node_cases.py`` (needs ``node`` on PATH) to regenerate; the test suite only
 reads the JSON, so it does not need node. Each case is ``[source, flags, text, expected]`` where expected
 is ``null`` (``new RegExp`` throws), ``false`` (no match) or ``[index, length, groups]``.
 """

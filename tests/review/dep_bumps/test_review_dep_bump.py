@@ -11,11 +11,11 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import APIRouter
-from review_harness import ReviewHarness
-
 from kodiai.review.usage_scan import UsageAnalysisResult, analyze_package_usage
+
 from support.fake_github import FakeGitHub
 from support.fake_github_pr import PrState
+from support.review_harness import ReviewHarness
 
 LODASH_RELEASES = [
     {"tag_name": "v4.17.21", "draft": False, "body": "BREAKING CHANGES:\n- `merge()` removed\n"},

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from review_harness import ReviewHarness
 from test_review_checklist import AxisEmbedder
 from test_review_lexical_channel import CHANGED, seed
+
+from support.review_harness import ReviewHarness
 
 ON_FILE = "Unchecked export counter in the index module"
 NEAREST = "Vector neighbour 1 about widgets"
