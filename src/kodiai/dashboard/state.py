@@ -11,6 +11,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from kodiai.dashboard.options import DashboardOptions
 from kodiai.dashboard.session import CookieSigner, SessionStore
 from kodiai.dashboard.sources import Sources
+from kodiai.log import Logger
 from kodiai.storage.knowledge import KnowledgeStore
 
 
@@ -28,7 +29,7 @@ class DashboardState:
     """The memory store when this process opened it (role ``all``), for forget's row removal."""
     jobs_target: str
     pg_journal: Any | None
-    log: Any
+    log: Logger
 
     async def aclose(self) -> None:
         await self.http.aclose()

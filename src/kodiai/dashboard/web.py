@@ -13,6 +13,7 @@ from kodiai.dashboard.routes import CSP, PREFIX, build_router
 from kodiai.dashboard.session import CookieSigner, SessionStore
 from kodiai.dashboard.sources import open_sources
 from kodiai.dashboard.state import DashboardState, template_environment
+from kodiai.log import Logger
 from kodiai.storage.knowledge import KnowledgeStore
 
 SECURITY_HEADERS = [
@@ -60,7 +61,7 @@ def mount(
     jobs: str | None,
     memory: Any | None,
     pg_journal: Any | None,
-    log: Any,
+    log: Logger,
 ) -> DashboardState | None:
     """Add the dashboard to ``app`` when sign-in is configured; returns its state (closed by the caller)."""
     if not options.enabled:

@@ -12,6 +12,7 @@ from typing import Any
 
 from kodiai.handler_kit.fail_open import fail_open
 from kodiai.learning.pipeline import RetrievalOutcome
+from kodiai.log import Logger
 from kodiai.storage.knowledge import KnowledgeStore
 from kodiai.storage.knowledge_hits import RetrievalHit
 
@@ -54,7 +55,7 @@ async def record_retrieval_hits(
     delivery_id: str,
     repo: str,
     pr_number: int | None,
-    log: Any,
+    log: Logger,
 ) -> None:
     """Write the rows (when the repository's telemetry is enabled); a failure is a warning, never an error."""
     if not enabled or knowledge is None:

@@ -22,7 +22,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from kodiai.log import get_logger
+from kodiai.log import Logger, get_logger
 from kodiai.server import setup_mode
 from kodiai.server.http_limits import HttpOptions
 from kodiai.server.runtime import Runtime
@@ -225,7 +225,7 @@ def create_app(
     return app
 
 
-def _add_dashboard(app: FastAPI, runtime: Runtime, options: DashboardOptions, log: Any) -> DashboardState | None:
+def _add_dashboard(app: FastAPI, runtime: Runtime, options: DashboardOptions, log: Logger) -> DashboardState | None:
     """/dashboard on the web role (its pages read the stores; setup mode and workers have none)."""
     config, stores = runtime.config, runtime.stores
     if not config.runs_ingress or stores is None:
