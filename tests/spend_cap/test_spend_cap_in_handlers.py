@@ -16,7 +16,7 @@ import pytest
 from kodiai.spend_cap.policy import OperatorCaps
 from kodiai.storage.telemetry import SpendEntry
 from support.fake_github import FakeGitHub
-from support.fake_github_pr import PrState, install_pr_routes
+from support.fake_github_pr import PrState
 from support.mention_harness import MentionHarness
 from support.review_harness import INSTALLATION, OWNER, REPO
 from support.scripted_transport import Result
@@ -33,15 +33,6 @@ class Clock:
 
     def __call__(self) -> datetime:
         return self.now
-
-
-@pytest.fixture(scope="module")
-def fake_server() -> Iterator[tuple[FakeGitHub, PrState]]:
-    with FakeGitHub() as fake:
-        state = install_pr_routes(fake)
-        fake.add_installation(INSTALLATION, account=OWNER)
-        fake.add_repo(OWNER, REPO, installation_id=INSTALLATION)
-        yield fake, state
 
 
 @pytest.fixture
