@@ -19,8 +19,8 @@ import pytest
 
 from kodiai.learning.memory_store import LanceMemoryStore, open_memory_store
 from kodiai.learning.types import LearningMemoryRecord
-from kodiai.storage.backup import StorePaths, create_backup, verify_backup
-from kodiai.storage.backup_lance import copy_table
+from kodiai.maintenance.backup import StorePaths, create_backup, verify_backup
+from kodiai.maintenance.backup_lance import copy_table
 from kodiai.storage.connection import connect
 
 BATCH_ROWS = 10

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from kodiai.storage.backup import StorePaths, create_backup, restore_backup
+from kodiai.maintenance.backup import StorePaths, create_backup, restore_backup
 from kodiai.storage.migrations import MIGRATIONS_DIR, apply_migrations, load_migrations
 
 DUMMY = {"INTEGER": 1, "INT": 1, "REAL": 1.0, "BLOB": b"x"}

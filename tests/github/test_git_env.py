@@ -17,7 +17,8 @@ import pytest
 
 from kodiai.github.git_env import HARDENING_CONFIG, git_child_env
 from kodiai.github.workspace import WorkspaceManager
-from kodiai.review import incremental, usage_scan
+from kodiai.handler_kit import usage_scan
+from kodiai.review import incremental
 from support.gitrepo import BareRepo
 
 TOKEN = "ghs_" + "t0k3n" * 7

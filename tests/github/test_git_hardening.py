@@ -22,7 +22,8 @@ from kodiai.github.git_env import (
     parse_config_listing,
 )
 from kodiai.github.workspace import GitCommandError, Workspace, WorkspaceManager, auth_env, run_git
-from kodiai.review import incremental, usage_scan
+from kodiai.handler_kit import usage_scan
+from kodiai.review import incremental
 from kodiai.review import local_branch as local
 from support.hostile_git import (
     LOCAL_ROLES,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
+from kodiai.execution.output_key import build_review_details_marker, build_review_output_marker
 from kodiai.review.details import (
     FindingCounts,
     ReviewDetailsInput,
@@ -15,7 +16,6 @@ from kodiai.review.details import (
     insert_before_last_details_close,
     js_iso_timestamp,
 )
-from kodiai.review.output_key import build_review_details_marker, build_review_output_marker
 
 KEY = "kodiai-review-output:v1:inst-42:acme/repo:pr-101:action-opened:delivery-d1:head-abc"
 WHEN = datetime(2026, 2, 15, 12, 34, 56, 789123, tzinfo=UTC)

@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
-from kodiai.github.pulls import SCAN_ITEM_CAP, MarkerSurface, find_marker
-from kodiai.review.output_key import (
+from kodiai.execution.output_key import (
     body_has_marker,
     build_review_details_marker,
     build_review_output_key,
     build_review_output_marker,
     build_run_key,
 )
+from kodiai.github.pulls import SCAN_ITEM_CAP, MarkerSurface, find_marker
 
 BASE = {
     "installation_id": 42,

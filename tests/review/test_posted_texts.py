@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from kodiai.review.output_key import build_review_output_marker
+from kodiai.execution.output_key import build_review_output_marker
 from kodiai.review.posted_texts import (
     NO_REVIEW_ACKNOWLEDGEMENT,
     build_approval_body,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kodiai.review.dep_bumps.prompt import build_changelog_section, build_security_section
 from kodiai.review.prompt import build_review_prompt
 from kodiai.review.prompt.context import ChangelogView, SecurityContextView
+from kodiai.review.prompt.dep_bump import build_changelog_section, build_security_section
 from kodiai.review.prompt.truncate import truncate_deterministic, truncate_to_char_budget
 
 

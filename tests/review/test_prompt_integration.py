@@ -178,8 +178,8 @@ def test_build_retrieval_context_shapes_and_errors() -> None:
 
 def test_dep_bump_section_with_real_scope_and_usage_models() -> None:
     """RP-101/RP-102 with the objects library A produces (``UsageEvidence``, ``ScopeGroup``)."""
+    from kodiai.handler_kit.usage import parse_git_grep_output
     from kodiai.review.scope import detect_scope_coordination
-    from kodiai.review.usage import parse_git_grep_output
 
     groups = detect_scope_coordination(["@babel/parser", "@babel/core", "lodash", "@types/node"])
     evidence = parse_git_grep_output(

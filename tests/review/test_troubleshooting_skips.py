@@ -13,12 +13,12 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from kodiai.review.output_key import build_review_output_key, build_review_output_marker
 
+from kodiai.execution.output_key import build_review_output_key, build_review_output_marker
+from kodiai.handler_kit.deps import OperatorCaps
 from kodiai.mention.state import MentionState
 from kodiai.server.handlers import register_builtin_handlers
 from kodiai.server.setup_mode import EVENTS
-from kodiai.spend_cap.policy import OperatorCaps
 from kodiai.storage.telemetry import SpendEntry
 from kodiai.webhook.bot_filter import BotFilter
 from kodiai.webhook.router import EventRouter

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from kodiai.review.usage import UsageEvidence, build_search_terms, parse_git_grep_output
-from kodiai.review.usage_scan import (
+from kodiai.handler_kit.usage import UsageEvidence, build_search_terms, parse_git_grep_output
+from kodiai.handler_kit.usage_scan import (
     GrepResult,
     analyze_package_usage,
     build_grep_command,

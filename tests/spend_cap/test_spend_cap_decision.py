@@ -6,10 +6,10 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
+from kodiai.handler_kit.deps import OperatorCaps
 from kodiai.settings import Settings, SettingsError, parse_spend_cap_overrides
 from kodiai.spend_cap.policy import (
     CapDecision,
-    OperatorCaps,
     Spend,
     decide,
     refusal_comment,

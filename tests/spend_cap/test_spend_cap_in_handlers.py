@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from kodiai.spend_cap.policy import OperatorCaps
+from kodiai.handler_kit.deps import OperatorCaps
 from kodiai.storage.telemetry import SpendEntry
 from support.fake_github import FakeGitHub
 from support.fake_github_pr import PrState

@@ -18,10 +18,7 @@ from typer.testing import CliRunner
 from kodiai.cli.main import app
 from kodiai.jobs.journal import JobJournal, JournalEntry
 from kodiai.jobs.journal_rows import PayloadCodec
-from kodiai.mention.state import MentionState
-from kodiai.storage.knowledge import KnowledgeStore
-from kodiai.storage.knowledge_models import ReviewRecord
-from kodiai.storage.migrate_to_postgres import (
+from kodiai.maintenance.migrate_to_postgres import (
     MigrateError,
     SourceTable,
     TargetTable,
@@ -29,6 +26,9 @@ from kodiai.storage.migrate_to_postgres import (
     plan_store,
     redact,
 )
+from kodiai.mention.state import MentionState
+from kodiai.storage.knowledge import KnowledgeStore
+from kodiai.storage.knowledge_models import ReviewRecord
 from kodiai.storage.migrations import apply_migrations
 from kodiai.storage.telemetry import ExecutionRecord, TelemetryStore
 from storage.fixture_paths import copy_fixture_db

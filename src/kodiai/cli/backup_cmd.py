@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
-    from kodiai.storage.backup import StorePaths
+    from kodiai.maintenance.backup import StorePaths
 
 app = typer.Typer(help="Back up and restore the databases and the learned memory.", no_args_is_help=True)
 
@@ -39,8 +39,8 @@ def _fail(message: str) -> typer.Exit:
 def _paths(
     env_file: Path, telemetry: str | None, knowledge: str | None, jobs: str | None, memory: str | None
 ) -> StorePaths:
+    from kodiai.maintenance.backup import StorePaths
     from kodiai.settings import Settings, SettingsError
-    from kodiai.storage.backup import StorePaths
     from kodiai.storage.db_path import resolve_knowledge_db_path
 
     try:
@@ -68,8 +68,8 @@ def create(
 ) -> None:
     """Back up the three databases and the learned memory into DEST (safe while the server runs)."""
     from kodiai.cli.main import package_version
-    from kodiai.storage.backup import BackupError, create_backup
-    from kodiai.storage.backup_lance import LanceCopyError
+    from kodiai.maintenance.backup import BackupError, create_backup
+    from kodiai.maintenance.backup_lance import LanceCopyError
 
     paths = _paths(env_file, telemetry, knowledge, jobs, memory)
     try:
@@ -99,7 +99,7 @@ def create(
 @app.command()
 def verify(src: Annotated[Path, typer.Argument(help="A backup directory.")]) -> None:
     """Check a backup against its manifest (checksums, readable databases and memory tables)."""
-    from kodiai.storage.backup import BackupError, verify_backup
+    from kodiai.maintenance.backup import BackupError, verify_backup
 
     try:
         manifest, problems = verify_backup(src)
@@ -132,7 +132,7 @@ def restore(
     memory: MemoryOpt = None,
 ) -> None:
     """Restore a backup into the configured stores. Stop the server first."""
-    from kodiai.storage.backup import BackupError, restore_backup
+    from kodiai.maintenance.backup import BackupError, restore_backup
     from kodiai.storage.migrations import MigrationError, load_migrations
 
     def known(name: str) -> list[str]:

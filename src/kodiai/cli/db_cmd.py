@@ -3,7 +3,7 @@ PostgreSQL database ``DATABASE_URL`` names (shown by host and name only): teleme
 database's mention state so far; the job journal stays in the jobs file, which is migrated too.
 
 `kodiai db migrate-to-postgres`: copy a SQLite deployment's rows into that PostgreSQL database
-(:mod:`kodiai.storage.migrate_to_postgres`), once, when moving to replicas."""
+(:mod:`kodiai.maintenance.migrate_to_postgres`), once, when moving to replicas."""
 
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ def _queue_schema(url: str, path: str) -> bool:
     """The queue's tables (procrastinate's own schema, applied by its applier) beside the jobs tables, so a
     deployment can migrate before any replica starts; False when that failed (reported)."""
     from kodiai.jobs.pg_schema import ensure_procrastinate_schema
-    from kodiai.storage.migrate_to_postgres import redact
+    from kodiai.maintenance.migrate_to_postgres import redact
 
     try:
         applied = ensure_procrastinate_schema(url)
@@ -163,8 +163,8 @@ def migrate_to_postgres(
     With no path option every store is copied (TELEMETRY_DB_PATH, KNOWLEDGE_DB_PATH, JOBS_DB_PATH or their
     defaults); naming one or more copies only those. Each store is one transaction; a table that already has
     rows in PostgreSQL is refused unless --force."""
+    from kodiai.maintenance.migrate_to_postgres import MigrateError, migrate
     from kodiai.settings import Settings, SettingsError
-    from kodiai.storage.migrate_to_postgres import MigrateError, migrate
 
     try:
         settings = Settings.load(env_file=env_file, require_github_app=False)

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from kodiai.compat.js import JS_S
-from kodiai.review.languages import classify_file_language
+from kodiai.text.languages import classify_file_language
 
 SEVERITY_RANK: dict[str, int] = {"minor": 0, "medium": 1, "major": 2, "critical": 3}
 _WHITESPACE_RUN = re.compile(JS_S + "+")

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from kodiai.enforcement.severity_floors import LanguageRulesConfig, ToolingOverride, matches_pattern
-from kodiai.review.diff_analysis import classify_file_language
+from kodiai.text.languages import classify_file_language
 
 #: Prettier's config files (JavaScript and TypeScript share them).
 _PRETTIER_CONFIGS = (

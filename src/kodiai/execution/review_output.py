@@ -1,15 +1,15 @@
 """Review-output marker stamping and the async "already published" scan the tools run (behaviour E2.5).
 
-The key, the marker format and the scan limits are the review package's (``kodiai.review.output_key``);
+The key and the marker format are :mod:`kodiai.execution.output_key` (the review package builds the key);
 this module adds what the MCP tools need on top: stamping a body, and scanning a PR through the REST
 façade before the first inline comment of a run.
 """
 
 from __future__ import annotations
 
+from kodiai.execution.output_key import OUTPUT_MARKER_PREFIX, build_review_output_marker
 from kodiai.github.pulls import find_marker
 from kodiai.github.rest import RestApi
-from kodiai.review.output_key import OUTPUT_MARKER_PREFIX, build_review_output_marker
 
 MARKER_PREFIX = OUTPUT_MARKER_PREFIX
 

@@ -7,7 +7,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
-from kodiai.storage.knowledge_models import FeedbackPattern
+from kodiai.storage.knowledge_models import FeedbackPattern as FeedbackPattern  # the vectors name it here
 
 
 class FeedbackThresholds(BaseModel):

@@ -10,8 +10,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from kodiai.github.logins import normalize_login
 from kodiai.github.models import Reaction
-from kodiai.review.trigger import normalize_login
 from kodiai.storage.knowledge_models import FeedbackReactionRecord, FindingCommentCandidate
 
 MAX_CANDIDATES = 100

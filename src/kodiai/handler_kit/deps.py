@@ -7,7 +7,7 @@ that uses one checks for it, as the original checks for its injected stores.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -16,6 +16,7 @@ import httpx
 from github import Github
 from kodiai.execution.executor import Executor
 from kodiai.github.workspace import WorkspaceManager
+from kodiai.handler_kit.usage_scan import UsageAnalysisResult, analyze_package_usage
 from kodiai.jobs.lanes import JobQueue
 from kodiai.jobs.limit import ConcurrencyLimit
 from kodiai.learning.embeddings import EmbeddingProvider
@@ -24,8 +25,6 @@ from kodiai.learning.lexical import LexicalChannel
 from kodiai.learning.memory_store import LanceMemoryStore
 from kodiai.learning.pipeline import LexicalSearcher
 from kodiai.metrics import Metrics
-from kodiai.review.usage_scan import UsageAnalysisResult, analyze_package_usage
-from kodiai.spend_cap.policy import OperatorCaps
 from kodiai.storage.knowledge import KnowledgeStore
 from kodiai.storage.telemetry import TelemetryStore
 
@@ -42,6 +41,22 @@ def utcnow() -> datetime:
 def registry_client() -> httpx.Client:
     """A client for the package registries (npm, PyPI, RubyGems) the dependency enrichment reads."""
     return httpx.Client(follow_redirects=True)
+
+
+@dataclass(frozen=True)
+class OperatorCaps:
+    """The operator's daily spend caps in USD: ``default_usd`` for every installation, ``overrides`` by id.
+
+    ``0`` means no cap, so an override of ``0`` exempts one installation from the default.
+    """
+
+    default_usd: float = 0.0
+    overrides: Mapping[int, float] = field(default_factory=dict)
+
+    def for_installation(self, installation_id: int) -> float | None:
+        """The installation's cap, or ``None`` when it has none."""
+        cap = self.overrides.get(installation_id, self.default_usd)
+        return cap if cap > 0 else None
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from kodiai.compat.js import js_number_to_string
+from kodiai.execution.output_key import build_review_details_marker
 from kodiai.text.git_path import display_path
-
-from .output_key import build_review_details_marker
 
 MAX_NOT_REVIEWED_LISTED = 100
 _TAG_RE = re.compile(r"\[(CRITICAL|MAJOR|MEDIUM|MINOR)\]", re.IGNORECASE)

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kodiai.compat.glob import GlobSet, compile_glob_set, has_dot_segment
 from kodiai.compat.js import JS_LINE_TERMINATORS, JS_S, js_parse_int
-from kodiai.review.languages import (
+from kodiai.text.languages import (
     EXTENSION_LANGUAGE_MAP,
     UNKNOWN_LANGUAGE,
     classify_file_language,

@@ -11,11 +11,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from kodiai.execution.output_key import build_review_output_key
 from kodiai.handler_kit.deps import HandlerDeps
 from kodiai.jobs.lanes import JobContext
 from kodiai.log import get_logger
 from kodiai.review.job import ReviewJob, ReviewRequest
-from kodiai.review.output_key import build_review_output_key
 from kodiai.review.pull_request import PullRequestFacts
 from kodiai.review.trigger import REVIEW_ACTIONS, clone_plan, phase_a_skip
 from kodiai.webhook.events import WebhookEvent

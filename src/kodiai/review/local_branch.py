@@ -27,6 +27,7 @@ from kodiai.config.loader import MAX_CONFIG_BYTES
 from kodiai.execution.executor import ClaudeAgentExecutor, TransportFactory
 from kodiai.execution.local_rest import RecordingGitHub
 from kodiai.execution.options import ModelCredentials
+from kodiai.execution.output_key import build_review_output_key
 from kodiai.execution.pacing import PacingPolicy
 from kodiai.execution.sandbox import AgentSandbox
 from kodiai.execution.types import ExecutionContext, ExecutionResult
@@ -38,7 +39,6 @@ from kodiai.learning.isolation import IsolationLayer
 from kodiai.learning.setup import open_store_for_provider
 from kodiai.log import redact, stderr_logger
 from kodiai.review.gather import gather, plan_input
-from kodiai.review.output_key import build_review_output_key
 from kodiai.review.plan import plan_review
 from kodiai.review.pull_request import PullRequestFacts
 from kodiai.review.retrieval import RetrievalStep

@@ -13,8 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from kodiai.compat.js import to_fixed
-
-from .output_key import build_review_output_marker
+from kodiai.execution.output_key import build_review_output_marker
 
 NO_REVIEW_ACKNOWLEDGEMENT = "Review skipped per `[no-review]` in PR title."
 NO_REVIEW_ACK_MARKER_PREFIX = "kodiai:no-review-ack"

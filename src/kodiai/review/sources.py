@@ -9,18 +9,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-import httpx
-
 from github import Github
 from kodiai.github.pulls import PullRequestApi
 from kodiai.handler_kit.deps import HandlerDeps, LearnedMemory, UsageAnalyzer
+from kodiai.handler_kit.usage_scan import analyze_package_usage
 from kodiai.log import Logger
 from kodiai.review.author import classify_author
-from kodiai.review.dep_bumps.detect import DepBumpDetails
-from kodiai.review.dep_bumps.enrichment import ChangelogContext, SecurityContext
-from kodiai.review.dep_bumps.enrichment_fetch import fetch_changelog, fetch_security_advisories
+from kodiai.review.dep_bumps.enrichment_fetch import DepEnricher, dep_enricher
 from kodiai.review.pull_request import PullRequestFacts
-from kodiai.review.usage_scan import analyze_package_usage
 from kodiai.storage.feedback_tally import FeedbackTally
 from kodiai.storage.knowledge import KnowledgeStore
 from kodiai.storage.knowledge_models import PriorFinding
@@ -28,7 +24,6 @@ from kodiai.storage.knowledge_models import PriorFinding
 CommitSource = Callable[[int], Awaitable[list[tuple[str, str]]]]
 #: ``(repo, finding_id)`` pairs → the human thumbs feedback sync kept for each (absent: none).
 FeedbackLookup = Callable[[Sequence[tuple[str, int]]], dict[tuple[str, int], FeedbackTally]]
-DepEnricher = Callable[[DepBumpDetails], Awaitable[tuple[SecurityContext | None, ChangelogContext | None]]]
 
 
 @dataclass(frozen=True)
@@ -88,47 +83,6 @@ async def author_tier(store: KnowledgeStore, pr: PullRequestApi, facts: PullRequ
     except Exception as exc:
         log.warning("Author cache write failed (fail-open)", err=str(exc))
     return tier.tier
-
-
-def dep_enricher(client: Github, registry: Callable[[], httpx.Client], log: Logger) -> DepEnricher:
-    """Step 22: advisories and changelog in parallel; each failure alone becomes None."""
-
-    async def enrich(details: DepBumpDetails) -> tuple[SecurityContext | None, ChangelogContext | None]:
-        package = details.package_name or ""
-        ecosystem = details.ecosystem or "npm"
-
-        def changelog() -> ChangelogContext | None:
-            with registry() as http:
-                return fetch_changelog(
-                    client, http, package, ecosystem, details.old_version, details.new_version
-                )
-
-        security, notes = await asyncio.gather(
-            asyncio.to_thread(
-                fetch_security_advisories,
-                client,
-                package,
-                ecosystem,
-                details.old_version,
-                details.new_version,
-            ),
-            asyncio.to_thread(changelog),
-            return_exceptions=True,
-        )
-        for name, value in (("security", security), ("changelog", notes)):
-            if isinstance(value, BaseException):
-                log.warning(
-                    "Dependency enrichment failed (fail-open)",
-                    gate="dep-bump-enrich",
-                    part=name,
-                    err=str(value),
-                )
-        return (
-            security if isinstance(security, SecurityContext) else None,
-            notes if isinstance(notes, ChangelogContext) else None,
-        )
-
-    return enrich
 
 
 def webhook_sources(

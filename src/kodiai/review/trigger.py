@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from kodiai.compat.js import js_trim
+from kodiai.github.logins import normalize_login
 
 REVIEW_ACTIONS = ("opened", "ready_for_review", "review_requested", "synchronize")
 REREVIEW_TEAM_NAMES = frozenset({"ai-review", "aireview"})
@@ -18,12 +19,6 @@ SkipReason = Literal[
     "team-only-request",
     "missing-or-malformed-reviewer-payload",
 ]
-
-
-def normalize_login(login: str) -> str:
-    """Trim, lowercase, drop a trailing ``[bot]``: ``KoDiAi[BoT]`` → ``kodiai``."""
-    value = js_trim(login).lower()
-    return value[: -len("[bot]")] if value.endswith("[bot]") else value
 
 
 def review_requested_skip(payload: dict[str, Any], app_slug: str) -> SkipReason | None:

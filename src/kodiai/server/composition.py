@@ -15,7 +15,7 @@ from kodiai.execution.executor import ClaudeAgentExecutor, Executor, load_agent_
 from kodiai.execution.options import ModelCredentials
 from kodiai.execution.sandbox import AgentSandbox
 from kodiai.execution.sandbox_run import log_startup_status
-from kodiai.handler_kit.deps import HandlerDeps, LearnedMemory
+from kodiai.handler_kit.deps import HandlerDeps, LearnedMemory, OperatorCaps
 from kodiai.jobs.limit import ConcurrencyLimit, default_review_concurrency
 from kodiai.log import get_logger
 from kodiai.mention.state import MentionState
@@ -23,7 +23,6 @@ from kodiai.review.diff_analysis import warm_up as warm_up_diff_analysis
 from kodiai.server.handlers import register_builtin_handlers
 from kodiai.server.runtime import HandlerRegistrar, Runtime
 from kodiai.settings import Settings
-from kodiai.spend_cap.policy import OperatorCaps
 
 
 def model_credentials(settings: Settings) -> ModelCredentials:

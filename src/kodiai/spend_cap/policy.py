@@ -12,8 +12,7 @@ unset) means no cap, for both. Spend is what the ledger recorded today; reading 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
@@ -23,22 +22,6 @@ RefusalReason = Literal["installation-cap", "repo-cap", "unreadable"]
 RunKind = Literal["review", "mention", "write"]
 
 SPEND_CAP_MARKER_PREFIX = "kodiai:spend-cap"
-
-
-@dataclass(frozen=True)
-class OperatorCaps:
-    """The operator's daily caps in USD: ``default_usd`` for every installation, ``overrides`` by id.
-
-    ``0`` means no cap, so an override of ``0`` exempts one installation from the default.
-    """
-
-    default_usd: float = 0.0
-    overrides: Mapping[int, float] = field(default_factory=dict)
-
-    def for_installation(self, installation_id: int) -> float | None:
-        """The installation's cap, or ``None`` when it has none."""
-        cap = self.overrides.get(installation_id, self.default_usd)
-        return cap if cap > 0 else None
 
 
 def repo_cap(value: float | None) -> float | None:

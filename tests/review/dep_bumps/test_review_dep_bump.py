@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import APIRouter
-from kodiai.review.usage_scan import UsageAnalysisResult, analyze_package_usage
 
+from kodiai.handler_kit.usage_scan import UsageAnalysisResult, analyze_package_usage
 from support.fake_github import FakeGitHub
 from support.fake_github_pr import PrState
 from support.review_harness import ReviewHarness

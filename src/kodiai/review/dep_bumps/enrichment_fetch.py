@@ -7,9 +7,10 @@ registries through an ``httpx.Client`` with the original's 3-second timeout. Bot
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import quote
@@ -19,7 +20,8 @@ from pydantic import BaseModel
 
 from github import Github
 from kodiai.compat.js import js_trim
-from kodiai.review.dep_bumps.detect import SemverParts, parse_semver
+from kodiai.log import Logger
+from kodiai.review.dep_bumps.detect import DepBumpDetails, SemverParts, parse_semver
 from kodiai.review.dep_bumps.enrichment import (
     ADVISORY_ECOSYSTEMS,
     AdvisoryInfo,
@@ -283,3 +285,47 @@ def fetch_changelog(
         )
     except Exception:
         return None
+
+
+DepEnricher = Callable[[DepBumpDetails], Awaitable[tuple[SecurityContext | None, ChangelogContext | None]]]
+
+
+def dep_enricher(client: Github, registry: Callable[[], httpx.Client], log: Logger) -> DepEnricher:
+    """Step 22: advisories and changelog in parallel; each failure alone becomes None."""
+
+    async def enrich(details: DepBumpDetails) -> tuple[SecurityContext | None, ChangelogContext | None]:
+        package = details.package_name or ""
+        ecosystem = details.ecosystem or "npm"
+
+        def changelog() -> ChangelogContext | None:
+            with registry() as http:
+                return fetch_changelog(
+                    client, http, package, ecosystem, details.old_version, details.new_version
+                )
+
+        security, notes = await asyncio.gather(
+            asyncio.to_thread(
+                fetch_security_advisories,
+                client,
+                package,
+                ecosystem,
+                details.old_version,
+                details.new_version,
+            ),
+            asyncio.to_thread(changelog),
+            return_exceptions=True,
+        )
+        for name, value in (("security", security), ("changelog", notes)):
+            if isinstance(value, BaseException):
+                log.warning(
+                    "Dependency enrichment failed (fail-open)",
+                    gate="dep-bump-enrich",
+                    part=name,
+                    err=str(value),
+                )
+        return (
+            security if isinstance(security, SecurityContext) else None,
+            notes if isinstance(notes, ChangelogContext) else None,
+        )
+
+    return enrich

@@ -20,8 +20,8 @@ from kodiai.jobs.lanes import JobContext
 from kodiai.log import get_logger, redact
 from kodiai.review.dep_bumps.detect import classify_dep_bump, detect_dep_bump, extract_dep_bump_details
 from kodiai.review.dep_bumps.enrichment import ChangelogContext, SecurityContext
+from kodiai.review.dep_bumps.enrichment_fetch import dep_enricher
 from kodiai.review.dep_bumps.merge_confidence import SEVERITY_RANK, DepBumpContext, compute_merge_confidence
-from kodiai.review.sources import dep_enricher
 from kodiai.storage.knowledge import KnowledgeStore
 from kodiai.storage.knowledge_models import DepBumpMergeHistoryRecord
 from kodiai.webhook.events import WebhookEvent

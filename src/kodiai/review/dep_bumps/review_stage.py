@@ -4,12 +4,14 @@ confidence, where the workspace uses the package's changed APIs, and scoped pack
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
 from kodiai.github.workspace import Workspace
+from kodiai.handler_kit.deps import UsageAnalyzer
 from kodiai.handler_kit.fail_open import fail_open
+from kodiai.handler_kit.usage_scan import UsageAnalysisResult
 from kodiai.log import Logger
 from kodiai.review.dep_bumps.detect import (
     DepBumpClassification,
@@ -20,13 +22,23 @@ from kodiai.review.dep_bumps.detect import (
     extract_dep_bump_details,
 )
 from kodiai.review.dep_bumps.enrichment import ChangelogContext, SecurityContext
+from kodiai.review.dep_bumps.enrichment_fetch import DepEnricher
 from kodiai.review.dep_bumps.merge_confidence import DepBumpContext, MergeConfidence, compute_merge_confidence
 from kodiai.review.pull_request import PullRequestFacts
 from kodiai.review.scope import ScopeGroup, detect_scope_coordination, extract_scoped_packages
-from kodiai.review.sources import GatherSources
-from kodiai.review.usage_scan import UsageAnalysisResult
 
 USAGE_TIME_BUDGET_MS = 3000
+
+
+class DepBumpSources(Protocol):
+    """What this stage reads of the review's :class:`kodiai.review.sources.GatherSources` (named here, so the
+    dependency-bump package does not import the review's sources back)."""
+
+    @property
+    def enrich_dep_bump(self) -> DepEnricher | None: ...
+
+    @property
+    def usage_analyzer(self) -> UsageAnalyzer: ...
 
 
 class DepBumpFindings(BaseModel):
@@ -45,7 +57,7 @@ class DepBumpFindings(BaseModel):
 
 
 async def gather_dep_bump(
-    facts: PullRequestFacts, all_changed: Sequence[str], ws: Workspace, sources: GatherSources, log: Logger
+    facts: PullRequestFacts, all_changed: Sequence[str], ws: Workspace, sources: DepBumpSources, log: Logger
 ) -> DepBumpFindings | None:
     """Steps 21–25: detection, enrichment, merge confidence, usage and scope (each fail-open)."""
 

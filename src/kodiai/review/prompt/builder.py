@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kodiai.review.dep_bumps.prompt import build_dep_bump_section
+from kodiai.review.prompt.dep_bump import build_dep_bump_section
 
 from .change_context import (
     build_diff_analysis_section,

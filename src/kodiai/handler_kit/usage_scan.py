@@ -1,7 +1,8 @@
 """Package usage scan in a workspace with ``git grep`` (behaviour R2.12) — the I/O half of usage analysis.
 
-The pure helpers live in :mod:`kodiai.review.usage`. Here a runner executes ``git`` (injectable, so tests
-can make it slow or fail), a time budget bounds it, and nothing ever raises.
+The pure helpers live in :mod:`kodiai.handler_kit.usage`. Here a runner executes ``git`` (injectable, so tests
+can make it slow or fail), a time budget bounds it, and nothing ever raises. It is in the handler kit because
+:class:`~kodiai.handler_kit.deps.HandlerDeps` carries it as the injectable ``usage_analyzer``.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from typing import TypeVar
 from pydantic import BaseModel, Field
 
 from kodiai.github.git_env import git_child_env
+from kodiai.handler_kit.usage import UsageEvidence, build_search_terms, parse_git_grep_output
 from kodiai.log import get_logger
-from kodiai.review.usage import UsageEvidence, build_search_terms, parse_git_grep_output
 
 __all__ = [
     "GrepResult",

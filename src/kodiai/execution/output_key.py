@@ -2,7 +2,8 @@
 
 The key names one review output (one delivery of one event on one head SHA); the markers are HTML
 comments GitHub does not display. The "already published" scan that looks for them on a PR is
-:func:`kodiai.github.pulls.find_marker`.
+:func:`kodiai.github.pulls.find_marker`. It lives in the execution package, below the review package
+that builds the key, because the executor's MCP tools stamp and look for the marker too.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A backup is a directory: ``telemetry.db``, ``knowledge.db``, ``jobs.db`` (SQLite's online backup API: a
 consistent snapshot taken inside one read transaction, while the server keeps writing), ``memory/`` (a
-copy of the LanceDB directory at its latest version, :mod:`kodiai.storage.backup_lance`) and
+copy of the LanceDB directory at its latest version, :mod:`kodiai.maintenance.backup_lance`) and
 ``kodiai-backup.json``, the manifest: each file's checksum, applied migrations and row counts, each memory
 table's version, row counts and embedding models. The backup is built in a hidden sibling directory and
 renamed into place last, so a directory named like a backup is always complete.
@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from kodiai.storage import backup_lance
+from kodiai.maintenance import backup_lance
 
 MANIFEST_NAME = "kodiai-backup.json"
 FORMAT = "kodiai-backup/1"
