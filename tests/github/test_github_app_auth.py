@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from kodiai.github.app_auth import GitHubApp, GitHubAppError
+from kodiai.github.app_auth import GitHubApp, GitHubAppError, _parsed_key
 from kodiai.github.retry import GitHubRetry
 from support.fake_github import FakeGitHub, generate_private_key_pem
 
@@ -46,6 +46,25 @@ def test_1_2_04_bad_key_fails_fast_with_one_clear_message(fake_github: FakeGitHu
     assert "HTTP 401" in message and "GITHUB_PRIVATE_KEY" in message
     assert "PRIVATE KEY" not in message.replace("GITHUB_PRIVATE_KEY", "")
     assert "\n" not in message
+
+
+def test_the_key_is_parsed_once_per_process_and_key_text(fake_github: FakeGitHub) -> None:
+    """Every GitHubApp built with the same key text signs with the key parsed once (~95 ms of CPU each);
+    another key is parsed on its own, and a key that fails to parse fails again (never cached)."""
+
+    def app(key: str) -> GitHubApp:
+        return GitHubApp(fake_github.app_id, key, base_url=fake_github.url, retry=fast_retry())
+
+    app(fake_github.private_key_pem).initialize()
+    parsed = _parsed_key.cache_info().misses
+    assert app(fake_github.private_key_pem).initialize() == "kodiai"
+    assert _parsed_key.cache_info().misses == parsed  # no second parse
+    with pytest.raises(GitHubAppError, match="HTTP 401"):  # another key: parsed, then refused by GitHub
+        app(generate_private_key_pem()).initialize()
+    assert _parsed_key.cache_info().misses == parsed + 1
+    for _ in range(2):
+        with pytest.raises(GitHubAppError):
+            app("not a key").initialize()
 
 
 def test_1_2_04_unreachable_github_fails_fast(fake_github: FakeGitHub) -> None:

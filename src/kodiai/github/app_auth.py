@@ -11,6 +11,7 @@ All PyGithub calls are blocking; async callers use ``asyncio.to_thread``.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 import time
@@ -39,6 +40,14 @@ class GitHubAppError(RuntimeError):
     """GitHub App authentication failed (bad key, unknown app, GitHub unreachable)."""
 
 
+@functools.lru_cache(maxsize=8)
+def _parsed_key(pem: str) -> Any:
+    """The App's key parsed by PyJWT (the same key, and the same errors, as signing with the text), once per
+    process and key text: each parse costs ~95 ms of CPU, and every :class:`GitHubApp` built with the same
+    key (a test suite builds hundreds) would pay it again. A failed parse is not cached."""
+    return RSAAlgorithm(RSAAlgorithm.SHA256).prepare_key(pem)
+
+
 class _AppJwtSigner:
     """Signs the app's JWTs (RS256) with its key parsed once. Given the PEM text, PyJWT parses and validates
     the key again for every JWT: ~70 ms of CPU each (one per token mint and per ``GET /app``)."""
@@ -50,8 +59,8 @@ class _AppJwtSigner:
         self._key: Any = None
 
     def __call__(self, payload: dict[str, Any]) -> str:
-        if self._key is None:  # PyJWT's own parse: the same key, and the same errors, as with the text
-            self._key = RSAAlgorithm(RSAAlgorithm.SHA256).prepare_key(self._pem)
+        if self._key is None:
+            self._key = _parsed_key(self._pem)
         return jwt.encode(payload, key=self._key, algorithm="RS256")
 
 
