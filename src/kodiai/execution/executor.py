@@ -42,7 +42,7 @@ InstallationClientFactory = Callable[[int], Github]
 TransportFactory = Callable[["ClaudeAgentOptions"], "Transport"]
 #: Per run: a factory of REST façades replacing GitHub (local reviews record instead of posting).
 RestFactoryForRun = Callable[[ExecutionContext], Callable[[], RestApi]]
-ConfigLoader = Callable[[Path, Any], ExecutorConfig]
+ConfigLoader = Callable[[Path, Logger], ExecutorConfig]
 
 
 class Executor(Protocol):

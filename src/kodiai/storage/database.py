@@ -28,6 +28,7 @@ transactions rely on.
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -82,7 +83,7 @@ class Database(Executor, Protocol):
     def closed(self) -> bool: ...
 
     @property
-    def lock(self) -> Any:
+    def lock(self) -> threading.RLock:
         """A re-entrant lock serialising this process's uses (SQLite: the connection's own lock)."""
         ...
 
@@ -164,7 +165,7 @@ class SqliteDatabase:
         return self._locked.raw
 
     @property
-    def lock(self) -> Any:
+    def lock(self) -> threading.RLock:
         return self._locked.lock
 
     @property
