@@ -1,7 +1,7 @@
 """The stages after the cut (abstain + the learned ranker) against the first stage, in the same run.
 
 One repository of ``--rows`` memories (384-dim unit vectors, file paths from a few hundred files in a few
-dozen directories) in a real LanceDB store with its full-text indexes. Per query, ``retrieve_context`` with
+dozen directories) in a real LanceDB store with its full-text indexes. Per query, ``retrieve`` with
 ``topK 25`` (so isolation asks for a pool of 100, the lexical channel for 100 more):
 
 - first stage: the chain as the review runs it (vector + lexical channel, rerank, recency, ``headgap``);
@@ -30,12 +30,14 @@ sys.path.insert(0, str(ROOT / "tests" / "learning"))
 
 from learning_helpers import make_record  # noqa: E402
 
-from kodiai.learning.calibration import MINILM_PROFILE  # noqa: E402
 from kodiai.learning.isolation import IsolationLayer  # noqa: E402
 from kodiai.learning.lexical import LexicalChannel  # noqa: E402
 from kodiai.learning.memory_store import open_memory_store  # noqa: E402
-from kodiai.learning.pipeline import CutContext, CutDecision, RetrievalOutcome, retrieve_context  # noqa: E402
+from kodiai.learning.pipeline import RetrievalOutcome, retrieve  # noqa: E402
+from kodiai.learning.retrieval_options import RetrievalOptions, RetrievalQuery  # noqa: E402
 from kodiai.learning.stages import StageSwitches, apply_stages, shipped_model  # noqa: E402
+from kodiai.learning.threshold.profiles import MINILM_PROFILE  # noqa: E402
+from kodiai.learning.threshold.types import CutContext, CutDecision  # noqa: E402
 
 DIM = 384
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
@@ -116,22 +118,14 @@ def main() -> None:
 
         def chain(i: int, stages: StageSwitches | None) -> RetrievalOutcome:
             q, text, pr_files = queries[i]
-            return retrieve_context(
+            return retrieve(
                 isolation,
                 q,
-                repo="acme/api",
-                owner="acme",
-                sharing_enabled=False,
-                pr_languages=["Go"],
-                top_k=25,
-                distance_threshold=0.3,
-                adaptive=True,
-                now=NOW,
-                cut=MINILM_PROFILE.cut(),
+                RetrievalQuery(
+                    repo="acme/api", owner="acme", pr_languages=["Go"], now=NOW, text=text, pr_files=pr_files
+                ),
+                RetrievalOptions(top_k=25, distance_threshold=0.3, cut=MINILM_PROFILE.cut(), stages=stages),
                 lexical=channel,
-                query_text=text,
-                stages=stages,
-                pr_files=pr_files,
             )
 
         chain(0, both)  # warm-up: the full-text index is folded once

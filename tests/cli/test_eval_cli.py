@@ -11,7 +11,7 @@ from ruamel.yaml import YAML
 from typer.testing import CliRunner
 
 from kodiai.cli.main import app
-from kodiai.learning.calibration import resolve_profile
+from kodiai.learning.threshold.profiles import resolve_profile
 
 pytestmark = pytest.mark.slow  # loads the local embedding model once per module
 

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 
+from kodiai.learning.isolation import IsolationLayer
+from kodiai.learning.pipeline import LexicalSearcher, RetrievalOutcome, retrieve
 from kodiai.learning.recency import parse_created_at
+from kodiai.learning.retrieval_options import RetrievalOptions, RetrievalQuery
 from kodiai.learning.types import LearningMemoryRecord, RerankedResult, RetrievalResult
 
 VECTOR_RECORD_DEFAULTS: dict[str, Any] = {
@@ -97,3 +102,28 @@ def at_distance(base: np.ndarray, distance: float, rng: np.random.Generator) -> 
     cos = 1 - distance**2 / 2
     sin = np.sqrt(max(0.0, 1 - cos**2))
     return (cos * base + sin * ortho).astype(np.float32)
+
+
+_QUERY_FIELDS = {f.name for f in dataclasses.fields(RetrievalQuery)}
+
+
+def retrieve_kw(
+    isolation: IsolationLayer,
+    query_embedding: Sequence[float] | np.ndarray,
+    *,
+    lexical: LexicalSearcher | None = None,
+    query_text: str | None = None,
+    **kw: Any,
+) -> RetrievalOutcome:
+    """The typed chain call from one flat set of keywords (the query's fields, the rest options), so a
+    test states only what it varies."""
+    query = {k: v for k, v in kw.items() if k in _QUERY_FIELDS}
+    options = {k: v for k, v in kw.items() if k not in _QUERY_FIELDS}
+    return retrieve(
+        isolation,
+        query_embedding,
+        RetrievalQuery(text=query_text, **query),
+        RetrievalOptions(**options),
+        lexical=lexical,
+    )
+

@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import pytest
 
-from kodiai.learning.adaptive_threshold import DEFAULT_ADAPTIVE_CONFIG, compute_adaptive_threshold
-from kodiai.learning.calibration import (
-    MINILM_PROFILE,
-    SCALE_FREE_DEFAULT,
-    VOYAGE_PROFILE,
+from kodiai.learning.evaluation.calibration import (
     CalibrationTargets,
     LabelledPool,
     calibration_yaml_keys,
     derive_profile,
+)
+from kodiai.learning.threshold.head_gap import HeadGapCut
+from kodiai.learning.threshold.max_gap import DEFAULT_ADAPTIVE_CONFIG, MaxGapCut, compute_adaptive_threshold
+from kodiai.learning.threshold.profiles import (
+    MINILM_PROFILE,
+    SCALE_FREE_DEFAULT,
+    VOYAGE_PROFILE,
     profile_for_model,
     resolve_cut,
     resolve_profile,
 )
-from kodiai.learning.cut_strategy import Candidate, HeadGapCut, MaxGapCut
+from kodiai.learning.threshold.types import Candidate
 
 
 def test_voyage_keeps_the_originals_constants_exactly() -> None:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from kodiai.config import parse_repo_config
-from kodiai.learning.calibration import MINILM_PROFILE, resolve_cut, resolve_profile
-from kodiai.learning.cut_strategy import HeadGapCut, MaxGapCut
+from kodiai.learning.threshold.head_gap import HeadGapCut
+from kodiai.learning.threshold.max_gap import MaxGapCut
+from kodiai.learning.threshold.profiles import MINILM_PROFILE, resolve_cut, resolve_profile
 
 YAML = """
 knowledge:

@@ -14,16 +14,15 @@ from typer.testing import CliRunner
 from kodiai.cli.main import app
 from kodiai.config import parse_repo_config
 from kodiai.config.models import RetrievalConfig
-from kodiai.learning.calibration import (
+from kodiai.learning.evaluation.calibration import calibration_yaml_keys, profile_only_keys
+from kodiai.learning.threshold.head_gap import HeadGapCut
+from kodiai.learning.threshold.profiles import (
     MINILM_PROFILE,
     VOYAGE_PROFILE,
     CalibrationProfile,
-    calibration_yaml_keys,
-    profile_only_keys,
     resolve_cut,
     resolve_profile,
 )
-from kodiai.learning.cut_strategy import HeadGapCut
 
 LEXICAL = """
 knowledge:

@@ -11,15 +11,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from learning_helpers import make_record
 
-from kodiai.learning.cut_strategy import (
-    Candidate,
-    FixedCut,
-    HeadGapCut,
-    HeadGapParams,
-    fixed_select,
-    head_gap_decide,
-)
-from kodiai.learning.pipeline import CutContext
+from kodiai.learning.threshold.baselines import FixedCut, fixed_select
+from kodiai.learning.threshold.head_gap import HeadGapCut, HeadGapParams, head_gap_decide
+from kodiai.learning.threshold.types import Candidate, CutContext
 from kodiai.learning.types import RerankedResult
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)

@@ -10,22 +10,21 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from learning_helpers import at_distance, make_record, unit
+from learning_helpers import at_distance, make_record, retrieve_kw, unit
 
-from kodiai.learning.adaptive_threshold import compute_adaptive_threshold
-from kodiai.learning.cut_strategy import (
-    FixedCut,
+from kodiai.learning.isolation import IsolationLayer
+from kodiai.learning.memory_store import open_memory_store
+from kodiai.learning.recency import apply_recency_weighting
+from kodiai.learning.threshold.baselines import FixedCut
+from kodiai.learning.threshold.head_gap import (
     HeadGapCut,
     LegacyHeadGapCut,
     LegacyHeadGapParams,
-    MaxGapCut,
     legacy_head_gap_select,
     legacy_head_gap_threshold,
 )
-from kodiai.learning.isolation import IsolationLayer
-from kodiai.learning.memory_store import open_memory_store
-from kodiai.learning.pipeline import CutContext, max_gap_cut, retrieve_context
-from kodiai.learning.recency import apply_recency_weighting
+from kodiai.learning.threshold.max_gap import MaxGapCut, compute_adaptive_threshold, max_gap_cut
+from kodiai.learning.threshold.types import CutContext
 from kodiai.learning.types import RerankedResult
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
@@ -247,10 +246,10 @@ def test_year_old_critical_only_relevant_finding_survives_recency(tmp_path: Path
         HeadGapCut(),
         LegacyHeadGapCut(LegacyHeadGapParams(head=3, min_relative_gap=0.15, ceiling=0.829)),
     ):
-        out = retrieve_context(IsolationLayer(store), query, cut=cut, **common)  # type: ignore[arg-type]
+        out = retrieve_kw(IsolationLayer(store), query, cut=cut, **common)
         assert 1 in [r.memory_id for r in out.results]
         assert out.quality.threshold_method.startswith("headgap:")
-    original = retrieve_context(IsolationLayer(store), query, cut=max_gap_cut, **common)  # type: ignore[arg-type]
+    original = retrieve_kw(IsolationLayer(store), query, cut=max_gap_cut, **common)
     assert 1 not in [r.memory_id for r in original.results]
 
 
@@ -266,8 +265,8 @@ def test_recency_off_in_the_chain_leaves_distances_alone(tmp_path: Path) -> None
         adaptive=True,
         now=NOW,
     )
-    off = retrieve_context(IsolationLayer(store), query, recency=False, **common)  # type: ignore[arg-type]
-    on = retrieve_context(IsolationLayer(store), query, **common)  # type: ignore[arg-type]
+    off = retrieve_kw(IsolationLayer(store), query, recency=False, **common)
+    on = retrieve_kw(IsolationLayer(store), query, **common)
     assert [round(r.adjusted_distance, 6) for r in off.reranked] == [0.34, 0.425]  # ×0.85 rerank only
     assert on.reranked[-1].memory_id == 1 and on.reranked[-1].adjusted_distance > 0.34
 

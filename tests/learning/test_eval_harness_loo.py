@@ -14,9 +14,8 @@ import numpy as np
 import pytest
 from learning_helpers import unit
 
-from kodiai.learning.calibration import MINILM_PROFILE, CalibrationTargets, LabelledPool
-from kodiai.learning.cut_strategy import Candidate, FixedCut, HeadGapCut, HeadGapParams, TopKCut
 from kodiai.learning.embeddings import InputType
+from kodiai.learning.evaluation.calibration import CalibrationTargets, LabelledPool
 from kodiai.learning.evaluation.data import EvalDataset, EvalFinding, EvalQuery
 from kodiai.learning.evaluation.evaluate import (
     build_strategies,
@@ -30,6 +29,10 @@ from kodiai.learning.evaluation.loo import choose, fitted_procedures, leave_one_
 from kodiai.learning.evaluation.metrics import QueryJudgement, aggregate, bootstrap
 from kodiai.learning.evaluation.runner import ChainOptions
 from kodiai.learning.evaluation.targets import check_targets
+from kodiai.learning.threshold.baselines import FixedCut, TopKCut
+from kodiai.learning.threshold.head_gap import HeadGapCut, HeadGapParams
+from kodiai.learning.threshold.profiles import MINILM_PROFILE
+from kodiai.learning.threshold.types import Candidate
 
 # ---- scales and grids -----------------------------------------------------------------------------------
 

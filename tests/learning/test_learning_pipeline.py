@@ -10,15 +10,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from learning_helpers import at_distance, make_record, unit
+from learning_helpers import at_distance, make_record, retrieve_kw, unit
 
-from kodiai.learning.adaptive_threshold import AdaptiveThresholdResult
 from kodiai.learning.ambiguity import AmbiguityConfig, ambiguity_signal
 from kodiai.learning.confidence import ConfidenceConfig, confidence_labels, label_for
 from kodiai.learning.isolation import IsolationLayer, internal_top_k
 from kodiai.learning.memory_store import LanceMemoryStore, open_memory_store
-from kodiai.learning.pipeline import CutContext, CutDecision, RetrievalOutcome, retrieve_context
+from kodiai.learning.pipeline import RetrievalOutcome
 from kodiai.learning.telemetry import record_retrieval_quality
+from kodiai.learning.threshold.types import AdaptiveThresholdResult, CutContext, CutDecision
 from kodiai.learning.types import RerankedResult
 from kodiai.storage.telemetry import TelemetryStore
 
@@ -54,7 +54,7 @@ def run(store: LanceMemoryStore, q: np.ndarray, **kw: object) -> RetrievalOutcom
         "now": NOW,
     }
     args.update(kw)
-    return retrieve_context(IsolationLayer(store), q, **args)  # type: ignore[arg-type]
+    return retrieve_kw(IsolationLayer(store), q, **args)
 
 
 def test_internal_top_k() -> None:
@@ -284,7 +284,7 @@ def test_telemetry_disabled_writes_nothing_and_failure_is_fail_open(
 
 
 def test_signal_configs_defaults() -> None:
-    from kodiai.learning.pipeline import signal_configs
+    from kodiai.learning.retrieval_options import signal_configs
 
     assert signal_configs(None, None) == (ConfidenceConfig(), None)
     assert signal_configs(False, True) == (None, AmbiguityConfig())

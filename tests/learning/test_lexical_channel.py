@@ -9,15 +9,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from learning_helpers import at_distance, make_record, unit
+from learning_helpers import at_distance, make_record, retrieve_kw, unit
 
-from kodiai.learning.calibration import MINILM_PROFILE
-from kodiai.learning.cut_strategy import HeadGapCut
 from kodiai.learning.isolation import IsolationLayer
 from kodiai.learning.lexical import LexicalChannel, unindexed_rows
 from kodiai.learning.memory_schema import InvalidNameError
 from kodiai.learning.memory_store import LanceMemoryStore, open_memory_store
-from kodiai.learning.pipeline import LexicalMatches, max_gap_cut, retrieve_context
+from kodiai.learning.pipeline import LexicalMatches
+from kodiai.learning.threshold.head_gap import HeadGapCut
+from kodiai.learning.threshold.max_gap import max_gap_cut
+from kodiai.learning.threshold.profiles import MINILM_PROFILE
 
 DIM = 32
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
@@ -100,7 +101,7 @@ def test_awkward_query_text_and_bad_repo_names(tmp_path: Path) -> None:
 
 
 def _run(store: LanceMemoryStore, query: np.ndarray, cut: object, lexical: object) -> object:
-    return retrieve_context(
+    return retrieve_kw(
         IsolationLayer(store),
         query,
         repo="acme/api",

@@ -10,10 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from learning_helpers import at_distance, make_record, unit
+from learning_helpers import at_distance, make_record, retrieve_kw, unit
 
-from kodiai.learning.calibration import MINILM_PROFILE
-from kodiai.learning.cut_strategy import Candidate, HeadGapCut
 from kodiai.learning.evaluation.data import EvalDataset, EvalFinding, EvalQuery, FindingSource
 from kodiai.learning.evaluation.evaluate import build_strategies, check_replays, replay_judgements
 from kodiai.learning.evaluation.loo import evaluation_loo
@@ -29,8 +27,11 @@ from kodiai.learning.evaluation.runner import (
 from kodiai.learning.evaluation.targets import check_targets
 from kodiai.learning.isolation import IsolationLayer
 from kodiai.learning.memory_store import LanceMemoryStore, open_memory_store
-from kodiai.learning.pipeline import RetrievalOutcome, retrieve_context
-from kodiai.learning.same_pr import SamePrStrategy, same_pr_decide
+from kodiai.learning.pipeline import RetrievalOutcome
+from kodiai.learning.threshold.head_gap import HeadGapCut
+from kodiai.learning.threshold.profiles import MINILM_PROFILE
+from kodiai.learning.threshold.same_pr import SamePrStrategy, same_pr_decide
+from kodiai.learning.threshold.types import Candidate
 from kodiai.learning.types import MemoryHit
 
 DIM = 32
@@ -86,7 +87,7 @@ def build(tmp_path: Path) -> tuple[LanceMemoryStore, np.ndarray]:
 
 
 def run(store: LanceMemoryStore, query: np.ndarray, **scope: object) -> RetrievalOutcome:
-    return retrieve_context(
+    return retrieve_kw(
         IsolationLayer(store),
         query,
         repo="acme/api",
@@ -212,9 +213,9 @@ def test_a_store_without_review_selection_is_an_error_only_when_the_scope_is_ask
         "distance_threshold": 0.3,
         "adaptive": True,
     }
-    assert retrieve_context(isolation, np.ones(4), **kwargs).results == []  # type: ignore[arg-type]
+    assert retrieve_kw(isolation, np.ones(4), **kwargs).results == []
     with pytest.raises(TypeError, match="cannot select memories by review"):
-        retrieve_context(isolation, np.ones(4), same_pr_review_ids=frozenset({1}), **kwargs)  # type: ignore[arg-type]
+        retrieve_kw(isolation, np.ones(4), same_pr_review_ids=frozenset({1}), **kwargs)
 
 
 # ---- the evaluation harness ---------------------------------------------------------------------------

@@ -9,16 +9,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
-from learning_helpers import at_distance, make_record, unit
+from learning_helpers import at_distance, make_record, retrieve_kw, unit
 
-from kodiai.learning.calibration import MINILM_PROFILE, VOYAGE_PROFILE
 from kodiai.learning.isolation import IsolationLayer
 from kodiai.learning.lexical import LexicalChannel
 from kodiai.learning.memory_store import LanceMemoryStore, open_memory_store
-from kodiai.learning.pipeline import RetrievalOutcome, retrieve_context
+from kodiai.learning.pipeline import RetrievalOutcome
 from kodiai.learning.recency import apply_recency_weighting
 from kodiai.learning.stages import StageSwitches
 from kodiai.learning.telemetry import quality_row
+from kodiai.learning.threshold.profiles import MINILM_PROFILE, VOYAGE_PROFILE
 from kodiai.storage.telemetry import TelemetryStore
 from support.db_backends import DbBackend, db_backend  # noqa: F401  (the fixture)
 
@@ -65,7 +65,7 @@ def run(
     cut: object = None,
     same_pr: frozenset[int] | None = None,
 ) -> RetrievalOutcome:
-    return retrieve_context(
+    return retrieve_kw(
         IsolationLayer(store),
         query,
         repo="acme/api",

@@ -64,16 +64,16 @@ def calibrate(
 
     from kodiai.cli.eval_cmd import inputs
     from kodiai.cli.progress import stage_progress
-    from kodiai.learning.calibration import (
+    from kodiai.learning.evaluation.calibration import (
         CalibrationTargets,
         LabelledPool,
         calibration_yaml_keys,
         derive_profile,
-        profile_for_model,
         profile_only_keys,
     )
     from kodiai.learning.evaluation.embedding_cache import EmbeddingCache, EmbeddingFailedError
     from kodiai.learning.evaluation.runner import ChainOptions, run_chain
+    from kodiai.learning.threshold.profiles import profile_for_model
 
     tracks, provider = inputs(lambda: _tracks(data), provider_name, voyage_api_key)
     embeddings = EmbeddingCache(cache, provider)

@@ -31,12 +31,12 @@ from rich.table import Table
 from kodiai.storage.db_path import resolve_knowledge_db_path
 
 if TYPE_CHECKING:  # the learning stack (LanceDB, numpy, the embedder) loads only when a command runs
-    from kodiai.learning.adaptive_threshold import AdaptiveThresholdResult
     from kodiai.learning.embeddings import EmbeddingProvider
     from kodiai.learning.memory_store import LanceMemoryStore, MemoryStats
     from kodiai.learning.pipeline import RetrievalOutcome
     from kodiai.learning.provenance import HistoryEvent, MemoryProvenance
     from kodiai.learning.provenance_sources import ReadOnlyKnowledge
+    from kodiai.learning.threshold.types import AdaptiveThresholdResult
     from kodiai.learning.types import LearningMemoryRecord
 
 app = typer.Typer(
@@ -314,12 +314,13 @@ def search(
     as_json: JsonOpt = False,
 ) -> None:
     """Run the whole retrieval chain (as a review does) and print every stage and the channels that answered."""
-    from kodiai.learning.calibration import resolve_cut
     from kodiai.learning.confidence import ConfidenceConfig
     from kodiai.learning.isolation import IsolationLayer
     from kodiai.learning.lexical import LexicalChannel
     from kodiai.learning.memory_schema import InvalidNameError, validate_repo
-    from kodiai.learning.pipeline import retrieve_context
+    from kodiai.learning.pipeline import retrieve
+    from kodiai.learning.retrieval_options import RetrievalOptions, RetrievalQuery
+    from kodiai.learning.threshold.profiles import resolve_cut
 
     try:
         validate_repo(repo)
@@ -334,20 +335,25 @@ def search(
     query = provider.generate(text, "query")
     if query is None:
         raise _fail(f"embedding the query with {provider.model} failed (see the warning above)")
-    out = retrieve_context(
-        IsolationLayer(store),
-        query,
-        repo=repo,
-        owner=repo.split("/")[0],
-        sharing_enabled=sharing,
-        pr_languages=[lang.strip() for lang in languages.split(",") if lang.strip()],
+    options = RetrievalOptions(
         top_k=top_k,
         distance_threshold=threshold,
         adaptive=adaptive,
-        confidence=ConfidenceConfig(),
+        sharing_enabled=sharing,
         cut=cut,
+        confidence=ConfidenceConfig(),
+    )
+    out = retrieve(
+        IsolationLayer(store),
+        query,
+        RetrievalQuery(
+            repo=repo,
+            owner=repo.split("/")[0],
+            pr_languages=[lang.strip() for lang in languages.split(",") if lang.strip()],
+            text=text,
+        ),
+        options,
         lexical=LexicalChannel(store) if lexical else None,
-        query_text=text,
     )
     if as_json:
         typer.echo(json.dumps(out.model_dump(mode="json"), indent=2))

@@ -11,7 +11,7 @@ same call the store makes for its vector index); a retrieval right after new mem
 With several writers (an object-store memory) searches leave that to the periodic compaction job, so rows
 written since its last run are scored as unindexed rows meanwhile.
 
-Scores are raw BM25 and only comparable within one query; :func:`kodiai.learning.cut_strategy.head_gap_decide`
+Scores are raw BM25 and only comparable within one query; :func:`kodiai.learning.threshold.head_gap.head_gap_decide`
 normalises each channel within the pool before fusing them. For every vector candidate the channel also
 returns its exact BM25 score (a second search restricted to those ids), so no candidate is fused with a
 made-up 0; for every lexical hit the vector channel missed it returns the true vector distance.

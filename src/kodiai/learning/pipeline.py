@@ -5,65 +5,38 @@ weighting → cut (adaptive max-gap threshold, then ``top_k``) → confidence la
 on the untruncated pool and the ``retrieval_quality`` figures. Pure apart from the store reads that
 isolation (and the lexical channel, when given) does.
 
-The cut is a plain function of ``(reranked results, CutContext)``: pass another :data:`CutStrategy` to
-``retrieve_context`` to change how the list is cut without touching the rest of the chain. A cut with
-``uses_lexical`` set, given a :class:`LexicalSearcher` and the query text, also sees the lexical channel's
-hits in the pool and their scores in ``CutContext.lexical`` (the original's ``maxgap`` never does).
+One typed call, :func:`retrieve`: the query (:class:`RetrievalQuery`) and how the chain runs
+(:class:`RetrievalOptions`, built once from ``.kodiai.yml``). :func:`retrieve_context` is the keyword form
+with the original's parameters (the pinned parity API).
+
+The cut is a plain function of ``(reranked results, CutContext)`` (:mod:`kodiai.learning.threshold`): set
+another strategy in ``RetrievalOptions.cut`` to change how the list is cut without touching the rest of
+the chain. A cut with ``uses_lexical`` set, given a :class:`LexicalSearcher` and the query text, also sees
+the lexical channel's hits in the pool and their scores in ``CutContext.lexical`` (the original's
+``maxgap`` never does).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from kodiai.learning.adaptive_threshold import (
-    AdaptiveThresholdConfig,
-    AdaptiveThresholdResult,
-    compute_adaptive_threshold,
-)
-from kodiai.learning.ambiguity import AmbiguityConfig, AmbiguitySignal, ambiguity_signal
-from kodiai.learning.confidence import ConfidenceConfig, ConfidenceLabel, confidence_labels, label_counts
+from kodiai.learning.ambiguity import AmbiguitySignal, ambiguity_signal
+from kodiai.learning.confidence import ConfidenceLabel, confidence_labels, label_counts
 from kodiai.learning.isolation import IsolationLayer, Provenance, internal_top_k
-from kodiai.learning.recency import RecencyConfig, apply_recency_weighting
+from kodiai.learning.recency import apply_recency_weighting
 from kodiai.learning.rerank import RerankConfig, rerank_by_language
+from kodiai.learning.retrieval_options import RetrievalOptions, RetrievalQuery
+from kodiai.learning.stages import apply_stages
+from kodiai.learning.threshold.pool import candidates_of
+from kodiai.learning.threshold.same_pr import SamePrMode, same_pr_decide, threshold_of
+from kodiai.learning.threshold.types import AdaptiveThresholdResult, CutContext, CutDecision
 from kodiai.learning.types import RerankedResult, RetrievalResult, ThresholdMethod
 from kodiai.log import get_logger
-
-if TYPE_CHECKING:
-    from kodiai.learning.same_pr import SamePrMode
-    from kodiai.learning.stages import StageSwitches
-
-
-class CutContext(BaseModel):
-    """What a cut strategy may look at besides the results."""
-
-    model_config = ConfigDict(frozen=True)
-
-    top_k: int
-    distance_threshold: float
-    adaptive: bool
-    adaptive_config: AdaptiveThresholdConfig | None = None
-    now: datetime | None = None
-    recency: bool = True
-    """Whether the chain weights by recency; a strategy with ``owns_recency = True`` gets the unweighted
-    list and applies ``recency_config`` itself (when ``recency`` is on)."""
-    recency_config: RecencyConfig | None = None
-    lexical: dict[int, float] | None = None
-    """The lexical channel's score (BM25) per pool member, 0 for no match; None when it did not run."""
-
-
-class CutDecision(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    results: list[RerankedResult]
-    threshold: AdaptiveThresholdResult
-
-
-CutStrategy = Callable[[Sequence[RerankedResult], CutContext], CutDecision]
 
 
 class LexicalMatches(BaseModel):
@@ -89,22 +62,6 @@ class LexicalSearcher(Protocol):
         limit: int,
         known: Sequence[int],
     ) -> LexicalMatches: ...
-
-
-def max_gap_cut(reranked: Sequence[RerankedResult], ctx: CutContext) -> CutDecision:
-    """The original's cut. Adaptive: threshold from the adjusted distances, keep ``≤ threshold``, then
-    ``top_k``. Not adaptive: the configured threshold as is (unclamped; isolation already filtered raw
-    distances by it) and the first ``top_k``."""
-    if not ctx.adaptive:
-        threshold = AdaptiveThresholdResult(
-            threshold=ctx.distance_threshold, method="configured", candidate_count=len(reranked)
-        )
-        return CutDecision(results=list(reranked[: ctx.top_k]), threshold=threshold)
-    threshold = compute_adaptive_threshold(
-        [r.adjusted_distance for r in reranked], ctx.distance_threshold, ctx.adaptive_config
-    )
-    kept = [r for r in reranked if r.adjusted_distance <= threshold.threshold]
-    return CutDecision(results=kept[: ctx.top_k], threshold=threshold)
 
 
 class RetrievalQuality(BaseModel):
@@ -193,17 +150,6 @@ def collapse_outcome_rows(results: Sequence[RetrievalResult]) -> list[RetrievalR
     return kept
 
 
-def signal_configs(
-    confidence_labels: bool | None, ambiguity_signal: bool | None
-) -> tuple[ConfidenceConfig | None, AmbiguityConfig | None]:
-    """``knowledge.retrieval.confidenceLabels`` (unset = on) and ``ambiguitySignal`` (unset = off) as the
-    ``confidence``/``ambiguity`` arguments of :func:`retrieve_context`."""
-    return (
-        ConfidenceConfig() if confidence_labels is not False else None,
-        AmbiguityConfig() if ambiguity_signal else None,
-    )
-
-
 def retrieve_context(
     isolation: IsolationLayer,
     query_embedding: Sequence[float] | np.ndarray,
@@ -216,41 +162,55 @@ def retrieve_context(
     distance_threshold: float,
     adaptive: bool,
     now: datetime | None = None,
-    rerank_config: RerankConfig | None = None,
-    recency_config: RecencyConfig | None = None,
-    adaptive_config: AdaptiveThresholdConfig | None = None,
-    cut: CutStrategy = max_gap_cut,
-    confidence: ConfidenceConfig | None = None,
-    ambiguity: AmbiguityConfig | None = None,
-    recency: bool = True,
-    lexical: LexicalSearcher | None = None,
-    query_text: str | None = None,
-    same_pr_review_ids: frozenset[int] | None = None,
-    same_pr_mode: SamePrMode = "only",
-    stages: StageSwitches | None = None,
-    pr_files: Sequence[str] = (),
 ) -> RetrievalOutcome:
-    """Run the chain once. ``confidence``/``ambiguity`` switch those signals on (None = off).
+    """The original's chain with the original's cut (max-gap), in the keyword form the parity vectors call;
+    everything else runs through :func:`retrieve`."""
+    return retrieve(
+        isolation,
+        query_embedding,
+        RetrievalQuery(repo=repo, owner=owner, pr_languages=tuple(pr_languages), now=now),
+        RetrievalOptions(
+            top_k=top_k,
+            distance_threshold=distance_threshold,
+            adaptive=adaptive,
+            sharing_enabled=sharing_enabled,
+        ),
+    )
 
-    ``recency=False`` skips recency weighting (evaluation only; the original always applies it). A cut
-    whose ``owns_recency`` attribute is true receives the list before recency and weights it itself.
-    ``lexical`` + ``query_text``: the lexical channel, used only by an adaptive cut whose ``uses_lexical``
-    is true; a failure of the channel is logged and the retrieval goes on with the vector channel alone.
 
-    ``same_pr_review_ids`` (a re-review): the ids of the PR's earlier reviews. Their memories are fetched
-    by review id (not only from the vector pool) and, in the default mode ``only``, are the whole answer:
-    the ``top_k`` most similar, nothing from other PRs, nothing at all when the PR has none
-    (:mod:`kodiai.learning.same_pr`). None (a first review) leaves the chain exactly as it was.
+def retrieve(
+    isolation: IsolationLayer,
+    query_embedding: Sequence[float] | np.ndarray,
+    query: RetrievalQuery,
+    options: RetrievalOptions,
+    *,
+    lexical: LexicalSearcher | None = None,
+) -> RetrievalOutcome:
+    """Run the chain once for ``query`` as ``options`` say.
 
-    ``stages`` (:mod:`kodiai.learning.stages`): the learned ranker and/or abstention over the pool after a
-    cut that owns recency (``headgap``), with ``pr_files`` the PR's changed files; never after ``maxgap``
-    or a non-adaptive cut, nor when the re-review scope answers alone (mode ``only``). None: unchanged.
+    ``lexical`` (with ``query.text``): the lexical channel, used only by an adaptive cut whose
+    ``uses_lexical`` is true; a failure of the channel is logged and the retrieval goes on with the vector
+    channel alone.
+
+    ``query.same_pr_review_ids`` (a re-review): the ids of the PR's earlier reviews. Their memories are
+    fetched by review id (not only from the vector pool) and, in the default mode ``only``, are the whole
+    answer: the ``top_k`` most similar, nothing from other PRs, nothing at all when the PR has none
+    (:mod:`kodiai.learning.threshold.same_pr`). None (a first review) leaves the chain exactly as it was.
+
+    ``options.stages``: the learned ranker and/or abstention over the pool after a cut that owns recency
+    (``headgap``), with ``query.pr_files`` the PR's changed files; never after ``maxgap`` or a
+    non-adaptive cut, nor when the re-review scope answers alone (mode ``only``). None: unchanged.
     """
+    repo, pr_languages, now = query.repo, query.pr_languages, query.now
+    top_k, distance_threshold, adaptive = options.top_k, options.distance_threshold, options.adaptive
+    cut, recency, rerank_config = options.cut, options.recency, options.rerank_config
+    same_pr_review_ids, same_pr_mode, stages = query.same_pr_review_ids, options.same_pr_mode, options.stages
+    confidence, ambiguity, query_text = options.confidence, options.ambiguity, query.text
     isolated = isolation.retrieve_with_isolation(
         query_embedding=query_embedding,
         repo=repo,
-        owner=owner,
-        sharing_enabled=sharing_enabled,
+        owner=query.owner,
+        sharing_enabled=options.sharing_enabled,
         top_k=top_k,
         distance_threshold=distance_threshold,
         adaptive=adaptive,
@@ -280,15 +240,15 @@ def retrieve_context(
     if candidates:
         reranked = rerank_by_language(candidates, pr_languages, rerank_config)
     if reranked and recency and not getattr(cut, "owns_recency", False):
-        reranked = apply_recency_weighting(reranked, now, recency_config)
+        reranked = apply_recency_weighting(reranked, now, options.recency_config)
     ctx = CutContext(
         top_k=top_k,
         distance_threshold=distance_threshold,
         adaptive=adaptive,
-        adaptive_config=adaptive_config,
+        adaptive_config=options.adaptive_config,
         now=now,
         recency=recency,
-        recency_config=recency_config,
+        recency_config=options.recency_config,
         lexical=scores,
     )
     decision = cut(reranked, ctx)
@@ -301,10 +261,8 @@ def retrieve_context(
         and getattr(cut, "owns_recency", False)
         and not (same_pr_review_ids is not None and same_pr_mode == "only")
     ):
-        from kodiai.learning.stages import apply_stages
-
         decision, staged = apply_stages(
-            reranked, decision, ctx, pr_files=pr_files, pr_languages=pr_languages, switches=stages
+            reranked, decision, ctx, pr_files=query.pr_files, pr_languages=pr_languages, switches=stages
         )
         stage_status, abstain_reason = staged.second_stage, staged.abstain_reason
     own: list[RerankedResult] | None = None
@@ -377,9 +335,7 @@ def _same_pr_scope(
 ) -> tuple[list[RerankedResult], CutDecision]:
     """The re-review scope over the normal cut's decision: the PR's own earlier memories (fetched by
     review id, plus any already in the pool), language-reranked like the pool, then
-    :func:`kodiai.learning.same_pr.same_pr_decide`."""
-    from kodiai.learning.cut_strategy import candidates_of
-    from kodiai.learning.same_pr import same_pr_decide, threshold_of
+    :func:`kodiai.learning.threshold.same_pr.same_pr_decide`."""
 
     fetched = isolation.retrieve_for_reviews(
         query_embedding=query_embedding,

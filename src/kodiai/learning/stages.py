@@ -24,11 +24,10 @@ from importlib import resources
 from pydantic import BaseModel, ConfigDict
 
 from kodiai.learning.abstain import AbstainModel, decide
-from kodiai.learning.adaptive_threshold import AdaptiveThresholdResult
-from kodiai.learning.cut_strategy import NamedCut, candidates_of
-from kodiai.learning.pipeline import CutContext, CutDecision
 from kodiai.learning.recency import apply_recency_weighting
 from kodiai.learning.second_stage import PairInput, PrFiles, RankerModel, language_match, rank_pool
+from kodiai.learning.threshold.pool import candidates_of
+from kodiai.learning.threshold.types import AdaptiveThresholdResult, CutContext, CutDecision, NamedCut
 from kodiai.learning.types import RerankedResult
 
 MODEL_RESOURCE = "stages_model.json"

@@ -17,7 +17,7 @@ ThresholdMethod = Literal[
     "adaptive",
     "percentile",
     "configured",
-    # kodiai.learning.cut_strategy: the scale-free head-gap strategy and the evaluation's fixed cut.
+    # kodiai.learning.threshold (head_gap, baselines): the scale-free head-gap strategy and the evaluation's fixed cut.
     "headgap:empty",
     "headgap:abstain",
     "headgap:gap",
@@ -28,7 +28,7 @@ ThresholdMethod = Literal[
     # evaluation baselines: fixed thresholds and "top-k, no cut".
     "fixed",
     "topk",
-    # kodiai.learning.same_pr: the re-review scope (the PR's own earlier memories).
+    # kodiai.learning.threshold.same_pr: the re-review scope (the PR's own earlier memories).
     "same-pr:kept",
     "same-pr:first",
     "same-pr:fallback",

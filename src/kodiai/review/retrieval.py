@@ -13,10 +13,9 @@ from pydantic import BaseModel, ConfigDict
 
 from kodiai.config import RepoConfig
 from kodiai.handler_kit.deps import LearnedMemory
-from kodiai.learning.calibration import resolve_cut
-from kodiai.learning.pipeline import RetrievalOutcome, retrieve_context, signal_configs
+from kodiai.learning.pipeline import RetrievalOutcome, retrieve
+from kodiai.learning.retrieval_options import RetrievalOptions, RetrievalQuery
 from kodiai.learning.retrieval_query import RetrievalQuerySignals, build_retrieval_query
-from kodiai.learning.stages import StageSwitches
 from kodiai.log import Logger
 from kodiai.review.diff_analysis import DiffAnalysis
 from kodiai.review.pr_intent import ParsedPRIntent
@@ -123,32 +122,27 @@ async def gather_retrieval(
     vector = await asyncio.to_thread(memory.embeddings.generate, query, "query")
     if vector is None:
         return RetrievalStep(status="no-embedding", query=query)
-    confidence, ambiguity = signal_configs(settings.confidence_labels, settings.ambiguity_signal)
-    cut = resolve_cut(memory.embeddings.model, settings.cut_strategy, settings.calibration)
-    stages = StageSwitches.of(settings.abstain, settings.second_stage)
+    options = RetrievalOptions.from_config(
+        settings, sharing_enabled=config.knowledge.sharing.enabled, embedding_model=memory.embeddings.model
+    )
 
     def run() -> RetrievalOutcome:
         # In a worker thread: the lexical channel may build its full-text indexes (first use) and fold new
         # rows into them (``table.optimize()``, first read after writes), both blocking LanceDB calls.
-        return retrieve_context(
+        return retrieve(
             memory.isolation,
             vector,
-            repo=facts.full_name,
-            owner=facts.owner,
-            sharing_enabled=config.knowledge.sharing.enabled,
-            pr_languages=list(analysis.files_by_language),
-            top_k=int(settings.top_k),
-            distance_threshold=settings.distance_threshold,
-            adaptive=settings.adaptive,
-            now=sources.now,
-            cut=cut,
-            confidence=confidence,
-            ambiguity=ambiguity,
+            RetrievalQuery(
+                repo=facts.full_name,
+                owner=facts.owner,
+                pr_languages=list(analysis.files_by_language),
+                now=sources.now,
+                text=query,
+                same_pr_review_ids=re_review_scope(options.cut_name, sources, log),
+                pr_files=list(review_files[:TOP_FILE_PATHS]),
+            ),
+            options,
             lexical=memory.lexical,
-            query_text=query,
-            same_pr_review_ids=re_review_scope(cut.name, sources, log),
-            stages=stages if stages.active else None,
-            pr_files=list(review_files[:TOP_FILE_PATHS]),
         )
 
     outcome = await asyncio.to_thread(run)

@@ -28,24 +28,20 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from kodiai.learning.calibration import LabelledPool, resolve_cut, resolve_profile
-from kodiai.learning.cut_strategy import (
-    FixedCut,
-    HeadGapCut,
-    LegacyHeadGapCut,
-    LegacyHeadGapParams,
-    NamedCut,
-    TopKCut,
-    replay_ids,
-)
 from kodiai.learning.embeddings import EmbeddingProvider
+from kodiai.learning.evaluation.calibration import LabelledPool
 from kodiai.learning.evaluation.data import EvalDataset
 from kodiai.learning.evaluation.embedding_cache import EmbeddingCache
 from kodiai.learning.evaluation.metrics import BOOTSTRAP_REPS, QueryJudgement, StrategyMetrics, with_intervals
 from kodiai.learning.evaluation.runner import ChainOptions, ScopedPool, run_chain
 from kodiai.learning.recency import DEFAULT_RECENCY_CONFIG, OTHER_SEVERITY_FLOOR_SHARE
 from kodiai.learning.rerank import DEFAULT_RERANK_CONFIG
-from kodiai.learning.same_pr import (
+from kodiai.learning.second_stage import PrFiles
+from kodiai.learning.stages import StagedCut, StageSwitches, run_stages
+from kodiai.learning.threshold.baselines import FixedCut, TopKCut, replay_ids
+from kodiai.learning.threshold.head_gap import HeadGapCut, LegacyHeadGapCut, LegacyHeadGapParams
+from kodiai.learning.threshold.profiles import resolve_cut, resolve_profile
+from kodiai.learning.threshold.same_pr import (
     DEFAULT_SAME_PR_MODE,
     SAME_PR_MODES,
     SamePrStrategy,
@@ -53,8 +49,7 @@ from kodiai.learning.same_pr import (
     same_pr_decide,
     scoped_name,
 )
-from kodiai.learning.second_stage import PrFiles
-from kodiai.learning.stages import StagedCut, StageSwitches, run_stages
+from kodiai.learning.threshold.types import NamedCut
 
 FIXED_STEP = 0.05
 DEFAULT_KEY = "default"

@@ -36,14 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from kodiai.learning.calibration import (
-    CalibrationProfile,
-    CalibrationTargets,
-    LabelledPool,
-    derive_profile,
-    resolve_profile,
-)
-from kodiai.learning.cut_strategy import FixedCut, HeadGapCut, LegacyHeadGapCut, NamedCut
+from kodiai.learning.evaluation.calibration import CalibrationTargets, LabelledPool, derive_profile
 from kodiai.learning.evaluation.evaluate import (
     LEGACY_MINILM_PARAMS,
     build_strategies,
@@ -60,9 +53,13 @@ from kodiai.learning.evaluation.metrics import (
 )
 from kodiai.learning.evaluation.runner import ChainOptions, ScopedPool
 from kodiai.learning.evaluation.stages import StageQuery, train_abstain, train_ranker
-from kodiai.learning.same_pr import SamePrMode, SamePrStrategy, scoped_name
 from kodiai.learning.second_stage import PrFiles
 from kodiai.learning.stages import StagedCut, StagesModel, StageSwitches, staged_name
+from kodiai.learning.threshold.baselines import FixedCut
+from kodiai.learning.threshold.head_gap import HeadGapCut, LegacyHeadGapCut
+from kodiai.learning.threshold.profiles import CalibrationProfile, resolve_profile
+from kodiai.learning.threshold.same_pr import SamePrMode, SamePrStrategy, scoped_name
+from kodiai.learning.threshold.types import NamedCut
 
 Tracks = Mapping[str, Sequence[LabelledPool]]
 LEGACY_TARGETS = CalibrationTargets(max_empty=0.10, min_abstain=0.70, abstain_tracks=frozenset({"rereview"}))

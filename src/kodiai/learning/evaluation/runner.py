@@ -29,19 +29,26 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from kodiai.learning.adaptive_threshold import AdaptiveThresholdResult
-from kodiai.learning.calibration import LabelledPool
-from kodiai.learning.cut_strategy import Candidate, NamedCut, candidates_of
+from kodiai.learning.evaluation.calibration import LabelledPool
 from kodiai.learning.evaluation.data import EvalDataset, EvalFinding, EvalQuery
 from kodiai.learning.evaluation.metrics import QueryJudgement
 from kodiai.learning.isolation import IsolationLayer
 from kodiai.learning.lexical import LexicalChannel
 from kodiai.learning.memory_store import LanceMemoryStore, open_memory_store
-from kodiai.learning.pipeline import CutContext, CutDecision, LexicalMatches, retrieve_context
+from kodiai.learning.pipeline import LexicalMatches, retrieve
 from kodiai.learning.rerank import RerankConfig
-from kodiai.learning.same_pr import SamePrStrategy
+from kodiai.learning.retrieval_options import RetrievalOptions, RetrievalQuery
 from kodiai.learning.second_stage import PairInput, language_match
 from kodiai.learning.stages import StagedCut, StageSwitches
+from kodiai.learning.threshold.pool import candidates_of
+from kodiai.learning.threshold.same_pr import SamePrStrategy
+from kodiai.learning.threshold.types import (
+    AdaptiveThresholdResult,
+    Candidate,
+    CutContext,
+    CutDecision,
+    NamedCut,
+)
 from kodiai.learning.types import LearningMemoryRecord, MemoryHit, RerankedResult
 
 NO_RERANK = RerankConfig(same_language_boost=1.0, cross_language_penalty=1.0)
@@ -59,6 +66,20 @@ class ChainOptions(BaseModel):
     recency: bool = True
     lexical: bool = True
     """Give the chain the lexical channel (used by the cuts whose ``uses_lexical`` is set)."""
+
+    def retrieval_options(self, cut: NamedCut, stages: StageSwitches | None) -> RetrievalOptions:
+        """The chain's options for one strategy: adaptive, no sharing, the strategy's re-review mode."""
+        return RetrievalOptions(
+            top_k=self.top_k,
+            distance_threshold=self.distance_threshold,
+            adaptive=True,
+            sharing_enabled=False,
+            cut=cut,
+            rerank_config=None if self.language_rerank else NO_RERANK,
+            recency=self.recency,
+            same_pr_mode=cut.mode if isinstance(cut, SamePrStrategy) else "only",
+            stages=stages,
+        )
 
 
 class _MemoReader:
@@ -245,6 +266,9 @@ def run_chain(
     }
     pools: list[ScopedPool | None] = [None] * len(dataset.queries)
     needs_scope = any(isinstance(cut, SamePrStrategy) for cut in strategies.values())
+    strategy_options = {
+        name: opts.retrieval_options(cut, switches_of(cut, stages)) for name, cut in strategies.items()
+    }
     file_of = {f.id: f.file_path for f in dataset.findings}
     done = 0
     with tempfile.TemporaryDirectory(prefix="kodiai-eval-", dir=workdir) as tmp:
@@ -284,26 +308,20 @@ def run_chain(
                 ]
                 for name, cut in cuts:
                     scoped = scope is not None and isinstance(cut, SamePrStrategy)
-                    outcome = retrieve_context(
+                    outcome = retrieve(
                         isolation,
                         query_vectors[i],
-                        repo=query.repo,
-                        owner=query.owner,
-                        sharing_enabled=False,
-                        pr_languages=query.languages,
-                        top_k=opts.top_k,
-                        distance_threshold=opts.distance_threshold,
-                        adaptive=True,
-                        now=query.created_at,
-                        rerank_config=None if opts.language_rerank else NO_RERANK,
-                        cut=cut,
-                        recency=opts.recency,
+                        RetrievalQuery(
+                            repo=query.repo,
+                            owner=query.owner,
+                            pr_languages=query.languages,
+                            now=query.created_at,
+                            text=query.query_text,
+                            same_pr_review_ids=scope if scoped else None,
+                            pr_files=query.file_paths,
+                        ),
+                        strategy_options[name] if name is not None else opts.retrieval_options(cut, None),
                         lexical=lexical,
-                        query_text=query.query_text,
-                        same_pr_review_ids=scope if scoped else None,
-                        same_pr_mode=cut.mode if isinstance(cut, SamePrStrategy) else "only",
-                        stages=switches_of(cut, stages) if name is not None else None,
-                        pr_files=query.file_paths,
                     )
                     if scoped and own is None and outcome.same_pr is not None:
                         ctx = CutContext(

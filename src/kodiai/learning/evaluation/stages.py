@@ -32,8 +32,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from kodiai.learning.abstain import SIGNALS, AbstainModel, pool_signals
-from kodiai.learning.calibration import LabelledPool
-from kodiai.learning.cut_strategy import NamedCut, replay_ids
+from kodiai.learning.evaluation.calibration import LabelledPool
 from kodiai.learning.evaluation.data import EvalDataset
 from kodiai.learning.evaluation.metrics import (
     QueryJudgement,
@@ -53,6 +52,8 @@ from kodiai.learning.second_stage import (
     rank_pool,
 )
 from kodiai.learning.stages import StagesModel, StageSwitches, run_stages
+from kodiai.learning.threshold.baselines import replay_ids
+from kodiai.learning.threshold.types import NamedCut
 
 FirstFit = Callable[[Mapping[str, Sequence[LabelledPool]]], NamedCut]
 if TYPE_CHECKING:
@@ -363,8 +364,9 @@ def _skip_figures(rows: Sequence[_SkipRow]) -> SkipFigures:
 
 def first_stage_fit(model: str, calibration: Mapping[str, object] | BaseModel | None = None) -> FirstFit:
     """The ``--loo`` procedure for ``headgap`` (its band fitted on the training pools)."""
-    from kodiai.learning.calibration import CalibrationTargets, resolve_profile
+    from kodiai.learning.evaluation.calibration import CalibrationTargets
     from kodiai.learning.evaluation.loo import fitted_procedures
+    from kodiai.learning.threshold.profiles import resolve_profile
 
     return fitted_procedures(
         model=model,
@@ -437,7 +439,7 @@ def export_queries(queries: Sequence[StageQuery], track: str) -> list[dict[str, 
 
 def import_queries(rows: Sequence[Mapping[str, object]]) -> list[StageQuery]:
     """:func:`export_queries` back into stage queries (the fused pool; recency on)."""
-    from kodiai.learning.cut_strategy import Candidate
+    from kodiai.learning.threshold.types import Candidate
 
     out = []
     for row in rows:
