@@ -7,6 +7,7 @@ from pathlib import Path
 
 from structlog.testing import capture_logs
 
+from kodiai.config import parse_repo_config
 from kodiai.enforcement.apply import APPLIED_MESSAGE, FAILED_MESSAGE, apply_enforcement
 from kodiai.review.metadata import EnforcedFinding, ExtractedFinding
 
@@ -81,3 +82,16 @@ def test_fail_open_on_bad_rules(tmp_path: Path) -> None:
 
 def test_empty_findings_skip_everything(tmp_path: Path) -> None:
     assert apply_enforcement([], tmp_path / "does-not-exist", {}, {}) == []
+
+
+def test_reads_the_repository_config_section_directly(tmp_path: Path) -> None:
+    """The review passes ``.kodiai.yml``'s validated ``languageRules`` model, not a dict of it."""
+    config = parse_repo_config(
+        "languageRules:\n  severityFloors:\n    - pattern: missing semicolon\n      minSeverity: medium\n"
+        "  disableBuiltinFloors: true\n"
+    ).config
+    out = apply_enforcement(findings(), tmp_path, FILES_BY_CATEGORY, FILES_BY_LANGUAGE, config.language_rules)
+    assert [(o.severity, o.enforcement_pattern_id) for o in out] == [
+        ("medium", "user-missing-semicolon"),
+        ("minor", None),
+    ]

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from kodiai.config.models import LanguageRulesConfig as RepoLanguageRules
 from kodiai.enforcement.severity_floors import LanguageRulesConfig, enforce_severity_floors
 from kodiai.enforcement.tooling import detect_repo_tooling, suppress_tooling_findings
 from kodiai.log import get_logger
@@ -32,7 +33,7 @@ def apply_enforcement(
     workspace_dir: str | Path,
     files_by_category: Mapping[str, Sequence[str]],
     files_by_language: Mapping[str, Sequence[str]],
-    language_rules: LanguageRulesConfig | Mapping[str, Any] | None = None,
+    language_rules: RepoLanguageRules | LanguageRulesConfig | Mapping[str, Any] | None = None,
     delivery_id: str | None = None,
 ) -> list[EnforcedFinding]:
     """Tooling suppression then severity floors; the floors' ``tooling_suppressed`` is merged back by index."""
@@ -41,9 +42,14 @@ def apply_enforcement(
         return []
     try:
         tooling = detect_repo_tooling(workspace_dir)
+        rules = (
+            None
+            if language_rules is None
+            else LanguageRulesConfig.model_validate(language_rules, from_attributes=True)
+        )
         plain = [f.model_dump() for f in findings]
-        suppressed = suppress_tooling_findings(plain, tooling, language_rules)
-        floored = enforce_severity_floors(plain, files_by_category, files_by_language, language_rules)
+        suppressed = suppress_tooling_findings(plain, tooling, rules)
+        floored = enforce_severity_floors(plain, files_by_category, files_by_language, rules)
         result = [
             EnforcedFinding.model_validate(
                 {**entry, "tooling_suppressed": suppressed[i]["tooling_suppressed"]}

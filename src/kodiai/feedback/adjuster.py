@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kodiai.config.models import AutoSuppressConfig as RepoAutoSuppress
 from kodiai.feedback.aggregator import (
     FeedbackPattern,
     FeedbackPatternSource,
@@ -53,11 +54,13 @@ def adjust_confidence_for_feedback(
     return max(0, min(100, value))
 
 
-def _config(config: AutoSuppressConfig | Mapping[str, Any] | None) -> AutoSuppressConfig:
+def _config(config: RepoAutoSuppress | AutoSuppressConfig | Mapping[str, Any] | None) -> AutoSuppressConfig:
     if config is None:
         return AutoSuppressConfig()
     if isinstance(config, AutoSuppressConfig):
         return config
+    if isinstance(config, RepoAutoSuppress):  # the validated ``.kodiai.yml`` section, read field by field
+        return AutoSuppressConfig.model_validate(config, from_attributes=True)
     data = dict(config)
     thresholds = data.get("thresholds")
     if isinstance(thresholds, Mapping):
@@ -73,7 +76,7 @@ def _config(config: AutoSuppressConfig | Mapping[str, Any] | None) -> AutoSuppre
 def evaluate_feedback_suppressions(
     store: FeedbackPatternSource | None,
     repo: str,
-    config: AutoSuppressConfig | Mapping[str, Any] | None,
+    config: RepoAutoSuppress | AutoSuppressConfig | Mapping[str, Any] | None,
     delivery_id: str | None = None,
 ) -> FeedbackSuppressionResult:
     """Patterns that pass the thresholds and are not protected by the safety guard.

@@ -27,7 +27,7 @@ from kodiai.review.diff_collect import (
     DiffCollection,
     collect_diff,
 )
-from kodiai.review.file_risk import TieredFiles, compute_file_risk_scores, triage_files_by_risk
+from kodiai.review.file_risk import RiskWeights, TieredFiles, compute_file_risk_scores, triage_files_by_risk
 from kodiai.review.incremental import GitResult, IncrementalDiffResult, compute_incremental_diff
 from kodiai.review.plan import PlanInput
 from kodiai.review.pr_intent import DEFAULT_EMPTY_INTENT, CommitMessage, ParsedPRIntent, parse_pr_intent
@@ -198,7 +198,10 @@ async def gather(
     per_file = parse_numstat_per_file(diff.numstat_lines)
     large = config.large_pr
     scores = compute_file_risk_scores(
-        review_files, per_file, analysis.files_by_category, large.risk_weights.model_dump()
+        review_files,
+        per_file,
+        analysis.files_by_category,
+        RiskWeights.model_validate(large.risk_weights, from_attributes=True),
     )
     tiered = triage_files_by_risk(
         scores,
@@ -232,7 +235,7 @@ async def gather(
         reader = sources.knowledge_prior_findings
         none: list[PriorFinding] = []
         stored = await fail_open(log, "prior-findings", lambda: asyncio.to_thread(reader, head), none)
-        prior = [DeltaPriorFinding.model_validate(p.model_dump()) for p in stored]
+        prior = [DeltaPriorFinding.model_validate(p, from_attributes=True) for p in stored]
 
     retrieval = await fail_open(
         log,

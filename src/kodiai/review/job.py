@@ -422,7 +422,7 @@ class ReviewJob:
                     ws.dir,
                     analysis.files_by_category,
                     analysis.files_by_language,
-                    config.language_rules.model_dump(),
+                    config.language_rules,
                     self.req.delivery_id,
                 )
         store = self.deps.knowledge
@@ -430,7 +430,7 @@ class ReviewJob:
             evaluate_feedback_suppressions,
             store,
             facts.full_name,
-            config.feedback.auto_suppress.model_dump(),
+            config.feedback.auto_suppress,
             self.req.delivery_id,
         )
         tiers = [*plan.tiered.full, *plan.tiered.abbreviated, *plan.tiered.mention_only]

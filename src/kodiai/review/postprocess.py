@@ -29,7 +29,7 @@ from kodiai.review.delta import (
 )
 from kodiai.review.details import FindingCounts
 from kodiai.review.metadata import Category, EnforcedFinding, Severity
-from kodiai.review.prioritizer import PrioritizationStats, prioritize_findings
+from kodiai.review.prioritizer import FindingPriorityWeights, PrioritizationStats, prioritize_findings
 from kodiai.text.fingerprint import fingerprint_finding_title
 
 ABBREVIATED_SUPPRESSED_SEVERITIES = frozenset({"medium", "minor"})
@@ -101,7 +101,7 @@ def process_findings(
     """Steps 41–43 and 45 over the enforced findings, in extraction order."""
     review = config.review
     suppressions = [
-        s if isinstance(s, str) else SuppressionPattern.model_validate(s.model_dump())
+        s if isinstance(s, str) else SuppressionPattern.model_validate(s, from_attributes=True)
         for s in review.suppressions
     ]
     feedback_counts = _feedback_counts(feedback)
@@ -170,7 +170,7 @@ def process_findings(
                 for i in visible
             ],
             max_comments,
-            review.prioritization.model_dump(),
+            FindingPriorityWeights.model_validate(review.prioritization, from_attributes=True),
         )
         selected = {visible[r.original_index] for r in result.selected_findings}
         deprioritized = {i for i in visible if i not in selected}
