@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+from kodiai.github.models import IssueComment, parse_list
 from kodiai.github.rest import RestApi
 from kodiai.handler_kit.deps import HandlerDeps
 from kodiai.handler_kit.fail_open import fail_open
@@ -148,8 +149,8 @@ async def post_notice(rest: RestApi, number: int, body: str, day: UtcDay, log: L
     """Post ``body`` unless today's notice is already among the comments updated since the day began."""
     marker = spend_cap_marker(day)
     since = day.start.strftime("%Y-%m-%dT%H:%M:%SZ")
-    comments = await rest.paginate(f"/issues/{number}/comments", max_items=NOTICE_SCAN_LIMIT, since=since)
-    if any(isinstance(c.get("body"), str) and marker in c["body"] for c in comments):
+    data = await rest.paginate(f"/issues/{number}/comments", max_items=NOTICE_SCAN_LIMIT, since=since)
+    if any(c.body is not None and marker in c.body for c in parse_list(IssueComment, data)):
         log.info("Spend cap notice already posted today", gate="spend-cap")
         return
     await rest.post(f"/issues/{number}/comments", {"body": body})
