@@ -59,6 +59,9 @@ SUMMARIES = {
 
 CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
 
+#: What typer builds for a command or a group (click's own classes are vendored privately by typer).
+Command = TyperCommand | TyperGroup
+
 
 def _flag_aware_display_type(self: TyperOption, ctx: Any) -> str | None:
     """typer 0.29's rich help prints a flag's value type (``--dry-run <bool>``) though a flag takes no
@@ -79,12 +82,12 @@ class DeferredCommand(TyperCommand):
     :meth:`make_context` built the context for, so delegating that one method runs the real command.
     """
 
-    def __init__(self, name: str, summary: str, load: Callable[[], Any]) -> None:
+    def __init__(self, name: str, summary: str, load: Callable[[], Command]) -> None:
         super().__init__(name=name, help=summary, add_help_option=False)
         self._load = load
-        self._command: Any = None
+        self._command: Command | None = None
 
-    def load(self) -> Any:
+    def load(self) -> Command:
         if self._command is None:
             self._command = self._load()
         return self._command
@@ -93,10 +96,19 @@ class DeferredCommand(TyperCommand):
         return self.load().make_context(info_name, args, parent=parent, **extra)
 
 
-_loaded: dict[str, Any] = {}
+_loaded: dict[str, Command] = {}
 
 
-def _command(name: str) -> Any:
+def _sub_command(holder: typer.Typer, name: str) -> Command:
+    """``holder``'s sub-command ``name`` (a Typer with a callback builds a group)."""
+    group = typer.main.get_command(holder)
+    command = group.commands.get(name) if isinstance(group, TyperGroup) else None
+    if not isinstance(command, TyperCommand | TyperGroup):
+        raise TypeError(f"no typer command {name!r} in {group!r}")
+    return command
+
+
+def _command(name: str) -> Command:
     """The real click command for a top-level command or group (built once per process)."""
     if name not in _loaded:
         holder = typer.Typer()
@@ -106,9 +118,11 @@ def _command(name: str) -> Any:
             holder.command(name)(getattr(import_module(module), function))
         else:
             holder.add_typer(import_module(GROUPS[name]).app, name=name)
-        command = typer.main.get_command(holder).commands[name]  # type: ignore[attr-defined]
+        command = _sub_command(holder, name)
         for (group, extra), (module, function) in EXTRA_COMMANDS.items():
             if group == name:
+                if not isinstance(command, TyperGroup):
+                    raise TypeError(f"{name!r} has extra commands but is not a group")
                 command.add_command(
                     DeferredCommand(extra, _summary(f"{group} {extra}"), _function_loader(module, function))
                 )
@@ -116,12 +130,12 @@ def _command(name: str) -> Any:
     return _loaded[name]
 
 
-def _function_loader(module: str, function: str) -> Callable[[], Any]:
-    def load() -> Any:
+def _function_loader(module: str, function: str) -> Callable[[], Command]:
+    def load() -> Command:
         holder = typer.Typer()
         holder.callback()(_noop)
         holder.command("command")(getattr(import_module(module), function))
-        return typer.main.get_command(holder).commands["command"]  # type: ignore[attr-defined]
+        return _sub_command(holder, "command")
 
     return load
 
