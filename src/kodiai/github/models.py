@@ -22,6 +22,7 @@ __all__ = [
     "IssueComment",
     "Label",
     "PullRequest",
+    "PullRequestFile",
     "Reaction",
     "ReviewComment",
     "parse_list",
@@ -94,6 +95,12 @@ class PullRequest(_View):
     @property
     def head_sha(self) -> str | None:
         return self.head.sha if self.head is not None else None
+
+
+class PullRequestFile(_View):
+    """One entry of ``GET /repos/{o}/{r}/pulls/{n}/files``."""
+
+    filename: Text = None
 
 
 class ReviewComment(_View):

@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from kodiai.github.models import PullRequestFile, parse_list
 from kodiai.github.rest import GitHubRest
 from kodiai.handler_kit.deps import HandlerDeps
 from kodiai.jobs.lanes import JobContext
@@ -188,9 +189,7 @@ class DepBumpHistoryJob:
                 err=redact(f"{type(exc).__name__}: {exc}"),
             )
             return []
-        if not isinstance(data, list):
-            return []
-        return [f["filename"] for f in data if isinstance(f, dict) and isinstance(f.get("filename"), str)]
+        return [f.filename for f in parse_list(PullRequestFile, data) if f.filename is not None]
 
 
 class DepBumpHistoryHandler:
