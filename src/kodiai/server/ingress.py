@@ -19,7 +19,7 @@ import hashlib
 import re
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 from prometheus_client import Counter
 from pydantic import BaseModel, ConfigDict
@@ -41,8 +41,11 @@ from kodiai.webhook.router import EventRouter
 from kodiai.webhook.routing import routing_view
 from kodiai.webhook.signature import matching_secret
 
-RECEIVED = {"received": True}
-INTERNAL_ERROR = {"error": "Internal Server Error"}
+#: A JSON answer of the webhook endpoint: ``{"received": true}`` or ``{"error": "<why>"}``.
+ResponseBody = dict[str, str | bool]
+
+RECEIVED: ResponseBody = {"received": True}
+INTERNAL_ERROR: ResponseBody = {"error": "Internal Server Error"}
 MAX_DELIVERY_ID = 1024
 """Characters of ``X-GitHub-Delivery`` (GitHub's are 36-character UUIDs): the header is not signed, and a
 longer id would not fit PostgreSQL's unique index (a 500 on every redelivery) nor belong in a log line."""
@@ -55,7 +58,7 @@ class IngressResult(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     status: int
-    body: dict[str, Any] | None = None
+    body: ResponseBody | None = None
     outcome: str
 
 
@@ -208,7 +211,7 @@ class WebhookIngress:
             return IngressResult.model_construct(status=200, body=RECEIVED, outcome=outcome)
 
     def _result(
-        self, status: int, body: dict[str, Any] | None, outcome: str, event_name: str
+        self, status: int, body: ResponseBody | None, outcome: str, event_name: str
     ) -> IngressResult:
         label = event_name if _EVENT_LABEL.fullmatch(event_name) else "other"
         counter = self._counters.get((label, outcome))

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.types import Message, Receive, Scope, Send
 
 from kodiai.log import CachedLogger
-from kodiai.server.ingress import RECEIVED, IngressResult
+from kodiai.server.ingress import RECEIVED, IngressResult, ResponseBody
 from kodiai.webhook.signature import well_formed
 
 if TYPE_CHECKING:
@@ -169,7 +169,7 @@ async def read_body(
             return first if chunks is None else b"".join(chunks)
 
 
-def render_json(body: dict[str, Any]) -> bytes:
+def render_json(body: ResponseBody) -> bytes:
     """Starlette's ``JSONResponse`` rendering (compact, UTF-8, no NaN)."""
     return json.dumps(body, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")).encode()
 
