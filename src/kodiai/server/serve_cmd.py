@@ -85,7 +85,6 @@ def serve(
     from kodiai.server.graceful import GracefulServer
     from kodiai.server.http_limits import HttpOptions, uvicorn_options
     from kodiai.server.runtime import ServerConfig, build_runtime
-    from kodiai.server.stores import open_stores
     from kodiai.settings import Settings, SettingsError
     from kodiai.storage.migrations import apply_migrations, apply_postgres_migrations
 
@@ -144,14 +143,17 @@ def serve(
     metrics = Metrics(raw_installation_ids=settings.metrics_installation_ids, label_key=_label_key(settings))
     stores = None
     try:
-        if not config.setup_mode:
+        if not config.setup_mode:  # imported here: the stores' modules (numpy, LanceDB glue) slow setup mode
+            from kodiai.server.stores import open_stores
+
             stores = open_stores(settings, learned_memory=config.runs_jobs)
         runtime = build_runtime(
             config,
             register_handlers=register,
             stores=stores,
             metrics=metrics,
-            worker_options=_worker_options(settings),
+            # only the PostgreSQL queue has workers: importing it (psycopg) costs ~0.3 s of start-up
+            worker_options=_worker_options(settings) if settings.database() else None,
         )
     except GitHubAppError as exc:
         if stores is not None:
