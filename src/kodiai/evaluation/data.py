@@ -63,7 +63,7 @@ class EvalFinding(BaseModel):
         return _parse_time(value) if isinstance(value, str) else value
 
     def memory_text(self) -> str:
-        """The embedded text of spec §1 step 50; the ``[severity]`` tag is left out when there is none."""
+        """The embedded text of behaviour R1 step 50; the ``[severity]`` tag is left out when there is none."""
         head = f"[{self.severity}] [{self.category}]" if self.severity else f"[{self.category}]"
         return f"{head}\n{self.finding_text}\nFile: {self.file_path}"
 
