@@ -17,13 +17,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from kodiai.evaluation.data import load_dataset
+from kodiai.evaluation.evaluate import EvalResult, evaluate
+from kodiai.evaluation.loo import evaluation_loo
+from kodiai.evaluation.metrics import StrategyMetrics
+from kodiai.evaluation.runner import ChainOptions
+from kodiai.evaluation.targets import check_targets
 from kodiai.learning.embeddings import LocalEmbeddingProvider
-from kodiai.learning.evaluation.data import load_dataset
-from kodiai.learning.evaluation.evaluate import EvalResult, evaluate
-from kodiai.learning.evaluation.loo import evaluation_loo
-from kodiai.learning.evaluation.metrics import StrategyMetrics
-from kodiai.learning.evaluation.runner import ChainOptions
-from kodiai.learning.evaluation.targets import check_targets
 
 
 def _cell(m: StrategyMetrics, key: str, pct: bool = False) -> str:

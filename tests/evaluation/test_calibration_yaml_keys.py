@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from kodiai.cli.main import app
 from kodiai.config import parse_repo_config
 from kodiai.config.models import RetrievalConfig
-from kodiai.learning.evaluation.calibration import calibration_yaml_keys, profile_only_keys
+from kodiai.evaluation.calibration import calibration_yaml_keys, profile_only_keys
 from kodiai.learning.threshold.head_gap import HeadGapCut
 from kodiai.learning.threshold.profiles import (
     MINILM_PROFILE,

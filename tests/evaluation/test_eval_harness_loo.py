@@ -12,12 +12,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from learning_helpers import unit
 
-from kodiai.learning.embeddings import InputType
-from kodiai.learning.evaluation.calibration import CalibrationTargets, LabelledPool
-from kodiai.learning.evaluation.data import EvalDataset, EvalFinding, EvalQuery
-from kodiai.learning.evaluation.evaluate import (
+from kodiai.evaluation.calibration import CalibrationTargets, LabelledPool
+from kodiai.evaluation.data import EvalDataset, EvalFinding, EvalQuery
+from kodiai.evaluation.evaluate import (
     build_strategies,
     check_replays,
     evaluate,
@@ -25,14 +23,16 @@ from kodiai.learning.evaluation.evaluate import (
     max_distance,
     replay_judgements,
 )
-from kodiai.learning.evaluation.loo import choose, fitted_procedures, leave_one_repo_out
-from kodiai.learning.evaluation.metrics import QueryJudgement, aggregate, bootstrap
-from kodiai.learning.evaluation.runner import ChainOptions
-from kodiai.learning.evaluation.targets import check_targets
+from kodiai.evaluation.loo import choose, fitted_procedures, leave_one_repo_out
+from kodiai.evaluation.metrics import QueryJudgement, aggregate, bootstrap
+from kodiai.evaluation.runner import ChainOptions
+from kodiai.evaluation.targets import check_targets
+from kodiai.learning.embeddings import InputType
 from kodiai.learning.threshold.baselines import FixedCut, TopKCut
 from kodiai.learning.threshold.head_gap import HeadGapCut, HeadGapParams
 from kodiai.learning.threshold.profiles import MINILM_PROFILE
 from kodiai.learning.threshold.types import Candidate
+from learning.learning_helpers import unit
 
 # ---- scales and grids -----------------------------------------------------------------------------------
 

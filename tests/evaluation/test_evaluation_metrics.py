@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from kodiai.learning.evaluation.metrics import (
+from kodiai.evaluation.metrics import (
     QueryJudgement,
     aggregate,
     f_beta,

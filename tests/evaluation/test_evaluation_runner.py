@@ -10,15 +10,15 @@ from typing import Any
 
 import numpy as np
 import pytest
-from learning_helpers import at_distance, unit
 
+from kodiai.evaluation.data import DataError, EvalDataset, EvalFinding, EvalQuery, load_dataset
+from kodiai.evaluation.embedding_cache import EmbeddingCache, EmbeddingFailedError
+from kodiai.evaluation.runner import ChainOptions, run_chain
 from kodiai.learning.embeddings import InputType
-from kodiai.learning.evaluation.data import DataError, EvalDataset, EvalFinding, EvalQuery, load_dataset
-from kodiai.learning.evaluation.embedding_cache import EmbeddingCache, EmbeddingFailedError
-from kodiai.learning.evaluation.runner import ChainOptions, run_chain
 from kodiai.learning.threshold.baselines import FixedCut
 from kodiai.learning.threshold.head_gap import HeadGapCut, HeadGapParams
 from kodiai.learning.threshold.max_gap import MaxGapCut
+from learning.learning_helpers import at_distance, unit
 
 
 def finding(

@@ -14,8 +14,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kodiai.evaluation.stages import StageQuery, import_queries
 from kodiai.learning.abstain import SIGNALS, AbstainModel, decide, pool_signals
-from kodiai.learning.evaluation.stages import StageQuery, import_queries
 from kodiai.learning.second_stage import PairInput, PrFiles
 from kodiai.learning.stages import shipped_model
 

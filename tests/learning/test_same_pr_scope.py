@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from learning_helpers import at_distance, make_record, retrieve_kw, unit
 
-from kodiai.learning.evaluation.data import EvalDataset, EvalFinding, EvalQuery, FindingSource
-from kodiai.learning.evaluation.evaluate import build_strategies, check_replays, replay_judgements
-from kodiai.learning.evaluation.loo import evaluation_loo
-from kodiai.learning.evaluation.metrics import aggregate
-from kodiai.learning.evaluation.runner import (
+from kodiai.evaluation.data import EvalDataset, EvalFinding, EvalQuery, FindingSource
+from kodiai.evaluation.evaluate import build_strategies, check_replays, replay_judgements
+from kodiai.evaluation.loo import evaluation_loo
+from kodiai.evaluation.metrics import aggregate
+from kodiai.evaluation.runner import (
     ChainOptions,
     ScopedPool,
     memory_record,
@@ -24,7 +24,7 @@ from kodiai.learning.evaluation.runner import (
     same_pr_scope,
     synthetic_review_id,
 )
-from kodiai.learning.evaluation.targets import check_targets
+from kodiai.evaluation.targets import check_targets
 from kodiai.learning.isolation import IsolationLayer
 from kodiai.learning.memory_store import LanceMemoryStore, open_memory_store
 from kodiai.learning.pipeline import RetrievalOutcome

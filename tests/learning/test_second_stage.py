@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kodiai.learning.evaluation.stages import import_queries, train_shipped
+from kodiai.evaluation.stages import import_queries, train_shipped
 from kodiai.learning.logistic import fit_logistic
 from kodiai.learning.second_stage import (
     FEATURES,

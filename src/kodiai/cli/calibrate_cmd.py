@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from kodiai.cli.eval_cmd import CacheOpt, ProviderOpt, VoyageKeyOpt, fail, min_abstain_option
-from kodiai.learning.evaluation.defaults import DEFAULT_CACHE_DIR
+from kodiai.evaluation.defaults import DEFAULT_CACHE_DIR
 
 if TYPE_CHECKING:
-    from kodiai.learning.evaluation.data import EvalDataset
+    from kodiai.evaluation.data import EvalDataset
 
 
 def _tracks(data: Path) -> list[EvalDataset]:
-    from kodiai.learning.evaluation.data import REREVIEW_DIR, DataError, load_dataset
+    from kodiai.evaluation.data import REREVIEW_DIR, DataError, load_dataset
 
     out: list[EvalDataset] = []
     if (data / "queries.jsonl").is_file():
@@ -64,15 +64,15 @@ def calibrate(
 
     from kodiai.cli.eval_cmd import inputs
     from kodiai.cli.progress import stage_progress
-    from kodiai.learning.evaluation.calibration import (
+    from kodiai.evaluation.calibration import (
         CalibrationTargets,
         LabelledPool,
         calibration_yaml_keys,
         derive_profile,
         profile_only_keys,
     )
-    from kodiai.learning.evaluation.embedding_cache import EmbeddingCache, EmbeddingFailedError
-    from kodiai.learning.evaluation.runner import ChainOptions, run_chain
+    from kodiai.evaluation.embedding_cache import EmbeddingCache, EmbeddingFailedError
+    from kodiai.evaluation.runner import ChainOptions, run_chain
     from kodiai.learning.threshold.profiles import profile_for_model
 
     tracks, provider = inputs(lambda: _tracks(data), provider_name, voyage_api_key)

@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from kodiai.learning.evaluation.defaults import BOOTSTRAP_REPS, DEFAULT_CACHE_DIR
+from kodiai.evaluation.defaults import BOOTSTRAP_REPS, DEFAULT_CACHE_DIR
 
 if TYPE_CHECKING:
+    from kodiai.evaluation.data import EvalDataset
+    from kodiai.evaluation.evaluate import EvalResult
+    from kodiai.evaluation.loo import LooResult
     from kodiai.learning.embeddings import EmbeddingProvider
-    from kodiai.learning.evaluation.data import EvalDataset
-    from kodiai.learning.evaluation.evaluate import EvalResult
-    from kodiai.learning.evaluation.loo import LooResult
     from kodiai.learning.stages import StageSwitches
 
 _T = TypeVar("_T")
@@ -54,7 +54,7 @@ def inputs(
     load: Callable[[], _T], provider_name: str, voyage_api_key: str | None
 ) -> tuple[_T, EmbeddingProvider]:
     """The labelled data ``load`` reads (a data error is a clear exit) and the embedder."""
-    from kodiai.learning.evaluation.data import DataError
+    from kodiai.evaluation.data import DataError
 
     try:
         data = load()
@@ -142,11 +142,11 @@ def retrieval(
     second stage, on unless the ``--config`` file sets them ``false``); ``headgap`` and ``maxgap`` stay as
     rows for comparison. Under ``--loo`` the stages' models are trained per fold."""
     from kodiai.cli.progress import stage_progress
-    from kodiai.learning.evaluation.data import REREVIEW_DIR, load_dataset
-    from kodiai.learning.evaluation.embedding_cache import EmbeddingFailedError
-    from kodiai.learning.evaluation.evaluate import evaluate
-    from kodiai.learning.evaluation.loo import evaluation_loo
-    from kodiai.learning.evaluation.runner import ChainOptions
+    from kodiai.evaluation.data import REREVIEW_DIR, load_dataset
+    from kodiai.evaluation.embedding_cache import EmbeddingFailedError
+    from kodiai.evaluation.evaluate import evaluate
+    from kodiai.evaluation.loo import evaluation_loo
+    from kodiai.evaluation.runner import ChainOptions
 
     def load() -> list[EvalDataset]:
         if not loo:
@@ -216,16 +216,16 @@ def stages(
     from rich.console import Console
 
     from kodiai.cli.progress import stage_progress
-    from kodiai.learning.evaluation.data import load_dataset
-    from kodiai.learning.evaluation.embedding_cache import EmbeddingFailedError
-    from kodiai.learning.evaluation.evaluate import evaluate
-    from kodiai.learning.evaluation.report import stages_tables
-    from kodiai.learning.evaluation.runner import ChainOptions
-    from kodiai.learning.evaluation.stages import (
+    from kodiai.evaluation.data import load_dataset
+    from kodiai.evaluation.embedding_cache import EmbeddingFailedError
+    from kodiai.evaluation.evaluate import evaluate
+    from kodiai.evaluation.loo import first_stage_fit
+    from kodiai.evaluation.report import stages_tables
+    from kodiai.evaluation.runner import ChainOptions
+    from kodiai.evaluation.stages import (
         check_chain,
         dataset_queries,
         evaluate_stages,
-        first_stage_fit,
         stages_json,
         train_shipped,
     )
@@ -273,14 +273,14 @@ def _print(
 ) -> None:
     from rich.console import Console
 
-    from kodiai.learning.evaluation.report import (
+    from kodiai.evaluation.report import (
         loo_json,
         loo_tables,
         per_repo_table,
         result_table,
         targets_table,
     )
-    from kodiai.learning.evaluation.targets import check_targets
+    from kodiai.evaluation.targets import check_targets
 
     if as_json:
         if held_out is None:

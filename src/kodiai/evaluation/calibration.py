@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from kodiai.learning.evaluation.metrics import query_scores
+from kodiai.evaluation.metrics import query_scores
 from kodiai.learning.threshold.head_gap import HeadGapParams, head_gap_decide
 from kodiai.learning.threshold.profiles import CalibrationProfile, profile_for_model
 from kodiai.learning.threshold.types import Candidate

@@ -1,6 +1,6 @@
 """One evaluation end to end: data → cached embeddings → the chain per strategy → metrics per strategy.
 
-Every strategy is judged by the same metric code (:mod:`kodiai.learning.evaluation.metrics`) over the same
+Every strategy is judged by the same metric code (:mod:`kodiai.evaluation.metrics`) over the same
 queries. The cut scale is named once (:mod:`kodiai.learning.cut_strategy`): ``headgap`` and the ``fixed:T``
 baselines cut on the *adjusted* distance (language rerank, before recency) and order what they keep by
 the recency-adjusted distance; ``fixed@recency:T`` cuts on the recency-adjusted distance (the original's
@@ -28,12 +28,13 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from kodiai.evaluation.calibration import LabelledPool
+from kodiai.evaluation.data import EvalDataset
+from kodiai.evaluation.defaults import BOOTSTRAP_REPS
+from kodiai.evaluation.embedding_cache import EmbeddingCache
+from kodiai.evaluation.metrics import QueryJudgement, StrategyMetrics, with_intervals
+from kodiai.evaluation.runner import ChainOptions, ScopedPool, run_chain
 from kodiai.learning.embeddings import EmbeddingProvider
-from kodiai.learning.evaluation.calibration import LabelledPool
-from kodiai.learning.evaluation.data import EvalDataset
-from kodiai.learning.evaluation.embedding_cache import EmbeddingCache
-from kodiai.learning.evaluation.metrics import BOOTSTRAP_REPS, QueryJudgement, StrategyMetrics, with_intervals
-from kodiai.learning.evaluation.runner import ChainOptions, ScopedPool, run_chain
 from kodiai.learning.recency import DEFAULT_RECENCY_CONFIG, OTHER_SEVERITY_FLOOR_SHARE
 from kodiai.learning.rerank import DEFAULT_RERANK_CONFIG
 from kodiai.learning.second_stage import PrFiles

@@ -16,7 +16,7 @@ Fitted procedures (all replayed on the pools the chain captured, see ``evaluate.
   ≥ 70 %), the relative constants kept.
 
 - ``headgap+stages`` (the review's default): the ``headgap`` fitted above, then both stages' models
-  (:mod:`kodiai.learning.evaluation.stages`: abstain model and ranker) trained on the training
+  (:mod:`kodiai.evaluation.stages`: abstain model and ranker) trained on the training
   repositories' first-review queries — never the shipped model, which saw every repository;
 - the re-review scope around the default cut (``same-pr-then-headgap``, ``same-pr-else-headgap``): the inner
   ``headgap`` fitted as above, the scope itself has nothing to fit.
@@ -36,23 +36,23 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from kodiai.learning.evaluation.calibration import CalibrationTargets, LabelledPool, derive_profile
-from kodiai.learning.evaluation.evaluate import (
+from kodiai.evaluation.calibration import CalibrationTargets, LabelledPool, derive_profile
+from kodiai.evaluation.defaults import BOOTSTRAP_REPS
+from kodiai.evaluation.evaluate import (
     LEGACY_MINILM_PARAMS,
     build_strategies,
     fixed_grid,
     max_distance,
     replay_judgements,
 )
-from kodiai.learning.evaluation.metrics import (
-    BOOTSTRAP_REPS,
+from kodiai.evaluation.metrics import (
     QueryJudgement,
     StrategyMetrics,
     aggregate,
     with_intervals,
 )
-from kodiai.learning.evaluation.runner import ChainOptions, ScopedPool
-from kodiai.learning.evaluation.stages import StageQuery, train_abstain, train_ranker
+from kodiai.evaluation.runner import ChainOptions, ScopedPool
+from kodiai.evaluation.stages import FirstFit, StageQuery, train_abstain, train_ranker
 from kodiai.learning.second_stage import PrFiles
 from kodiai.learning.stages import StagedCut, StagesModel, StageSwitches, staged_name
 from kodiai.learning.threshold.baselines import FixedCut
@@ -360,3 +360,15 @@ def evaluation_loo(
         scoped=frozenset(scoped | {n for n in procedures if n.startswith("same-pr")}),
         defaults=defaults,
     )
+
+
+def first_stage_fit(model: str, calibration: Mapping[str, object] | BaseModel | None = None) -> FirstFit:
+    """The ``--loo`` procedure for ``headgap`` (its band fitted on the training pools)."""
+    return fitted_procedures(
+        model=model,
+        profile=resolve_profile(model, calibration),
+        top_k=5,
+        lexical=True,
+        recency=True,
+        targets=CalibrationTargets(),
+    )["headgap"]

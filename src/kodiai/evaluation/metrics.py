@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from kodiai.learning.evaluation.defaults import BOOTSTRAP_REPS
+from kodiai.evaluation.defaults import BOOTSTRAP_REPS
 
 CUTOFF = 5
 INTERVAL_METRICS = ("f0_5", "precision", "recall_at_5", "empty", "abstain")

@@ -7,10 +7,10 @@ from typing import Any
 
 from rich.table import Table
 
-from kodiai.learning.evaluation.evaluate import EvalResult
-from kodiai.learning.evaluation.loo import LooResult
-from kodiai.learning.evaluation.metrics import StrategyMetrics
-from kodiai.learning.evaluation.targets import TargetCheck
+from kodiai.evaluation.evaluate import EvalResult
+from kodiai.evaluation.loo import LooResult
+from kodiai.evaluation.metrics import StrategyMetrics
+from kodiai.evaluation.targets import TargetCheck
 
 
 def _pct(value: float | None) -> str:
@@ -281,7 +281,7 @@ def stages_tables(result: Any) -> list[Table]:
         "cost of skipping: abstain first stage → ranker had it run",
         f"{_pct(s.skipped_abstain_first)} → {_pct(s.skipped_abstain_forced)}",
     )
-    from kodiai.learning.evaluation.stages import stage_targets
+    from kodiai.evaluation.stages import stage_targets
 
     targets = Table(
         title="Targets, held out (the :no-files rows are the controls without the label's own rule)"

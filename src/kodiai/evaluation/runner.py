@@ -29,9 +29,9 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from kodiai.learning.evaluation.calibration import LabelledPool
-from kodiai.learning.evaluation.data import EvalDataset, EvalFinding, EvalQuery
-from kodiai.learning.evaluation.metrics import QueryJudgement
+from kodiai.evaluation.calibration import LabelledPool
+from kodiai.evaluation.data import EvalDataset, EvalFinding, EvalQuery
+from kodiai.evaluation.metrics import QueryJudgement
 from kodiai.learning.isolation import IsolationLayer
 from kodiai.learning.lexical import LexicalChannel
 from kodiai.learning.memory_store import LanceMemoryStore, open_memory_store

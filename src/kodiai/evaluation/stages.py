@@ -31,16 +31,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from kodiai.learning.abstain import SIGNALS, AbstainModel, pool_signals
-from kodiai.learning.evaluation.calibration import LabelledPool
-from kodiai.learning.evaluation.data import EvalDataset
-from kodiai.learning.evaluation.metrics import (
+from kodiai.evaluation.calibration import LabelledPool
+from kodiai.evaluation.data import EvalDataset
+from kodiai.evaluation.metrics import (
     QueryJudgement,
     StrategyMetrics,
     aggregate,
     query_scores,
     with_intervals,
 )
+from kodiai.learning.abstain import SIGNALS, AbstainModel, pool_signals
 from kodiai.learning.logistic import fit_logistic
 from kodiai.learning.second_stage import (
     FEATURES,
@@ -362,22 +362,6 @@ def _skip_figures(rows: Sequence[_SkipRow]) -> SkipFigures:
     )
 
 
-def first_stage_fit(model: str, calibration: Mapping[str, object] | BaseModel | None = None) -> FirstFit:
-    """The ``--loo`` procedure for ``headgap`` (its band fitted on the training pools)."""
-    from kodiai.learning.evaluation.calibration import CalibrationTargets
-    from kodiai.learning.evaluation.loo import fitted_procedures
-    from kodiai.learning.threshold.profiles import resolve_profile
-
-    return fitted_procedures(
-        model=model,
-        profile=resolve_profile(model, calibration),
-        top_k=5,
-        lexical=True,
-        recency=True,
-        targets=CalibrationTargets(),
-    )["headgap"]
-
-
 def dataset_queries(dataset: EvalDataset, pools: Sequence[LabelledPool]) -> list[StageQuery]:
     """:func:`stage_queries` with the files and languages the data set carries."""
     return stage_queries(
@@ -495,8 +479,8 @@ def check_chain(
     them) with the models fitted on every query, and raise when it keeps anything other than the replay
     this module scores; returns the number of queries checked. The figures above are replays on captured
     pools: this is what ties them to the review's code path."""
-    from kodiai.learning.evaluation.embedding_cache import EmbeddingCache
-    from kodiai.learning.evaluation.runner import ChainOptions, run_chain
+    from kodiai.evaluation.embedding_cache import EmbeddingCache
+    from kodiai.evaluation.runner import ChainOptions, run_chain
 
     models = fit_models(queries, fit_first)
     switches = StageSwitches(

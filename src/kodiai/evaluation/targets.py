@@ -18,8 +18,8 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict
 
-from kodiai.learning.evaluation.evaluate import EvalResult
-from kodiai.learning.evaluation.loo import LooResult
+from kodiai.evaluation.evaluate import EvalResult
+from kodiai.evaluation.loo import LooResult
 
 GOALS: dict[str, dict[str, float]] = {
     "past-fixes": {"f0_5": 0.65, "empty": 0.10, "abstain": 0.50, "repo_f0_5": 0.45},
