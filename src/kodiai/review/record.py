@@ -72,7 +72,7 @@ async def record_retrieval(
     await fail_open(
         log,
         "retrieval-telemetry",
-        lambda: asyncio.to_thread(telemetry.record_retrieval_quality, row.model_dump()),
+        lambda: asyncio.to_thread(telemetry.record_retrieval_quality, row),
         None,
         "Retrieval quality telemetry write failed (fail-open)",
     )
