@@ -29,8 +29,14 @@ import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
+
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg.rows import TupleRow
+
+    PgConnection = psycopg.Connection[TupleRow]
 
 STORES = ("telemetry", "knowledge", "jobs")
 BATCH_ROWS = 2000
@@ -382,7 +388,7 @@ OVERRIDES: Mapping[str, Mapping[str, Converter]] = {"jobs": {"delivery_payloads.
 # --- I/O: PostgreSQL ----------------------------------------------------------------------------------
 
 
-def _target_tables(conn: Any, counted: Iterable[str]) -> dict[str, TargetTable]:
+def _target_tables(conn: PgConnection, counted: Iterable[str]) -> dict[str, TargetTable]:
     """Every table of the current schema: column types, identity/serial sequences, and the row count of
     the ``counted`` ones (the tables about to be copied; -1 for the others)."""
     types: dict[str, dict[str, str]] = {}
@@ -410,7 +416,7 @@ def _target_tables(conn: Any, counted: Iterable[str]) -> dict[str, TargetTable]:
     return out
 
 
-def _dependencies(conn: Any) -> dict[str, set[str]]:
+def _dependencies(conn: PgConnection) -> dict[str, set[str]]:
     """table → the tables its foreign keys refer to."""
     deps: dict[str, set[str]] = {}
     for child, parent in conn.execute(
@@ -421,7 +427,7 @@ def _dependencies(conn: Any) -> dict[str, set[str]]:
     return deps
 
 
-def _connect(url: str) -> Any:
+def _connect(url: str) -> PgConnection:
     import psycopg
 
     from kodiai.storage.database import safe_url
@@ -432,7 +438,9 @@ def _connect(url: str) -> Any:
         raise MigrateError(f"cannot connect to {safe_url(url)}: {redact(str(exc).strip(), url)}") from None
 
 
-def _copy_table(pg: Any, src: sqlite3.Connection, store: str, plan: TablePlan, target: TargetTable) -> None:
+def _copy_table(
+    pg: PgConnection, src: sqlite3.Connection, store: str, plan: TablePlan, target: TargetTable
+) -> None:
     columns = ", ".join(f'"{c}"' for c in plan.columns)
     convert = row_converter(store, plan.table, plan.columns, target.types, OVERRIDES.get(store, {}))
     cursor = src.execute(f'SELECT rowid, {columns} FROM "{plan.table}"')
@@ -442,11 +450,10 @@ def _copy_table(pg: Any, src: sqlite3.Connection, store: str, plan: TablePlan, t
                 copy.write_row(convert(row[0], row[1:]))
 
 
-def _set_sequences(pg: Any, plan: TablePlan, target: TargetTable) -> None:
+def _set_sequences(pg: PgConnection, plan: TablePlan, target: TargetTable) -> None:
     """New rows get ids past every copied one (and past ids SQLite handed out before)."""
     for column, sequence in target.sequences.items():
-        top = pg.execute(f'SELECT max("{column}") FROM "{plan.table}"').fetchone()[0]
-        used = next_id(int(top) if top is not None else None, plan.sequence)
+        used = next_id(_int_value(pg, f'SELECT max("{column}") FROM "{plan.table}"'), plan.sequence)
         if used > 0:
             pg.execute("SELECT setval(%s::regclass, %s, true)", (sequence, used))
         else:
@@ -459,7 +466,7 @@ PARKED_ERROR = (
 )
 
 
-def _park_unfinished(pg: Any) -> int:
+def _park_unfinished(pg: PgConnection) -> int:
     """Deliveries the SQLite server had not finished (pending, running, requeued) have no job in the
     PostgreSQL queue, so nothing would ever run them: they arrive as ``dead`` (body kept, finished handlers
     remembered), which `kodiai jobs retry` puts back in the queue; the operator decides."""
@@ -471,8 +478,14 @@ def _park_unfinished(pg: Any) -> int:
     return int(cur.rowcount)
 
 
-def _count(pg: Any, table: str) -> int:
-    return int(pg.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0])
+def _count(pg: PgConnection, table: str) -> int:
+    return _int_value(pg, f'SELECT count(*) FROM "{table}"') or 0
+
+
+def _int_value(pg: PgConnection, sql: str) -> int | None:
+    """The single value of an aggregate query, as an int (``None``: SQL NULL, e.g. ``max`` of no rows)."""
+    row = pg.execute(sql).fetchone()
+    return None if row is None or row[0] is None else int(row[0])
 
 
 @dataclass
@@ -567,7 +580,7 @@ def _dry_action(target_rows: int | None, force: bool) -> str:
 
 
 def _migrate_store(
-    pg: Any,
+    pg: PgConnection,
     src: sqlite3.Connection,
     source_plan: StorePlan,
     *,
