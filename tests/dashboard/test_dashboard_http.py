@@ -129,7 +129,7 @@ def test_pages_render_the_seeded_figures_for_a_writer(dash: Dash) -> None:
         assert "job-dead-1" in jobs.text and "job-dead-other" not in jobs.text
         css = alice.get("/dashboard/static/dashboard.css")
         assert css.status_code == 200 and css.headers["content-type"].startswith("text/css")
-        exported = alice.get("/dashboard/memory/export/memory-per-memory.json?range=90d").json()
+        exported = alice.get("/dashboard/memory/export/memory-all.json?range=90d").json()
         assert {r["finding_id"] for r in exported["rows"]} == {500, 501, 503, 504}
 
 
@@ -142,7 +142,7 @@ def test_user_without_write_access_sees_none_of_the_repository(dash: Dash) -> No
         assert re.search(r'id="fig-reviews">0<', bob.get("/dashboard/overview?range=90d").text)
         quiet = bob.get("/dashboard/quiet", params={"repo": "acme/api", "pr": "1"})
         assert "rv1" not in quiet.text and "No data" in quiet.text
-        for name in ("memory-per-memory", "memory-by-repo"):
+        for name in ("memory-all", "memory-top", "memory-by-repo", "memory-never-retrieved"):
             assert bob.get(f"/dashboard/memory/export/{name}.json?range=90d").json()["rows"] == []
             csv = bob.get(f"/dashboard/memory/export/{name}.csv?range=90d&repo=acme/api").text
             assert csv.count("\r\n") == 1  # the header only
@@ -176,7 +176,7 @@ def test_forged_or_expired_session_cookie_is_refused(dash: Dash) -> None:
         with httpx.Client(base_url=dash.url, cookies={"kodiai_dashboard": bad}, timeout=10) as client:
             page = client.get("/dashboard/memory")
             assert page.status_code == 303 and page.headers["location"] == "/dashboard/login"
-            assert client.get("/dashboard/memory/export/memory-per-memory.json").status_code == 401
+            assert client.get("/dashboard/memory/export/memory-all.json").status_code == 401
 
 
 def test_post_without_csrf_token_is_refused(dash: Dash) -> None:
@@ -220,8 +220,10 @@ def test_operator_token_sees_everything_and_retries_a_dead_job(dash: Dash) -> No
         retried = op.post("/dashboard/jobs/retry", data={"delivery_id": "job-dead-other"})
         assert retried.status_code == 303 and "Requeued%20job-dead-other" in retried.headers["location"]
         # the server claims a requeued row within seconds (this seeded one has no body, so it dies again)
-        assert op.post("/dashboard/jobs/retry", data={"delivery_id": "job-done-1"}).headers["location"].startswith(
-            "/dashboard/jobs?message=Not%20requeued"
+        assert (
+            op.post("/dashboard/jobs/retry", data={"delivery_id": "job-done-1"})
+            .headers["location"]
+            .startswith("/dashboard/jobs?message=Not%20requeued")
         )
     with httpx.Client(base_url=dash.url, headers={"Authorization": "Bearer wrong"}, timeout=10) as wrong:
         assert wrong.get("/dashboard/jobs/export/jobs.json").status_code == 401

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from kodiai.dashboard.queries_jobs import recent_jobs
-from kodiai.dashboard.queries_memory import memory_quality
+from kodiai.dashboard.queries_memory import memory_export, memory_quality
 from kodiai.dashboard.queries_overview import overview
 from kodiai.dashboard.queries_quiet import quiet_report
 from kodiai.dashboard.queries_retrieval import retrieval_summary
@@ -107,15 +107,15 @@ def test_retrieval_matches_plain_sql(seeded: tuple[DbBackend, Sources]) -> None:
 def test_memory_quality_figures(seeded: tuple[DbBackend, Sources]) -> None:
     backend, src = seeded
     got = memory_quality(src.knowledge, _scope(OPERATOR))
-    by_id = {m.finding_id: m for m in got.memories}
+    by_id = {m.finding_id: m for m in got.top}
     kept_501 = backend.scalar(
         "knowledge", "SELECT COUNT(*) FROM retrieval_hits WHERE finding_id = 501 AND kept = 1"
     )
     assert by_id[501].retrieved == kept_501 == 2
     reactions = backend.rows(
         "knowledge",
-        "SELECT fr.reaction_content AS c FROM feedback_reactions fr JOIN reviews r ON r.id = fr.review_id"
-        " WHERE r.delivery_id IN (SELECT delivery_id FROM retrieval_hits WHERE finding_id = 501 AND kept = 1)",
+        "SELECT fr.reaction_content AS c FROM retrieval_hits h JOIN reviews r ON r.delivery_id = h.delivery_id"
+        " JOIN feedback_reactions fr ON fr.review_id = r.id WHERE h.finding_id = 501 AND h.kept = 1",
     )
     assert (
         (by_id[501].up, by_id[501].down)
@@ -126,14 +126,19 @@ def test_memory_quality_figures(seeded: tuple[DbBackend, Sources]) -> None:
         == (2, 4)
     )
     assert by_id[501].precision == pytest.approx(1 / 3) and by_id[501].judged == 6
+    assert 503 not in by_id  # only ever cut: not among the retrieved
     assert [m.finding_id for m in got.flagged] == [500]
-    assert {m.finding_id for m in got.never_retrieved} == {503, 504}
-    assert by_id[503].cut == 1
-    rollup = {r[0]: r for r in got.tables[0].rows}
-    assert rollup["acme/api"][1:5] == (4, 3, 2, 5)
+    assert [m.finding_id for m in got.never_retrieved] == [503, 504]  # oldest first
+    rollup = {r[0]: r for r in got.rollup.rows}
+    assert rollup["acme/api"][1:5] == (3, 2, 2, 5)
+    every = {r[1]: r for r in memory_export(src.knowledge, _scope(OPERATOR)).rows}
+    assert sorted(every) == [500, 501, 502, 503, 504] and every[501][7:9] == (2, 4)
+    assert every[503][5:7] == (0, 1)  # retrieved 0, cut once
     alice = memory_quality(src.knowledge, _scope(ALICE))
-    assert {m.repo for m in alice.memories} == {"acme/api"}
-    assert memory_quality(src.knowledge, _scope(NOBODY)).memories == []
+    assert {m.repo for m in alice.top + alice.never_retrieved} == {"acme/api"}
+    assert {r[0] for r in memory_export(src.knowledge, _scope(ALICE)).rows} == {"acme/api"}
+    nobody = memory_quality(src.knowledge, _scope(NOBODY))
+    assert nobody.top == nobody.never_retrieved == nobody.flagged == [] and nobody.rollup.rows == []
 
 
 def test_quiet_report_and_jobs(seeded: tuple[DbBackend, Sources]) -> None:

@@ -1,16 +1,19 @@
 """Memory quality: for each learned memory, how often retrieval put it in a review's prompt and what the
 team said about the findings of those reviews (👍/👎 kept by feedback sync), rolled up per repository.
 
-A memory here is a posted finding (its review-comment id is the memory's ``finding_id``) of a repository
-in scope; ``retrieval_hits`` says which reviews it was shown to (``kept``) or cut from; the reactions on the
-findings of those reviews (``reviews.delivery_id`` = the hit's delivery) are its outcomes after retrieval.
-Precision = 👍 / (👍 + 👎) with its sample size; a memory shown only beside 👎 is flagged for review.
-SQL does the counting (both dialects); :func:`assemble` is pure.
+A memory here is a posted finding (its review-comment id is the memory's ``finding_id``); ``retrieval_hits``
+says which reviews it was shown to (``kept``) or cut from; the reactions on the findings of those reviews
+(``reviews.delivery_id`` = the hit's delivery) are its outcomes after retrieval. Precision = 👍 / (👍 + 👎)
+with its sample size; a memory shown only beside 👎 is flagged for review.
+
+Bounded for the page (each query reads an index range or a small set, whatever the store's size): the most
+retrieved memories, those most often shown beside 👎 only, the oldest never retrieved (:data:`TOP` each). The export
+(:func:`memory_export`) lists every memory. SQL counts (both dialects); :func:`figures` is pure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from kodiai.dashboard.scope import Scope
@@ -18,7 +21,13 @@ from kodiai.dashboard.stats import precision
 from kodiai.dashboard.tables import Table
 from kodiai.storage.database import Executor
 
-SHOWN_LIMIT = 200
+TOP = 200
+COLUMNS = (
+    "repository", "finding_id", "title", "severity", "forgotten", "retrieved", "cut", "up", "down",
+    "precision", "judged",
+)  # fmt: skip
+
+Key = tuple[str, int]
 
 
 @dataclass(frozen=True)
@@ -29,7 +38,8 @@ class MemoryFigures:
     severity: str
     forgotten: bool
     retrieved: int
-    cut: int
+    cut: int | None
+    """Reviews whose cut dropped it (None on the page: only the export counts them)."""
     up: int
     down: int
 
@@ -44,69 +54,148 @@ class MemoryFigures:
     @property
     def flagged(self) -> bool:
         """Shown only ever beside 👎: a memory that may be teaching the wrong lesson."""
-        return self.down > 0 and self.up == 0
+        return self.down > 0 and self.up == 0 and not self.forgotten
+
+    def row(self) -> tuple[object, ...]:
+        return (
+            self.repo, self.finding_id, self.title, self.severity, self.forgotten, self.retrieved, self.cut,
+            self.up, self.down, self.precision, self.judged,
+        )  # fmt: skip
 
 
 @dataclass
 class MemoryQuality:
-    memories: list[MemoryFigures] = field(default_factory=list)
-    tables: list[Table] = field(default_factory=list)
+    top: list[MemoryFigures] = field(default_factory=list)
+    """The most retrieved memories of the range (at most :data:`TOP`)."""
+    flagged: list[MemoryFigures] = field(default_factory=list)
+    never_retrieved: list[MemoryFigures] = field(default_factory=list)
+    """The oldest memories no review of any time was shown (at most :data:`TOP`)."""
+    rollup: Table = field(default_factory=lambda: Table("memory-by-repo", "By repository", ()))
 
     @property
-    def flagged(self) -> list[MemoryFigures]:
-        return [m for m in self.memories if m.flagged and not m.forgotten]
-
-    @property
-    def never_retrieved(self) -> list[MemoryFigures]:
-        return [m for m in self.memories if m.retrieved == 0 and not m.forgotten]
+    def tables(self) -> list[Table]:
+        return [
+            self.rollup,
+            Table("memory-top", "Most retrieved", COLUMNS, [m.row() for m in self.top]),
+            Table("memory-flagged", "Shown only beside 👎", COLUMNS, [m.row() for m in self.flagged]),
+            Table(
+                "memory-never-retrieved", "Never retrieved", COLUMNS, [m.row() for m in self.never_retrieved]
+            ),
+        ]
 
 
 def memory_quality(knowledge: Executor, scope: Scope) -> MemoryQuality:
-    universe = _universe(knowledge, scope)
-    shown = _shown(knowledge, scope)
+    kept = _kept_counts(knowledge, scope)
+    judged = _judged(knowledge, scope)
     forgotten = _forgotten(knowledge, scope)
-    return assemble(universe, shown, forgotten)
-
-
-def _universe(knowledge: Executor, scope: Scope) -> list[tuple[str, int, str, str]]:
-    rsql, rparams = scope.repo_sql("r.repo")
-    return [
-        (str(r[0]), int(r[1]), str(r[2]), str(r[3]))
-        for r in knowledge.fetch_all(
-            "SELECT r.repo, f.comment_id, MIN(f.title), MIN(f.severity) FROM findings f"
-            " JOIN reviews r ON r.id = f.review_id"
-            f" WHERE f.comment_id IS NOT NULL{rsql}"
-            " AND NOT EXISTS (SELECT 1 FROM pending_memories p WHERE p.repo = r.repo"
-            " AND p.comment_id = f.comment_id AND p.status <> 'promoted')"
-            " GROUP BY r.repo, f.comment_id",
-            tuple(rparams),
-        )
+    top = sorted(kept, key=lambda k: (-kept[k], k))[:TOP]
+    only_down = [k for k, (up, down) in judged.items() if down > 0 and up == 0 and k not in forgotten]
+    flagged = sorted(only_down, key=lambda k: (-judged[k][1], k))[:TOP]
+    counts: dict[Key, tuple[int, int | None]] = {k: (kept.get(k, 0), None) for k in {*top, *flagged}}
+    titles = _titles(knowledge, [*top, *flagged])
+    out = MemoryQuality()
+    out.top = figures(top, counts, judged, forgotten, titles)
+    out.flagged = figures(flagged, counts, judged, forgotten, titles)
+    out.never_retrieved = [
+        MemoryFigures(repo, fid, title, severity, False, 0, 0, 0, 0)
+        for repo, fid, title, severity in _never_retrieved(knowledge, scope)
     ]
+    out.rollup = rollup(kept, judged)
+    return out
 
 
-def _shown(knowledge: Executor, scope: Scope) -> dict[tuple[str, int], tuple[int, int, int, int]]:
-    """``(repo, finding_id) → (kept, cut, 👍, 👎)`` over the range's retrievals; both the reviewing and the
-    memory's repository must be in scope (another repository's reviews are not the viewer's to count)."""
+def memory_export(knowledge: Executor, scope: Scope) -> Table:
+    """Every memory of the viewer's repositories with its figures (the export: reads every finding)."""
+    kept = _kept_counts(knowledge, scope)
+    judged = _judged(knowledge, scope)
+    forgotten = _forgotten(knowledge, scope)
+    rsql, rparams = scope.repo_sql("r.repo")
+    universe = knowledge.fetch_all(
+        "SELECT r.repo, f.comment_id, MIN(f.title), MIN(f.severity) FROM findings f"
+        f" JOIN reviews r ON r.id = f.review_id WHERE f.comment_id IS NOT NULL{rsql}"
+        " GROUP BY r.repo, f.comment_id ORDER BY r.repo, f.comment_id",
+        tuple(rparams),
+    )
+    titles = {(str(r[0]), int(r[1])): (str(r[2]), str(r[3])) for r in universe}
+    cut = _cut_counts(knowledge, scope)
+    counts: dict[Key, tuple[int, int | None]] = {k: (kept.get(k, 0), cut.get(k, 0)) for k in titles}
+    rows = figures(list(titles), counts, judged, forgotten, titles)
+    return Table("memory-all", "Every memory", COLUMNS, [m.row() for m in rows])
+
+
+def figures(
+    keys: Iterable[Key],
+    counts: dict[Key, tuple[int, int | None]],
+    judged: dict[Key, tuple[int, int]],
+    forgotten: set[Key],
+    titles: dict[Key, tuple[str, str]],
+) -> list[MemoryFigures]:
+    """The figures of ``keys`` (in their order) from the counted pieces."""
+    out = []
+    for key in keys:
+        kept, cut = counts.get(key, (0, 0))
+        up, down = judged.get(key, (0, 0))
+        title, severity = titles.get(key, ("", ""))
+        out.append(MemoryFigures(key[0], key[1], title, severity, key in forgotten, kept, cut, up, down))
+    return out
+
+
+def _hit_scope(scope: Scope) -> tuple[str, list[object]]:
+    """The reviewing and the memory's repository must both be in scope (another repository's reviews are not
+    the viewer's to count)."""
     hsql, hparams = scope.repo_sql("h.repo")
     ssql, sparams = scope.repo_sql("h.source_repo")
+    return hsql + ssql, [*hparams, *sparams]
+
+
+def _kept_counts(knowledge: Executor, scope: Scope) -> dict[Key, int]:
+    """``(repo, finding) → reviews of the range whose prompt held it``: one pass over the partial index of
+    kept rows (``MATERIALIZED`` keeps both planners on the time range, not on a grouping index)."""
+    sql, params = _hit_scope(scope)
     rows = knowledge.fetch_all(
-        "WITH shown AS (SELECT h.source_repo AS repo, h.finding_id, h.delivery_id, h.kept FROM retrieval_hits h"
-        f" WHERE h.finding_id IS NOT NULL AND h.created_at >= ?{hsql}{ssql}),"
-        " judged AS (SELECT r.delivery_id,"
+        "WITH h AS MATERIALIZED (SELECT h.source_repo, h.finding_id FROM retrieval_hits h"
+        f" WHERE h.kept = 1 AND h.created_at >= ? AND h.finding_id IS NOT NULL{sql})"
+        " SELECT source_repo, finding_id, COUNT(*) FROM h GROUP BY source_repo, finding_id",
+        (scope.since, *params),
+    )
+    return {(str(r[0]), int(r[1])): int(r[2]) for r in rows}
+
+
+def _cut_counts(knowledge: Executor, scope: Scope) -> dict[Key, int]:
+    """How often the cut dropped each memory in the range (the export only: it reads every dropped row)."""
+    sql, params = _hit_scope(scope)
+    rows = knowledge.fetch_all(
+        "SELECT h.source_repo, h.finding_id, COUNT(*) FROM retrieval_hits h"
+        f" WHERE h.kept = 0 AND h.created_at >= ? AND h.finding_id IS NOT NULL{sql}"
+        " GROUP BY h.source_repo, h.finding_id",
+        (scope.since, *params),
+    )
+    return {(str(r[0]), int(r[1])): int(r[2]) for r in rows}
+
+
+def _judged(knowledge: Executor, scope: Scope) -> dict[Key, tuple[int, int]]:
+    """``(repo, finding) → (👍, 👎)``: the reactions on the findings of the range's reviews a memory was kept
+    for, read from the (few) reviews with reactions outward through the hits' delivery index (the scope is
+    applied after that join, so no planner trades the delivery index for a repository one)."""
+    sql, params = scope.repo_sql("repo")
+    ssql, sparams = scope.repo_sql("source_repo")
+    fsql, fparams = scope.repo_sql("fr.repo")
+    rows = knowledge.fetch_all(
+        "WITH judged AS MATERIALIZED (SELECT r.delivery_id,"
         " SUM(CASE WHEN fr.reaction_content = '+1' THEN 1 ELSE 0 END) AS up,"
         " SUM(CASE WHEN fr.reaction_content = '-1' THEN 1 ELSE 0 END) AS down"
-        " FROM reviews r JOIN feedback_reactions fr ON fr.review_id = r.id"
-        " WHERE r.delivery_id IN (SELECT delivery_id FROM shown WHERE kept = 1) GROUP BY r.delivery_id)"
-        " SELECT s.repo, s.finding_id, SUM(CASE WHEN s.kept = 1 THEN 1 ELSE 0 END),"
-        " SUM(CASE WHEN s.kept = 1 THEN 0 ELSE 1 END),"
-        " COALESCE(SUM(CASE WHEN s.kept = 1 THEN j.up END), 0), COALESCE(SUM(CASE WHEN s.kept = 1 THEN j.down END), 0)"
-        " FROM shown s LEFT JOIN judged j ON j.delivery_id = s.delivery_id GROUP BY s.repo, s.finding_id",
-        (scope.since, *hparams, *sparams),
+        f" FROM feedback_reactions fr JOIN reviews r ON r.id = fr.review_id WHERE r.delivery_id IS NOT NULL{fsql}"
+        " AND r.created_at >= ? GROUP BY r.delivery_id),"
+        " shown AS MATERIALIZED (SELECT h.repo, h.source_repo, h.finding_id, j.up, j.down FROM judged j"
+        " JOIN retrieval_hits h ON h.delivery_id = j.delivery_id WHERE h.kept = 1 AND h.finding_id IS NOT NULL)"
+        f" SELECT source_repo, finding_id, SUM(up), SUM(down) FROM shown WHERE 1 = 1{sql}{ssql}"
+        " GROUP BY source_repo, finding_id",
+        (*fparams, scope.since, *params, *sparams),
     )
-    return {(str(r[0]), int(r[1])): (int(r[2]), int(r[3]), int(r[4]), int(r[5])) for r in rows}
+    return {(str(r[0]), int(r[1])): (int(r[2]), int(r[3])) for r in rows}
 
 
-def _forgotten(knowledge: Executor, scope: Scope) -> set[tuple[str, int]]:
+def _forgotten(knowledge: Executor, scope: Scope) -> set[Key]:
     rsql, rparams = scope.repo_sql()
     return {
         (str(r[0]), int(r[1]))
@@ -118,87 +207,62 @@ def _forgotten(knowledge: Executor, scope: Scope) -> set[tuple[str, int]]:
     }
 
 
-def assemble(
-    universe: Iterable[tuple[str, int, str, str]],
-    shown: dict[tuple[str, int], tuple[int, int, int, int]],
-    forgotten: set[tuple[str, int]],
-) -> MemoryQuality:
-    """Figures per memory (most retrieved first), the per-repository rollup and the export tables."""
-    memories = []
-    for repo, finding_id, title, severity in universe:
-        kept, cut, up, down = shown.get((repo, finding_id), (0, 0, 0, 0))
-        memories.append(
-            MemoryFigures(
-                repo, finding_id, title, severity, (repo, finding_id) in forgotten, kept, cut, up, down
-            )
-        )
-    memories.sort(key=lambda m: (-m.retrieved, -m.judged, m.repo, m.finding_id))
-    out = MemoryQuality(memories=memories)
-    columns = (
-        "repository",
-        "finding_id",
-        "title",
-        "severity",
-        "forgotten",
-        "retrieved",
-        "cut",
-        "up",
-        "down",
-        "precision",
-        "judged",
-    )
-
-    def row(m: MemoryFigures) -> tuple[object, ...]:
-        return (
-            m.repo,
-            m.finding_id,
-            m.title,
-            m.severity,
-            m.forgotten,
-            m.retrieved,
-            m.cut,
-            m.up,
-            m.down,
-            m.precision,
-            m.judged,
-        )
-
-    out.tables = [
-        _rollup(memories),
-        Table("memory-per-memory", "Per memory", columns, [row(m) for m in memories]),
-        Table("memory-flagged", "Shown only beside 👎", columns, [row(m) for m in out.flagged]),
-        Table("memory-never-retrieved", "Never retrieved", columns, [row(m) for m in out.never_retrieved]),
-    ]
+def _titles(knowledge: Executor, keys: Sequence[Key]) -> dict[Key, tuple[str, str]]:
+    ids = sorted({fid for _, fid in keys})
+    out: dict[Key, tuple[str, str]] = {}
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        for repo, fid, title, severity in knowledge.fetch_all(
+            "SELECT r.repo, f.comment_id, MIN(f.title), MIN(f.severity) FROM findings f"
+            f" JOIN reviews r ON r.id = f.review_id WHERE f.comment_id IN ({', '.join('?' for _ in chunk)})"
+            " GROUP BY r.repo, f.comment_id",
+            tuple(chunk),
+        ):
+            out[(str(repo), int(fid))] = (str(title), str(severity))
     return out
 
 
-def _rollup(memories: list[MemoryFigures]) -> Table:
-    per: dict[str, list[int]] = {}
-    for m in memories:
-        agg = per.setdefault(m.repo, [0, 0, 0, 0, 0, 0])
-        agg[0] += 1
-        agg[1] += m.retrieved
-        agg[2] += m.up
-        agg[3] += m.down
-        agg[4] += int(m.retrieved == 0 and not m.forgotten)
-        agg[5] += int(m.flagged and not m.forgotten)
+def _never_retrieved(knowledge: Executor, scope: Scope) -> list[tuple[str, int, str, str]]:
+    """Posted findings no retrieval ever kept, not forgotten, not held back (issue 23's pending): the first
+    :data:`TOP` the planner meets (no ORDER BY: sorting would read every finding of the repositories)."""
+    rsql, rparams = scope.repo_sql("r.repo")
     rows = [
-        (repo, a[0], a[1], a[2], a[3], precision(a[2], a[3]), a[2] + a[3], a[4], a[5])
+        (str(r[0]), int(r[1]), str(r[2]), str(r[3]))
+        for r in knowledge.fetch_all(
+            "SELECT r.repo, f.comment_id, f.title, f.severity FROM findings f JOIN reviews r ON r.id = f.review_id"
+            f" WHERE f.comment_id IS NOT NULL{rsql}"
+            " AND NOT EXISTS (SELECT 1 FROM retrieval_hits h WHERE h.source_repo = r.repo"
+            " AND h.finding_id = f.comment_id AND h.kept = 1)"
+            " AND NOT EXISTS (SELECT 1 FROM memory_governance g WHERE g.repo = r.repo AND g.action = 'forget'"
+            " AND g.finding_id = f.comment_id)"
+            " AND NOT EXISTS (SELECT 1 FROM pending_memories p WHERE p.repo = r.repo"
+            " AND p.comment_id = f.comment_id AND p.status <> 'promoted')"
+            f" LIMIT {TOP}",
+            tuple(rparams),
+        )
+    ]
+    return sorted(rows, key=lambda r: (r[0], r[1]))
+
+
+def rollup(kept: dict[Key, int], judged: dict[Key, tuple[int, int]]) -> Table:
+    """Per repository: reviews that held one of its memories, distinct memories held, 👍/👎 after, precision."""
+    per: dict[str, list[int]] = {}
+    for (repo, _fid), n in kept.items():
+        agg = per.setdefault(repo, [0, 0, 0, 0, 0])
+        agg[0] += n
+        agg[1] += 1
+    for (repo, _fid), (up, down) in judged.items():
+        agg = per.setdefault(repo, [0, 0, 0, 0, 0])
+        agg[2] += up
+        agg[3] += down
+        agg[4] += int(down > 0 and up == 0)
+    rows = [
+        (repo, a[0], a[1], a[2], a[3], precision(a[2], a[3]), a[2] + a[3], a[4])
         for repo, a in sorted(per.items())
     ]
     return Table(
         "memory-by-repo",
         "By repository",
-        (
-            "repository",
-            "memories",
-            "retrieved",
-            "up",
-            "down",
-            "precision",
-            "judged",
-            "never_retrieved",
-            "flagged",
-        ),
+        ("repository", "retrieved", "memories_retrieved", "up", "down", "precision", "judged", "only_down"),
         rows,
     )

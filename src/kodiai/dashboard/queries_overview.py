@@ -1,9 +1,14 @@
 """Overview: reviews, findings by severity, clean reviews, errors by class, model cost and duration, the
-queue — read-only SQL over the knowledge, telemetry and jobs databases (one text for SQLite and PostgreSQL)."""
+queue — read-only SQL over the knowledge, telemetry and jobs databases (one text for SQLite and PostgreSQL).
+
+Each store's range is read once (reviews grouped by day and repository, the runs' rows, findings by
+severity) and the page's figures are summed from those rows in :func:`summarise`, which is pure."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from kodiai.dashboard.scope import Scope
 from kodiai.dashboard.stats import percentile
@@ -36,40 +41,79 @@ class Overview:
 
 
 def overview(knowledge: Executor, telemetry: Executor, jobs: Executor | None, scope: Scope) -> Overview:
-    out = Overview()
-    repo_sql, repo_params = scope.repo_sql("repo")
-    row = knowledge.fetch_one(
-        "SELECT COUNT(*), COALESCE(SUM(CASE WHEN findings_total = 0 AND conclusion = 'success' THEN 1 ELSE 0 END), 0)"
-        f" FROM reviews WHERE created_at >= ?{repo_sql}",
+    repo_sql, repo_params = scope.repo_sql()
+    reviews = knowledge.fetch_all(
+        "WITH r AS MATERIALIZED (SELECT created_at, repo, findings_total, conclusion FROM reviews"
+        f" WHERE created_at >= ?{repo_sql})"
+        " SELECT substr(created_at, 1, 10), repo, COUNT(*), COALESCE(SUM(findings_total), 0),"
+        " SUM(CASE WHEN findings_total = 0 AND conclusion = 'success' THEN 1 ELSE 0 END)"
+        " FROM r GROUP BY substr(created_at, 1, 10), repo",
         (scope.since, *repo_params),
     )
-    out.reviews, out.clean_reviews = (int(row[0]), int(row[1])) if row else (0, 0)
-    rsql, rparams = scope.repo_sql("r.repo")
-    out.findings = {s: 0 for s in SEVERITIES}
-    for severity, n in knowledge.fetch_all(
-        "SELECT f.severity, COUNT(*) FROM findings f JOIN reviews r ON r.id = f.review_id"
-        f" WHERE r.created_at >= ?{rsql} GROUP BY f.severity ORDER BY f.severity",
-        (scope.since, *rparams),
-    ):
-        out.findings[str(severity)] = int(n)
+    if scope.repos is None:  # every repository: the findings' own (created_at, severity) index
+        severities = knowledge.fetch_all(
+            "SELECT severity, COUNT(*) FROM findings WHERE created_at >= ? GROUP BY severity", (scope.since,)
+        )
+    else:  # the viewer's repositories: their reviews in the range, then those reviews' findings
+        rsql, rparams = scope.repo_sql("r.repo")
+        severities = knowledge.fetch_all(
+            f"WITH r AS MATERIALIZED (SELECT r.id FROM reviews r WHERE r.created_at >= ?{rsql})"
+            " SELECT f.severity, COUNT(*) FROM r JOIN findings f ON f.review_id = r.id GROUP BY f.severity",
+            (scope.since, *rparams),
+        )
     runs = telemetry.fetch_all(
-        f"SELECT duration_ms, cost_usd, conclusion FROM executions WHERE created_at >= ?{repo_sql}",
+        "SELECT substr(created_at, 1, 10), repo, duration_ms, cost_usd, conclusion FROM executions"
+        f" WHERE created_at >= ?{repo_sql}",
         (scope.since, *repo_params),
     )
-    out.runs = len(runs)
-    out.cost_usd = sum(float(r[1] or 0) for r in runs)
-    out.duration_p50_ms = percentile([float(r[0] or 0) for r in runs], 50)
-    out.duration_p95_ms = percentile([float(r[0] or 0) for r in runs], 95)
-    out.cost_p50_usd = percentile([float(r[1] or 0) for r in runs], 50)
-    out.cost_p95_usd = percentile([float(r[1] or 0) for r in runs], 95)
-    errors: dict[str, int] = {}
-    for r in runs:
-        if r[2] != "success":
-            errors[str(r[2])] = errors.get(str(r[2]), 0) + 1
-    out.errors = dict(sorted(errors.items(), key=lambda kv: (-kv[1], kv[0])))
+    out = summarise(reviews, severities, runs)
     out.queue = queue_depth(jobs, scope)
-    out.daily = _daily(knowledge, telemetry, scope)
-    out.by_repo = _by_repo(knowledge, telemetry, scope)
+    return out
+
+
+def summarise(
+    reviews: Sequence[Sequence[Any]], severities: Sequence[Sequence[Any]], runs: Sequence[Sequence[Any]]
+) -> Overview:
+    """The page's figures from ``(day, repo, reviews, findings, clean)``, ``(severity, n)`` and the runs'
+    ``(day, repo, duration_ms, cost_usd, conclusion)`` rows."""
+    out = Overview()
+    per_day: dict[str, list[float]] = {}
+    per_repo: dict[str, list[float]] = {}
+    for day, repo, n, found, clean in reviews:
+        out.reviews += int(n)
+        out.clean_reviews += int(clean or 0)
+        per_day.setdefault(str(day), [0, 0.0])[0] += int(n)
+        agg = per_repo.setdefault(str(repo), [0, 0, 0, 0.0, 0])
+        agg[0] += int(n)
+        agg[1] += int(found)
+    out.findings = {s: 0 for s in SEVERITIES} | {str(s): int(n) for s, n in severities}
+    durations, costs = [], []
+    errors: dict[str, int] = {}
+    for day, repo, duration, cost, conclusion in runs:
+        durations.append(float(duration or 0))
+        costs.append(float(cost or 0))
+        per_day.setdefault(str(day), [0, 0.0])[1] += float(cost or 0)
+        agg = per_repo.setdefault(str(repo), [0, 0, 0, 0.0, 0])
+        agg[2] += 1
+        agg[3] += float(cost or 0)
+        if conclusion != "success":
+            errors[str(conclusion)] = errors.get(str(conclusion), 0) + 1
+            agg[4] += 1
+    out.runs = len(runs)
+    out.cost_usd = sum(costs)
+    out.duration_p50_ms, out.duration_p95_ms = percentile(durations, 50), percentile(durations, 95)
+    out.cost_p50_usd, out.cost_p95_usd = percentile(costs, 50), percentile(costs, 95)
+    out.errors = dict(sorted(errors.items(), key=lambda kv: (-kv[1], kv[0])))
+    out.daily = [(day, int(v[0]), float(v[1])) for day, v in sorted(per_day.items())]
+    out.by_repo = Table(
+        "overview-by-repo",
+        "By repository",
+        ("repository", "reviews", "findings", "model_runs", "cost_usd", "failed_runs"),
+        [
+            (repo, int(a[0]), int(a[1]), int(a[2]), float(a[3]), int(a[4]))
+            for repo, a in sorted(per_repo.items())
+        ],
+    )
     return out
 
 
@@ -85,53 +129,3 @@ def queue_depth(jobs: Executor | None, scope: Scope) -> dict[str, int]:
     ):
         counts[str(status)] = int(n)
     return counts
-
-
-def _daily(knowledge: Executor, telemetry: Executor, scope: Scope) -> list[tuple[str, int, float]]:
-    repo_sql, repo_params = scope.repo_sql()
-    reviews = dict(
-        knowledge.fetch_all(
-            f"SELECT substr(created_at, 1, 10), COUNT(*) FROM reviews WHERE created_at >= ?{repo_sql}"
-            " GROUP BY substr(created_at, 1, 10)",
-            (scope.since, *repo_params),
-        )
-    )
-    cost = dict(
-        telemetry.fetch_all(
-            f"SELECT substr(created_at, 1, 10), SUM(cost_usd) FROM executions WHERE created_at >= ?{repo_sql}"
-            " GROUP BY substr(created_at, 1, 10)",
-            (scope.since, *repo_params),
-        )
-    )
-    days = sorted(set(reviews) | set(cost))
-    return [(str(d), int(reviews.get(d, 0)), float(cost.get(d) or 0)) for d in days]
-
-
-def _by_repo(knowledge: Executor, telemetry: Executor, scope: Scope) -> Table:
-    repo_sql, repo_params = scope.repo_sql()
-    reviews = {
-        str(r[0]): (int(r[1]), int(r[2]))
-        for r in knowledge.fetch_all(
-            "SELECT repo, COUNT(*), COALESCE(SUM(findings_total), 0) FROM reviews"
-            f" WHERE created_at >= ?{repo_sql} GROUP BY repo",
-            (scope.since, *repo_params),
-        )
-    }
-    runs = {
-        str(r[0]): (int(r[1]), float(r[2] or 0), int(r[3]))
-        for r in telemetry.fetch_all(
-            "SELECT repo, COUNT(*), SUM(cost_usd), SUM(CASE WHEN conclusion = 'success' THEN 0 ELSE 1 END)"
-            f" FROM executions WHERE created_at >= ?{repo_sql} GROUP BY repo",
-            (scope.since, *repo_params),
-        )
-    }
-    rows = [
-        (repo, *reviews.get(repo, (0, 0)), *runs.get(repo, (0, 0.0, 0)))
-        for repo in sorted(set(reviews) | set(runs))
-    ]
-    return Table(
-        "overview-by-repo",
-        "By repository",
-        ("repository", "reviews", "findings", "model_runs", "cost_usd", "failed_runs"),
-        rows,
-    )

@@ -1,10 +1,14 @@
 """Retrieval: the ``retrieval_quality`` rows of the range — retrievals per day by ``threshold_method``,
 candidates against kept results, the confidence mix, empty results, and how often memory reached the
-prompt (a retrieval with at least one kept result changed the review's prompt)."""
+prompt (a retrieval with at least one kept result changed the review's prompt).
+
+One grouped read of the range (per day and method); every figure is summed from it in :func:`summarise`."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from kodiai.dashboard.scope import Scope
 from kodiai.dashboard.stats import share
@@ -33,46 +37,52 @@ class RetrievalSummary:
 
 
 def retrieval_summary(telemetry: Executor, scope: Scope) -> RetrievalSummary:
-    out = RetrievalSummary()
     repo_sql, params = scope.repo_sql()
-    where = f"WHERE created_at >= ?{repo_sql}"
-    row = telemetry.fetch_one(
-        "SELECT COUNT(*), COALESCE(SUM(candidate_count), 0), COALESCE(SUM(result_count), 0),"
-        " COALESCE(SUM(CASE WHEN result_count = 0 THEN 1 ELSE 0 END), 0),"
-        " COALESCE(SUM(confidence_high), 0), COALESCE(SUM(confidence_medium), 0),"
-        f" COALESCE(SUM(confidence_low), 0) FROM retrieval_quality {where}",
-        (scope.since, *params),
-    )
-    if row:
-        out.retrievals, out.candidates, out.kept, out.empty = (int(v) for v in row[:4])
-        out.with_memory = out.retrievals - out.empty
-        out.confidence = {"high": int(row[4]), "medium": int(row[5]), "low": int(row[6])}
-    per_day: dict[str, dict[str, int]] = {}
-    methods: set[str] = set()
-    for day, method, n in telemetry.fetch_all(
-        "SELECT substr(created_at, 1, 10), COALESCE(threshold_method, 'unknown'), COUNT(*)"
-        f" FROM retrieval_quality {where} GROUP BY substr(created_at, 1, 10), COALESCE(threshold_method, 'unknown')",
-        (scope.since, *params),
-    ):
-        per_day.setdefault(str(day), {})[str(method)] = int(n)
-        methods.add(str(method))
-    out.methods = sorted(methods)
-    out.daily = sorted(per_day.items())
     rows = telemetry.fetch_all(
-        "SELECT COALESCE(threshold_method, 'unknown'), COUNT(*), COALESCE(SUM(candidate_count), 0),"
-        " COALESCE(SUM(result_count), 0), COALESCE(SUM(CASE WHEN result_count = 0 THEN 1 ELSE 0 END), 0),"
-        " AVG(distance_threshold)"
-        f" FROM retrieval_quality {where} GROUP BY COALESCE(threshold_method, 'unknown')"
-        " ORDER BY COUNT(*) DESC, COALESCE(threshold_method, 'unknown')",
+        # MATERIALIZED: both planners read the range through the created_at index, not a grouping index
+        "WITH q AS MATERIALIZED (SELECT created_at, threshold_method, candidate_count, result_count,"
+        " confidence_high, confidence_medium, confidence_low, distance_threshold FROM retrieval_quality"
+        f" WHERE created_at >= ?{repo_sql})"
+        " SELECT substr(created_at, 1, 10), COALESCE(threshold_method, 'unknown'), COUNT(*),"
+        " COALESCE(SUM(candidate_count), 0), COALESCE(SUM(result_count), 0),"
+        " SUM(CASE WHEN result_count = 0 THEN 1 ELSE 0 END), COALESCE(SUM(confidence_high), 0),"
+        " COALESCE(SUM(confidence_medium), 0), COALESCE(SUM(confidence_low), 0),"
+        " COALESCE(SUM(distance_threshold), 0), COUNT(distance_threshold)"
+        " FROM q GROUP BY substr(created_at, 1, 10), COALESCE(threshold_method, 'unknown')",
         (scope.since, *params),
     )
+    return summarise(rows)
+
+
+def summarise(rows: Sequence[Sequence[Any]]) -> RetrievalSummary:
+    """The figures from ``(day, method, n, candidates, kept, empty, high, medium, low, Σthreshold, n
+    thresholds)`` rows."""
+    out = RetrievalSummary()
+    per_day: dict[str, dict[str, int]] = {}
+    per_method: dict[str, list[float]] = {}
+    confidence = [0, 0, 0]
+    for day, method, n, candidates, kept, empty, high, medium, low, thresholds, n_thresholds in rows:
+        out.retrievals += int(n)
+        out.candidates += int(candidates)
+        out.kept += int(kept)
+        out.empty += int(empty)
+        confidence = [confidence[0] + int(high), confidence[1] + int(medium), confidence[2] + int(low)]
+        per_day.setdefault(str(day), {})[str(method)] = int(n)
+        agg = per_method.setdefault(str(method), [0, 0, 0, 0, 0.0, 0])
+        for i, value in enumerate((n, candidates, kept, empty, thresholds, n_thresholds)):
+            agg[i] += value
+    out.with_memory = out.retrievals - out.empty
+    out.confidence = {"high": confidence[0], "medium": confidence[1], "low": confidence[2]}
+    out.methods = sorted(per_method)
+    out.daily = sorted(per_day.items())
+    ordered = sorted(per_method.items(), key=lambda kv: (-kv[1][0], kv[0]))
     out.by_method = Table(
         "retrieval-by-method",
         "By cut method",
         ("threshold_method", "retrievals", "candidates", "kept", "empty", "avg_threshold"),
         [
-            (str(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4]), None if r[5] is None else float(r[5]))
-            for r in rows
+            (m, int(a[0]), int(a[1]), int(a[2]), int(a[3]), (a[4] / a[5]) if a[5] else None)
+            for m, a in ordered
         ],
     )
     return out

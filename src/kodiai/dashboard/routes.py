@@ -20,7 +20,7 @@ from kodiai.dashboard.actions import forget_memory, retry_dead
 from kodiai.dashboard.auth import OPERATOR_LOGIN, Viewer, viewer_of
 from kodiai.dashboard.github_oauth import SignInError, authorize_url, sign_in, writable_access
 from kodiai.dashboard.queries_jobs import installation_of, recent_jobs
-from kodiai.dashboard.queries_memory import memory_quality
+from kodiai.dashboard.queries_memory import memory_export, memory_quality
 from kodiai.dashboard.queries_overview import overview
 from kodiai.dashboard.queries_quiet import quiet_report
 from kodiai.dashboard.queries_retrieval import retrieval_summary
@@ -231,8 +231,11 @@ def build_router(state: DashboardState) -> APIRouter:
         }
 
     async def memory_page(viewer: Viewer, scope: Scope, request: Request) -> dict[str, Any]:
+        if request.path_params.get("table") == "memory-all":  # the export of every memory, on demand only
+            every = await asyncio.to_thread(memory_export, state.sources.knowledge, scope)
+            return {"tables": [every]}
         got = await asyncio.to_thread(memory_quality, state.sources.knowledge, scope)
-        rollup = got.tables[0]
+        rollup = got.rollup
         return {
             "m": got,
             "tables": got.tables,

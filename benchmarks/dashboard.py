@@ -1,0 +1,218 @@
+"""Dashboard benchmark: server time per page on a database with 100k retrievals, beside a baseline.
+
+Seeds SQLite stores (the real migrations) with ``--retrievals`` reviews, one retrieval each, over 90 days and
+20 repositories: ``retrieval_quality`` rows, reviews with two findings each, ``retrieval_hits`` (a pool of 5,
+2 kept), a reaction on every tenth review, and 2,000 job-journal rows. Then it asks each page through the real
+ASGI app in this process (no network: the time is the server's — queries, Jinja, SVG) as the operator
+(every repository, the worst case) and as a signed-in user with write access to 5 repositories, and prints
+p50/p95 per page next to a baseline measured the same way in the same run: ``SELECT count(*) FROM
+retrieval_quality`` on the same read-only connection.
+
+    .venv/bin/python benchmarks/dashboard.py                      # 100k retrievals, 30-day range, 20 rounds
+    .venv/bin/python benchmarks/dashboard.py --retrievals 20000 --rounds 10 --range 90d
+    .venv/bin/python benchmarks/dashboard.py --data /tmp/dash100k   # seed once, measure again later
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import statistics
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx
+from fastapi import FastAPI
+from pydantic import SecretStr
+
+from kodiai.dashboard.options import DashboardOptions
+from kodiai.dashboard.scope import Access
+from kodiai.dashboard.web import mount
+from kodiai.log import get_logger
+from kodiai.storage.knowledge import KnowledgeStore
+from kodiai.storage.opening import open_migrated
+
+TOKEN = "benchmark-operator-token"
+REPOS = [f"org/repo{i:02d}" for i in range(20)]
+METHODS = ["adaptive", "percentile", "configured", "abstain", "rank:kept"]
+
+
+def seed(tmp: Path, retrievals: int) -> None:
+    rng = random.Random(28)
+    now = datetime.now(UTC)
+
+    def at(i: int) -> str:
+        return (now - timedelta(seconds=int(90 * 86400 * i / retrievals))).strftime("%Y-%m-%d %H:%M:%S")
+
+    quality, runs, reviews, findings, hits, reactions = [], [], [], [], [], []
+    for i in range(retrievals):
+        repo, pr, when = REPOS[i % 20], i // 20, at(i)
+        kept = rng.choice([0, 0, 1, 2, 3])
+        quality.append((when, f"d{i}", repo, pr, kept, rng.choice(METHODS), kept))
+        failed = rng.random() < 0.05
+        runs.append(
+            (
+                when,
+                f"d{i}",
+                repo,
+                pr,
+                rng.randint(20_000, 400_000),
+                rng.random(),
+                "failure" if failed else "success",
+            )
+        )
+        reviews.append((i + 1, when, repo, pr, f"d{i}"))
+        for f in range(2):
+            findings.append(
+                (i + 1, when, ("critical", "major", "minor")[(i + f) % 3], f"Finding {i}-{f}", 2 * i + f)
+            )
+        pool = {rng.randrange(i) for _ in range(5)} if i else set()
+        for rank, memory in enumerate(sorted(pool)):
+            hits.append(
+                (
+                    when,
+                    f"d{i}",
+                    repo,
+                    pr,
+                    memory,
+                    2 * memory,
+                    REPOS[memory % 20],
+                    int(rank < 2),
+                    rank + 1 if rank < 2 else None,
+                )
+            )
+        if i % 10 == 0:
+            reactions.append((repo, i + 1, 2 * i, i, "+1" if rng.random() > 0.3 else "-1"))
+    for name, rows, sql in (
+        (
+            "telemetry",
+            quality,
+            "INSERT INTO retrieval_quality (created_at, delivery_id, repo, pr_number, event_type, top_k, distance_threshold,"
+            " result_count, avg_distance, threshold_method, candidate_count, confidence_high, confidence_medium,"
+            " confidence_low) VALUES (?, ?, ?, ?, 'pull_request', 5, 0.3, ?, 0.2, ?, 5, ?, 0, 0)",
+        ),
+        (
+            "telemetry",
+            runs,
+            "INSERT INTO executions (created_at, delivery_id, repo, pr_number, event_type, model, duration_ms, cost_usd,"
+            " conclusion) VALUES (?, ?, ?, ?, 'pull_request.opened', 'm', ?, ?, ?)",
+        ),
+        (
+            "knowledge",
+            reviews,
+            "INSERT INTO reviews (id, created_at, repo, pr_number, delivery_id, findings_total, conclusion, config_snapshot)"
+            " VALUES (?, ?, ?, ?, ?, 2, 'success', '{}')",
+        ),
+        (
+            "knowledge",
+            findings,
+            "INSERT INTO findings (review_id, created_at, file_path, severity, category, confidence, title, comment_id)"
+            " VALUES (?, ?, 'a.py', ?, 'correctness', 70, ?, ?)",
+        ),
+        (
+            "knowledge",
+            hits,
+            "INSERT INTO retrieval_hits (created_at, delivery_id, repo, pr_number, memory_id, finding_id, source_repo,"
+            " outcome, distance, adjusted_distance, kept, kept_rank) VALUES (?, ?, ?, ?, ?, ?, ?, 'accepted', 0.2, 0.2, ?, ?)",
+        ),
+        (
+            "knowledge",
+            reactions,
+            "INSERT INTO feedback_reactions (repo, review_id, finding_id, comment_id, comment_surface, reaction_id,"
+            " reaction_content, reactor_login, severity, category, file_path, title)"
+            " VALUES (?, ?, 1, ?, 'pull_request_review_comment', ?, ?, 'u', 'major', 'c', 'a.py', 't')",
+        ),
+    ):
+        db = open_migrated(tmp / f"{name}.db", name)
+        try:
+            with db.transaction() as tx:
+                tx._conn.executemany(sql, rows)  # type: ignore[attr-defined]  # one transaction, SQLite's bulk path
+        finally:
+            db.close()
+    jobs = open_migrated(tmp / "jobs.db", "jobs")
+    try:
+        with jobs.transaction() as tx:
+            tx._conn.executemany(  # type: ignore[attr-defined]
+                "INSERT INTO delivery_journal (delivery_id, event_name, installation_id, status, attempts, received_at)"
+                " VALUES (?, 'pull_request', ?, ?, 1, ?)",
+                [(f"j{i}", i % 5, ("done", "dead", "pending", "failed")[i % 4], at(i)) for i in range(2000)],
+            )
+    finally:
+        jobs.close()
+
+
+async def measure(app: FastAPI, path: str, headers: dict[str, str], rounds: int) -> list[float]:
+    times = []
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://bench") as client:
+        for _ in range(rounds + 1):
+            start = time.perf_counter()
+            response = await client.get(path, headers=headers)
+            times.append((time.perf_counter() - start) * 1000)
+            assert response.status_code == 200, (path, response.status_code)
+    return times[1:]  # the first request warms the template cache
+
+
+def row(name: str, times: list[float]) -> str:
+    p95 = statistics.quantiles(times, n=20)[-1] if len(times) > 1 else times[0]
+    return f"{name:<34} {statistics.median(times):>9.1f} {p95:>9.1f}"
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--retrievals", type=int, default=100_000)
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--range", default="30d", choices=["1d", "7d", "30d", "90d"])
+    parser.add_argument("--data", type=Path, help="keep the seeded stores here (seeded once, reused after)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = args.data or Path(tmp_name)
+        tmp.mkdir(parents=True, exist_ok=True)
+        if not (tmp / "knowledge.db").exists():
+            start = time.perf_counter()
+            seed(tmp, args.retrievals)
+            print(f"seeded {args.retrievals:,} retrievals in {time.perf_counter() - start:.1f} s")
+        knowledge = KnowledgeStore(tmp / "knowledge.db")
+        app = FastAPI()
+        state = mount(
+            app,
+            DashboardOptions(token=SecretStr(TOKEN)),
+            telemetry=str(tmp / "telemetry.db"),
+            knowledge=knowledge,
+            knowledge_target=str(tmp / "knowledge.db"),
+            jobs=str(tmp / "jobs.db"),
+            memory=None,
+            pg_journal=None,
+            log=get_logger("bench"),
+        )
+        assert state is not None
+        user = state.sessions.create("writer", operator=False)
+        user.access = Access("writer", repos=frozenset(REPOS[:5]), installations=frozenset({0, 1}))
+        user.access_at = time.monotonic() + 10**9  # no GitHub here: the lookup stays cached
+        viewers = {
+            "operator": {"Authorization": f"Bearer {TOKEN}"},
+            "user (5 repos)": {"Cookie": f"kodiai_dashboard={state.signer.session_cookie(user)}"},
+        }
+        baseline_db = state.sources.telemetry
+        base = []
+        for _ in range(args.rounds):
+            t0 = time.perf_counter()
+            baseline_db.fetch_one("SELECT count(*) FROM retrieval_quality")
+            base.append((time.perf_counter() - t0) * 1000)
+        print(f"{'page (range ' + args.range + ')':<34} {'p50 ms':>9} {'p95 ms':>9}")
+        print(row("baseline: SELECT count(*)", base))
+        pages = ["overview", "retrieval", "memory", "jobs"]
+        for who, headers in viewers.items():
+            for page in pages:
+                times = await measure(app, f"/dashboard/{page}?range={args.range}", headers, args.rounds)
+                print(row(f"{who}: {page}", times))
+            times = await measure(app, f"/dashboard/quiet?repo={REPOS[1]}&pr=7", headers, args.rounds)
+            print(row(f"{who}: quiet", times))
+        await state.aclose()
+        knowledge.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,3 @@
+-- PostgreSQL form of migrations/telemetry/0120_dashboard_indexes.sql (same id, same tables and columns; see migrations/postgresql/README.md).
+-- The dashboard's range queries over every repository (the operator's view): retrievals by time.
+CREATE INDEX IF NOT EXISTS idx_retrieval_quality_created ON retrieval_quality(created_at);
