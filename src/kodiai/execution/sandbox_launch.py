@@ -17,10 +17,19 @@ import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TypedDict
 
 #: Exit status when the sandbox (or the CLI) cannot be executed at all.
 EXEC_FAILED = 127
+
+
+class LaunchPlan(TypedDict):
+    """``PLAN.json``, written by ``sandbox_run.write_launcher``: names and fixed values, never a secret."""
+
+    command: list[str]  # the sandbox (or the CLI) and its arguments
+    env_names: list[str]  # inherited variables allowed by exact name
+    env_prefixes: list[str]  # … and by prefix
+    env_set: dict[str, str]  # fixed values set on top
 
 
 def env_allowed(name: str, names: Sequence[str], prefixes: Sequence[str]) -> bool:
@@ -28,7 +37,7 @@ def env_allowed(name: str, names: Sequence[str], prefixes: Sequence[str]) -> boo
     return name in names or any(name.startswith(prefix) for prefix in prefixes)
 
 
-def child_env(environ: Mapping[str, str], plan: Mapping[str, Any]) -> dict[str, str]:
+def child_env(environ: Mapping[str, str], plan: LaunchPlan) -> dict[str, str]:
     """The CLI's environment: the allow-listed inherited variables, then the plan's fixed ones."""
     names, prefixes = plan["env_names"], plan["env_prefixes"]
     env = {k: v for k, v in environ.items() if env_allowed(k, names, prefixes)}
@@ -38,7 +47,7 @@ def child_env(environ: Mapping[str, str], plan: Mapping[str, Any]) -> dict[str, 
 
 def main(argv: Sequence[str]) -> int:
     with open(argv[1], encoding="utf-8") as handle:
-        plan = json.load(handle)
+        plan: LaunchPlan = json.load(handle)
     command = [*plan["command"], *argv[2:]]
     try:
         os.execve(command[0], command, child_env(os.environ, plan))

@@ -160,7 +160,7 @@ def write_launcher(
     env_set: dict[str, str],
 ) -> None:
     """The plan (no secret: names and fixed values only) and the ``sh`` launcher the SDK executes."""
-    plan = {
+    plan: sandbox_launch.LaunchPlan = {
         "command": command,
         "env_names": sorted(env_names),
         "env_prefixes": list(prefixes),
