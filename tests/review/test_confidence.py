@@ -1,5 +1,5 @@
-"""review.confidence (the knowledge confidence rules): behaviour R4.36 (KC-01…13) = behaviour P8.5 (#1–13), plus the JS traps
-of parity-vectors/README.md §3 for match_pattern / matches_suppression."""
+"""review.confidence (the knowledge confidence rules): behaviour R4.36 (KC-01…13) = behaviour P8.5
+(#1–13), plus the JS traps of parity-vectors/README.md §3 for match_pattern / matches_suppression."""
 
 from __future__ import annotations
 
