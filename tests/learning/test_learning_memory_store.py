@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-import lancedb
 import numpy as np
 import pytest
 from learning_helpers import at_distance, make_record, unit
@@ -15,6 +15,14 @@ from kodiai.learning.memory_schema import InvalidNameError, validate_repo
 from kodiai.learning.memory_store import MemoryStoreOptions, open_memory_store
 
 DIM = 64
+
+
+def connect(uri: str, **kwargs: object) -> Any:
+    """A LanceDB connection; imported here, not at module level: importing LanceDB costs seconds of every
+    test run's collection, on every worker."""
+    import lancedb
+
+    return lancedb.connect(uri, **kwargs)
 
 
 @pytest.fixture
@@ -30,7 +38,7 @@ def uri(tmp_path: Path) -> str:
 def test_ms_01_table_created(uri: str) -> None:
     """R4.26 MS-01: opening creates the learning_memories table."""
     open_memory_store(uri, dimensions=DIM)
-    assert "learning_memories" in lancedb.connect(uri).list_tables().tables
+    assert "learning_memories" in connect(uri).list_tables().tables
 
 
 def test_ms_02_write_then_get_round_trips_every_field(uri: str, rng: np.random.Generator) -> None:
@@ -113,9 +121,7 @@ def test_lancedb_l2_is_squared_and_store_returns_euclidean(uri: str, rng: np.ran
     store = open_memory_store(uri, dimensions=DIM)
     q = unit(rng, DIM)
     store.write_memory(make_record(finding_id=1), at_distance(q, 0.6, rng))
-    raw = (
-        lancedb.connect(uri).open_table("learning_memories").search(q).distance_type("l2").limit(1).to_list()
-    )
+    raw = connect(uri).open_table("learning_memories").search(q).distance_type("l2").limit(1).to_list()
     assert raw[0]["_distance"] == pytest.approx(0.36, rel=1e-4)
     assert store.retrieve_memories(q, "acme/api", 1)[0].distance == pytest.approx(0.6, rel=1e-5)
 
@@ -365,6 +371,6 @@ def test_single_writes_are_compacted_periodically(uri: str, rng: np.random.Gener
     store = open_memory_store(uri, dimensions=DIM, options=MemoryStoreOptions(index_check_every=5))
     for i in range(5):
         store.write_memory(make_record(finding_id=i), unit(rng, DIM))
-    table = lancedb.connect(uri).open_table("learning_memories")
+    table = connect(uri).open_table("learning_memories")
     assert table.stats()["fragment_stats"]["num_fragments"] == 1
     assert store.count() == 5 and store.get_memory_record(5) is not None
