@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import zstandard
 from pydantic import BaseModel, Field
 
+from kodiai.jobs.journal_admin import JournalRecord, journal_record
 from kodiai.jobs.journal_guard import (
     FileIdentity,
     JournalDamagedError,
@@ -729,12 +730,12 @@ class JobJournal:
                 None,
             )
 
-    def get(self, delivery_id: str) -> dict[str, Any] | None:
+    def get(self, delivery_id: str) -> JournalRecord | None:
         """The journal row of a delivery that had work (deliveries acknowledged without work: ``None``)."""
         rows = self._db.query(
             "SELECT * FROM delivery_journal WHERE delivery_id = ? AND status != 'ignored'", (delivery_id,)
         )
-        return dict(rows[0]) if rows else None
+        return journal_record(rows[0]) if rows else None
 
     def evict(self, *, now: datetime) -> int:
         """Forget delivery ids older than the dedup window, finished rows past their retention, and any

@@ -8,9 +8,9 @@ that only moves ``dead`` rows to ``requeued``. The server claims requeued rows w
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import Any, Protocol, TypedDict
 
 #: What ``kodiai jobs list --state`` accepts (``ignored`` rows are dedup-only ids, never listed).
 STATES = ("pending", "running", "requeued", "dead", "done", "failed", "abandoned")
@@ -21,6 +21,12 @@ _COLUMNS = (
     "delivery_id, event_name, action, installation_id, status, attempts, received_at, started_at,"
     " finished_at, error, handlers_done"
 )
+
+
+class NamedRow(Protocol):
+    """A row readable by column name: ``sqlite3.Row`` or a psycopg ``dict_row``."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
 
 
 class DeliveryRow(TypedDict):
@@ -39,7 +45,7 @@ class DeliveryRow(TypedDict):
     handlers_done: str  # JSON list of the handlers that finished
 
 
-def delivery_row(row: Mapping[str, Any]) -> DeliveryRow:
+def delivery_row(row: NamedRow) -> DeliveryRow:
     """A row selected with ``_COLUMNS`` (``sqlite3.Row`` or psycopg's ``dict_row``) as a :class:`DeliveryRow`."""
     return DeliveryRow(
         delivery_id=row["delivery_id"],
@@ -54,6 +60,18 @@ def delivery_row(row: Mapping[str, Any]) -> DeliveryRow:
         error=row["error"],
         handlers_done=row["handlers_done"],
     )
+
+
+class JournalRecord(DeliveryRow):
+    """A whole journal row, as ``get(delivery_id)`` of either journal returns it."""
+
+    seq: int
+    body_sha256: str | None
+
+
+def journal_record(row: NamedRow) -> JournalRecord:
+    """A ``SELECT *`` row of ``delivery_journal`` as a :class:`JournalRecord`."""
+    return JournalRecord(**delivery_row(row), seq=row["seq"], body_sha256=row["body_sha256"])
 
 
 def list_deliveries(conn: sqlite3.Connection, states: tuple[str, ...], *, limit: int) -> list[DeliveryRow]:

@@ -36,7 +36,14 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from kodiai.jobs.journal import DEDUP_WINDOW, EVICT_EVERY, FINISHED_RETENTION, JournalEntry, JournalStatus
-from kodiai.jobs.journal_admin import DeliveryRow, RetryResult, delivery_row, retry_targets
+from kodiai.jobs.journal_admin import (
+    DeliveryRow,
+    JournalRecord,
+    RetryResult,
+    delivery_row,
+    journal_record,
+    retry_targets,
+)
 from kodiai.jobs.journal_rows import FINAL_STATUSES, Acceptance, Duplicate, Intake, PayloadCodec, iso
 from kodiai.log import get_logger
 from kodiai.storage.database import safe_url, to_pyformat
@@ -355,7 +362,7 @@ class PgJobJournal:
         return queued
 
     # ------------------------------------------------------------------ reads and upkeep
-    def get(self, delivery_id: str) -> dict[str, Any] | None:
+    def get(self, delivery_id: str) -> JournalRecord | None:
         with self._pool.connection() as conn:
             row = (
                 conn.cursor(row_factory=dict_row)
@@ -365,7 +372,7 @@ class PgJobJournal:
                 )
                 .fetchone()
             )
-        return dict(row) if row else None
+        return journal_record(row) if row else None
 
     def seen(self, delivery_id: str) -> bool:
         with self._pool.connection() as conn:
