@@ -27,11 +27,12 @@ CREATE TABLE IF NOT EXISTS retrieval_hits (
 CREATE INDEX IF NOT EXISTS idx_retrieval_hits_repo_created ON retrieval_hits(repo, created_at);
 CREATE INDEX IF NOT EXISTS idx_retrieval_hits_finding ON retrieval_hits(source_repo, finding_id);
 CREATE INDEX IF NOT EXISTS idx_retrieval_hits_pr ON retrieval_hits(repo, pr_number);
-CREATE INDEX IF NOT EXISTS idx_retrieval_hits_kept ON retrieval_hits(created_at, source_repo, finding_id) WHERE kept = 1;
-CREATE INDEX IF NOT EXISTS idx_retrieval_hits_repo_kept ON retrieval_hits(repo, created_at, source_repo, finding_id)
+CREATE INDEX IF NOT EXISTS idx_retrieval_hits_kept ON retrieval_hits(created_at, source_repo, finding_id, kept)
+  WHERE kept = 1;
+CREATE INDEX IF NOT EXISTS idx_retrieval_hits_repo_kept ON retrieval_hits(repo, created_at, source_repo, finding_id, kept)
   WHERE kept = 1;
 -- The dashboard's joins: a memory's finding by its comment id, a retrieval's review by its delivery, the range.
 CREATE INDEX IF NOT EXISTS idx_findings_comment ON findings(comment_id);
 CREATE INDEX IF NOT EXISTS idx_reviews_delivery ON reviews(delivery_id);
-CREATE INDEX IF NOT EXISTS idx_reviews_created ON reviews(created_at);
+CREATE INDEX IF NOT EXISTS idx_reviews_created ON reviews(created_at, repo, findings_total, conclusion);
 CREATE INDEX IF NOT EXISTS idx_findings_created ON findings(created_at, severity);

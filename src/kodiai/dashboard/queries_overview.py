@@ -52,7 +52,9 @@ def overview(knowledge: Executor, telemetry: Executor, jobs: Executor | None, sc
     )
     if scope.repos is None:  # every repository: the findings' own (created_at, severity) index
         severities = knowledge.fetch_all(
-            "SELECT severity, COUNT(*) FROM findings WHERE created_at >= ? GROUP BY severity", (scope.since,)
+            "WITH f AS MATERIALIZED (SELECT severity FROM findings WHERE created_at >= ?)"
+            " SELECT severity, COUNT(*) FROM f GROUP BY severity",
+            (scope.since,),
         )
     else:  # the viewer's repositories: their reviews in the range, then those reviews' findings
         rsql, rparams = scope.repo_sql("r.repo")
