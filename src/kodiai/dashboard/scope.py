@@ -68,7 +68,9 @@ def scope_for(access: Access, *, repo: str | None, range_key: str | None, now: d
     since = stores_time(now - timedelta(days=days))
     installations = None if access.operator else tuple(sorted(access.installations))
     if repo:
-        repos: tuple[str, ...] | None = (repo,) if access.can_see(repo) else ()
+        # the viewer's own spelling of the name (GitHub's), so a differently cased request still matches
+        named = next((r for r in access.repos if r.lower() == repo.lower()), repo)
+        repos: tuple[str, ...] | None = (named,) if access.can_see(repo) else ()
     else:
         repos = None if access.operator else tuple(sorted(access.repos))
     return Scope(repos=repos, installations=installations, since=since, days=days)

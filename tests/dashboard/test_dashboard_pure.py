@@ -1,0 +1,44 @@
+"""The dashboard's pure pieces: CSV export cells a spreadsheet would run, charts' text alternative, the
+percentile rule and the scope a viewer gets."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from kodiai.dashboard.charts import bar_chart, stacked_columns
+from kodiai.dashboard.scope import Access, scope_for
+from kodiai.dashboard.stats import percentile
+from kodiai.dashboard.tables import Table, to_csv
+
+
+def test_csv_export_neutralises_formulas() -> None:
+    table = Table("t", "T", ("title", "n"), [('=HYPERLINK("http://x")', 1), ("-1+2", 2), ("plain", None)])
+    lines = to_csv(table).split("\r\n")
+    assert lines[1].startswith("\"'=HYPERLINK") and lines[2] == "'-1+2,2" and lines[3] == "plain,"
+
+
+def test_charts_carry_their_numbers_as_text_and_escape_labels() -> None:
+    svg = str(bar_chart("c", "Findings", [("<b>major</b>", 3), ("minor", 1.5)]))
+    assert '<title id="c-t">Findings</title>' in svg and "&lt;b&gt;major&lt;/b&gt;: 3; minor: 1.50" in svg
+    assert "<b>" not in svg and "style=" not in svg and "<script" not in svg
+    columns = str(
+        stacked_columns(
+            "d", "Per day", [("2026-01-01", {"adaptive": 2, "abstain": 1})], ["abstain", "adaptive"]
+        )
+    )
+    assert "2026-01-01: abstain 1, adaptive 2" in columns
+
+
+def test_percentile_is_a_value_that_occurred() -> None:
+    assert percentile([], 50) is None
+    assert percentile([5, 1, 3, 2, 4], 50) == 3 and percentile(list(range(1, 21)), 95) == 19
+
+
+def test_scope_never_widens_past_the_viewer() -> None:
+    now = datetime(2026, 1, 31, tzinfo=UTC)
+    alice = Access("alice", repos=frozenset({"acme/api"}), installations=frozenset({1}))
+    assert scope_for(alice, repo=None, range_key="7d", now=now).repos == ("acme/api",)
+    assert scope_for(alice, repo="ACME/API", range_key=None, now=now).repos == ("acme/api",)
+    assert scope_for(alice, repo="acme/web", range_key=None, now=now).repo_sql() == (" AND 1 = 0", [])
+    assert scope_for(Access("bob"), repo=None, range_key="bogus", now=now).since == "2026-01-01 00:00:00"
+    assert scope_for(Access("op", operator=True), repo=None, range_key="1d", now=now).repo_sql() == ("", [])
