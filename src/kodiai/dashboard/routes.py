@@ -30,6 +30,7 @@ from kodiai.dashboard.state import DashboardState
 from kodiai.dashboard.tables import Table, find, to_csv, to_json
 
 PREFIX = "/dashboard"
+FORM_LIMIT = 16 * 1024
 PAGES = ("overview", "retrieval", "memory", "quiet", "jobs")
 STATIC = {"dashboard.css": "text/css; charset=utf-8"}
 CSP = (
@@ -254,6 +255,7 @@ def build_router(state: DashboardState) -> APIRouter:
             number = 0
         if not repo or number <= 0 or not viewer.access.can_see(repo):
             return {"report": None, "tables": [], "pr": request.query_params.get("pr", "")}
+        repo = scope.repos[0] if scope.repos else repo  # the viewer's spelling of the name
         report = await asyncio.to_thread(
             quiet_report, state.sources.knowledge, state.sources.telemetry, repo, number
         )
@@ -339,7 +341,11 @@ async def _form(request: Request) -> dict[str, str]:
     cached = getattr(request.state, "dashboard_form", None)
     if cached is not None:
         return dict(cached)
-    body = await request.body()
-    form = dict(parse_qsl(body[:65536].decode("utf-8", "replace")))
+    body = b""
+    async for chunk in request.stream():  # the dashboard's forms are tiny: stop reading past the limit
+        body += chunk
+        if len(body) > FORM_LIMIT:
+            break
+    form = dict(parse_qsl(body[:FORM_LIMIT].decode("utf-8", "replace")))
     request.state.dashboard_form = form
     return form

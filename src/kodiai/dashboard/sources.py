@@ -17,8 +17,8 @@ class Sources:
     jobs: Database | None = None
 
     def close(self) -> None:
-        for db in (self.telemetry, self.knowledge, self.jobs):
-            if db is not None and not db.closed:
+        for db in {id(d): d for d in (self.telemetry, self.knowledge, self.jobs) if d is not None}.values():
+            if not db.closed:
                 db.close()
 
 
@@ -32,6 +32,9 @@ def open_read_only(target: str | Path, name: str) -> Database:
 
 
 def open_sources(telemetry: str, knowledge: str, jobs: str | None) -> Sources:
+    if is_postgres_url(telemetry):  # one database holds every store: one small pool of the dashboard's own
+        shared = open_read_only(telemetry, "stores")
+        return Sources(shared, shared, shared)
     opened: list[Database] = []
     try:
         for target, name in ((telemetry, "telemetry"), (knowledge, "knowledge")):
