@@ -27,12 +27,16 @@ install: $(STAMP)
 #   binaries live in /usr/lib/postgresql/<version>/bin, not on PATH).
 # - systemd: tests/test_deploy_files.py checks deploy/kodiai.service with `systemd-analyze verify`
 #   (nothing is started).
+# - chromium, chromium-driver: the dashboard's browser tests (tests/browser) drive headless Chromium
+#   through Selenium and Debian's chromedriver.
 define debian_packages
 	@missing=; for p in $(1); do \
 	  case $$p in \
 	    bubblewrap) command -v bwrap ;; \
 	    postgresql) ls /usr/lib/postgresql/*/bin/initdb || command -v initdb ;; \
 	    systemd) command -v systemd-analyze ;; \
+	    chromium) command -v chromium ;; \
+	    chromium-driver) command -v chromedriver ;; \
 	  esac >/dev/null 2>&1 || missing="$$missing $$p"; \
 	done; \
 	[ -n "$$missing" ] || exit 0; \
@@ -51,7 +55,7 @@ bubblewrap:
 	$(call debian_packages,bubblewrap)
 
 test-packages:
-	$(call debian_packages,bubblewrap postgresql systemd)
+	$(call debian_packages,bubblewrap postgresql systemd chromium chromium-driver)
 
 # `exec`: the server replaces the recipe's shell, so make sees the server's own exit status: 0 after a stop
 # on Ctrl-C or SIGTERM (the server drains, then exits 0), and make prints no "*** Error"/"Interrupt" line.
@@ -59,7 +63,7 @@ serve: $(STAMP) bubblewrap
 	exec env HF_HUB_OFFLINE=1 $(BIN)/kodiai serve
 
 test: $(STAMP) test-packages
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -n 2 --dist loadfile -q
+	HF_HUB_OFFLINE=1 KODIAI_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -n 2 --dist loadfile -q
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

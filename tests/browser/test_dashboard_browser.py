@@ -1,0 +1,180 @@
+"""The dashboard in a real browser: headless Chromium against a ``kodiai serve`` process over seeded stores
+(:mod:`support.seed_dashboard`), signing in through the fake GitHub's OAuth pages as a user would.
+
+alice may push to acme/api (and only read acme/web); bob may only read acme/api. The figures checked are
+the seed's (see :mod:`support.seed_dashboard`), the same as tests/dashboard checks over plain HTTP: here
+the point is what a browser does with the pages — follows the sign-in redirects, keeps the cookies,
+applies the CSP, submits the forms, lays the pages out at 1280 and 390 px.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from kodiai.dashboard.routes import CSP
+from support.browser import NARROW, WIDE, Browser
+from support.fake_github import FakeGitHub
+from support.fake_github_oauth import CLIENT_ID, CLIENT_SECRET, FakeOAuth
+from support.kodiai_process import KodiaiServer
+from support.seed_dashboard import INSTALLATION, seed_dashboard, seed_jobs
+
+RANGE = "range=90d"
+PAGES = {  # page → its path with the query that shows the seeded data
+    "overview": f"/dashboard/overview?{RANGE}",
+    "retrieval": f"/dashboard/retrieval?{RANGE}",
+    "memory": f"/dashboard/memory?{RANGE}",
+    "quiet": "/dashboard/quiet?repo=acme/api&pr=1",
+    "jobs": "/dashboard/jobs",
+}
+
+
+@dataclass
+class Site:
+    url: str
+    oauth: FakeOAuth
+    tmp: Path
+
+    def rows(self, db: str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        conn = sqlite3.connect(f"file:{self.tmp / db}?mode=ro", uri=True)
+        try:
+            return list(conn.execute(sql, params))
+        finally:
+            conn.close()
+
+    def sign_in(self, browser: Browser, login: str) -> None:
+        """Sign in as a user does: /dashboard → GitHub's authorize page (approves at once) → callback."""
+        browser.driver.delete_all_cookies()
+        self.oauth.next_login = login
+        browser.open(self.url + "/dashboard")
+        assert browser.driver.current_url == self.url + "/dashboard/overview", browser.text
+        assert login in browser.driver.find_element("css selector", "form.who span").text
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    tmp = tmp_path_factory.mktemp("browser")
+    seed_dashboard(str(tmp / "telemetry.db"), str(tmp / "knowledge.db"), None)
+    with FakeGitHub() as fake:
+        fake.add_installation(INSTALLATION)
+        oauth = FakeOAuth(fake, callback="")
+        oauth.add_user("alice", {INSTALLATION: {"acme/api": True, "acme/web": False}})
+        oauth.add_user("bob", {INSTALLATION: {"acme/api": False}})
+        server = KodiaiServer(
+            tmp,
+            fake,
+            GITHUB_CLIENT_ID=CLIENT_ID,
+            GITHUB_CLIENT_SECRET=CLIENT_SECRET,
+            DASHBOARD_SESSION_SECRET="browser-tests-session-key",
+        ).start()
+        try:
+            seed_jobs(str(tmp / "jobs.db"))  # after start-up: its recovery must not replay them
+            oauth.callback = server.url + "/dashboard/callback"
+            yield Site(server.url, oauth, tmp)
+        finally:
+            server.stop()
+
+
+def test_sign_in_and_every_page_renders_its_figures_at_both_widths(site: Site, browser: Browser) -> None:
+    site.sign_in(browser, "alice")
+    retrievals = site.rows(
+        "telemetry.db",
+        "SELECT COUNT(*) FROM retrieval_quality WHERE repo = 'acme/api' AND created_at >= datetime('now', '-90 days')",
+    )[0][0]
+    expected = {
+        "overview": lambda: browser.by_id("fig-reviews") == "2",  # acme/api's 2 reviews, not acme/web's
+        "retrieval": lambda: browser.by_id("fig-retrievals") == str(retrievals),
+        "memory": lambda: "33.3 % (6)" in browser.text and "acme/web" not in browser.text,
+        "quiet": lambda: "rv1" in browser.text and "503" in browser.text,
+        "jobs": lambda: "job-dead-1" in browser.text and "job-dead-other" not in browser.text,
+    }
+    browser.severe_console()  # drop what the sign-in redirects logged
+    shots = []
+    for width in (WIDE, NARROW):
+        browser.viewport(width)
+        for name, path in PAGES.items():
+            browser.open(site.url + path)
+            assert browser.driver.title == f"Kodiai · {name}"
+            assert expected[name](), f"{name} at {width} px:\n{browser.text[:2000]}"
+            # the stylesheet applied (a CSP that blocked it would leave the browser's default margin)
+            assert browser.driver.execute_script("return getComputedStyle(document.body).margin") == "0px"
+            scroll, inner = browser.overflow()
+            assert scroll <= inner, f"{name} overflows at {width} px: {scroll} > {inner}"
+            shots.append(browser.screenshot(name, width))
+            assert browser.severe_console() == [], f"console errors on {name} at {width} px"
+    browser.viewport(WIDE)
+    assert all(p.stat().st_size > 1000 for p in shots)
+
+
+def test_csp_header_is_sent_and_enforced_by_the_browser(site: Site, browser: Browser) -> None:
+    site.sign_in(browser, "alice")
+    cookies = {"kodiai_dashboard": browser.cookie("kodiai_dashboard") or ""}
+    for path in PAGES.values():
+        response = httpx.get(site.url + path, cookies=cookies, timeout=10)
+        assert response.status_code == 200 and response.headers["content-security-policy"] == CSP
+    browser.open(site.url + PAGES["overview"])
+    browser.severe_console()
+    # An injected inline style (as an XSS would add) is refused by the page's policy and reported.
+    applied = browser.driver.execute_script(
+        "const s = document.createElement('style');"
+        "s.textContent = 'body { background-color: rgb(1, 2, 3) !important; }';"
+        "document.head.appendChild(s);"
+        "return getComputedStyle(document.body).backgroundColor;"
+    )
+    assert applied != "rgb(1, 2, 3)"
+    refused = browser.severe_console()
+    assert any("Content Security Policy" in e["message"] for e in refused), refused
+
+
+def _forget_form(browser: Browser, finding_id: int) -> Any:
+    return browser.driver.find_element(
+        "xpath",
+        f"//form[@action='/dashboard/memory/forget'][input[@name='finding_id'][@value='{finding_id}']]",
+    )
+
+
+def test_forget_from_the_page_is_recorded_and_shown_for_a_writer(site: Site, browser: Browser) -> None:
+    site.sign_in(browser, "alice")
+    browser.open(site.url + PAGES["memory"])
+    _forget_form(browser, 500).find_element("tag name", "button").click()
+    assert browser.driver.current_url.startswith(site.url + "/dashboard/memory?message=")
+    assert browser.driver.find_element("css selector", "p.message").text  # the action's outcome
+    browser.open(site.url + PAGES["memory"])
+    row = browser.driver.find_element("xpath", "//tr[td[2][normalize-space()='500']][td[last()]]")
+    assert row.find_elements("xpath", "td")[-1].text == "forgotten"
+    assert site.rows(
+        "knowledge.db", "SELECT repo, action, actor FROM memory_governance WHERE finding_id = 500"
+    ) == [("acme/api", "forget", "alice")]
+    assert browser.severe_console() == []
+
+
+def test_forget_is_refused_for_a_read_only_user(site: Site, browser: Browser) -> None:
+    site.sign_in(browser, "bob")
+    browser.open(site.url + PAGES["memory"])
+    assert browser.driver.find_elements("css selector", "form[action='/dashboard/memory/forget']") == []
+    # bob's own session and CSRF token, on a form he builds himself: the server still refuses it
+    browser.driver.execute_script(
+        "const f = document.createElement('form'); f.method = 'post'; f.action = '/dashboard/memory/forget';"
+        "for (const [k, v] of [['csrf', arguments[0]], ['repo', 'acme/api'], ['finding_id', '501']]) {"
+        "  const i = document.createElement('input'); i.type = 'hidden'; i.name = k; i.value = v; f.appendChild(i); }"
+        "document.body.appendChild(f); f.submit();",
+        browser.driver.find_element("css selector", "form.who input[name=csrf]").get_attribute("value"),
+    )
+    assert "Forbidden: you have no write access" in browser.text
+    assert site.rows("knowledge.db", "SELECT * FROM memory_governance WHERE finding_id = 501") == []
+
+
+def test_a_post_without_its_csrf_token_is_refused(site: Site, browser: Browser) -> None:
+    site.sign_in(browser, "alice")
+    browser.open(site.url + PAGES["memory"])
+    form = _forget_form(browser, 501)
+    browser.driver.execute_script("arguments[0].querySelector('input[name=csrf]').remove()", form)
+    form.find_element("tag name", "button").click()
+    assert "Forbidden: missing or wrong CSRF token" in browser.text
+    assert site.rows("knowledge.db", "SELECT * FROM memory_governance WHERE finding_id = 501") == []
