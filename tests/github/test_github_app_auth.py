@@ -67,6 +67,14 @@ def test_the_key_is_parsed_once_per_process_and_key_text(fake_github: FakeGitHub
             app("not a key").initialize()
 
 
+def test_the_servers_default_api_url_is_the_clients() -> None:
+    """kodiai.server.runtime keeps its own copy (importing app_auth would load PyGithub in setup mode)."""
+    from kodiai.github.app_auth import DEFAULT_API_URL
+    from kodiai.server.runtime import DEFAULT_API_URL as server_default
+
+    assert server_default == DEFAULT_API_URL == "https://api.github.com"
+
+
 def test_1_2_04_unreachable_github_fails_fast(fake_github: FakeGitHub) -> None:
     """Nothing listening at GITHUB_API_URL → GitHubAppError quickly (bounded retries)."""
     app = GitHubApp(

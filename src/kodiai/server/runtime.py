@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, SecretStr
 
-from kodiai.github.app_auth import DEFAULT_API_URL, GitHubApp
 from kodiai.github.workspace import WorkspaceManager, git_base_url_for
 from kodiai.jobs.dispatcher import DeliveryDispatcher
 from kodiai.jobs.journal import JobJournal
@@ -31,6 +30,7 @@ from kodiai.webhook.bot_filter import BotFilter
 from kodiai.webhook.router import EventRouter
 
 if TYPE_CHECKING:
+    from kodiai.github.app_auth import GitHubApp
     from kodiai.jobs.pg_journal import PgJobJournal
     from kodiai.jobs.pg_queue import PgWorker, WorkerOptions
     from kodiai.server.stores import Stores
@@ -39,6 +39,9 @@ Role = Literal["web", "worker", "all"]
 ROLES: tuple[Role, ...] = ("web", "worker", "all")
 
 MAX_BODY_BYTES = 25 * 1024 * 1024  # GitHub caps webhook payloads at 25 MiB
+#: The same as ``kodiai.github.app_auth.DEFAULT_API_URL``, not imported from there: that module loads
+#: PyGithub (~1.3 s of CPU), which setup mode never uses; it is imported when a client is built.
+DEFAULT_API_URL = "https://api.github.com"
 
 
 class ServerConfig(BaseModel):
@@ -180,6 +183,8 @@ def build_runtime(
             'accepted; remove it once kodiai_webhook_signature_matches_total{secret="previous"} stops growing'
         )
     if github is None:
+        from kodiai.github.app_auth import GitHubApp
+
         assert config.app_id and config.private_key  # guaranteed when not in setup mode
         github = GitHubApp(
             config.app_id, config.private_key.get_secret_value(), base_url=config.github_api_url
