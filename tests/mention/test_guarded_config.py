@@ -15,20 +15,14 @@ import pytest
 from kodiai.config.loader import FAIL_CLOSED_LOG_MESSAGE
 from support.fake_github import FakeGitHub
 from support.fake_github_pr import PrState
+from support.handler_fixtures import mention_harness
 from support.mention_harness import MentionHarness
 
 
 @pytest.fixture
 def mh(tmp_path: Path, fake_server: tuple[FakeGitHub, PrState]) -> Iterator[MentionHarness]:
-    fake, state = fake_server
-    state.clear()
-    with fake.lock:
-        fake.faults.clear()
-    fake.reset_calls()
-    h = MentionHarness(tmp_path, fake, state)
-    h.grant("alice")
-    yield h
-    h.close()
+    with mention_harness(tmp_path, fake_server, clear="pr_state", grant="alice") as h:
+        yield h
 
 
 @pytest.mark.parametrize(

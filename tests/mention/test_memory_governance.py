@@ -19,6 +19,7 @@ from kodiai.mention.memory_commands import parse_memory_command
 from kodiai.storage.knowledge_models import FindingRecord, ReviewRecord
 from support.fake_github import FakeGitHub
 from support.fake_github_pr import PrState
+from support.handler_fixtures import mention_harness
 from support.mention_harness import MentionHarness
 from support.review_harness import OWNER, REPO
 
@@ -28,16 +29,8 @@ TITLE = "Division by zero is not handled"
 
 @pytest.fixture
 def mh(tmp_path: Path, fake_server: tuple[FakeGitHub, PrState]) -> Iterator[MentionHarness]:
-    fake, state = fake_server
-    with fake.lock:
-        for key, value in list(fake.data.items()):
-            if isinstance(value, (list, dict, set)) and not key.startswith("_"):
-                value.clear()
-        fake.faults.clear()
-    fake.reset_calls()
-    h = MentionHarness(tmp_path, fake, state)
-    yield h
-    h.close()
+    with mention_harness(tmp_path, fake_server, clear="all") as h:
+        yield h
 
 
 def finding_thread(mh: MentionHarness) -> tuple[dict[str, Any], int]:

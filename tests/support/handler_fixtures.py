@@ -6,7 +6,9 @@ answer cached across tests. Each such folder's conftest imports them."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
@@ -14,6 +16,7 @@ from kodiai.github.permissions import SHARED_CACHE
 from support.fake_github import FakeGitHub
 from support.fake_github_fixtures import reset_fake
 from support.fake_github_pr import PrState
+from support.mention_harness import MentionHarness
 from support.review_harness import ReviewHarness
 
 
@@ -32,3 +35,29 @@ def harness(tmp_path: Path, fake_server: tuple[FakeGitHub, PrState]) -> Iterator
     h = ReviewHarness(tmp_path, fake, state)
     yield h
     h.close()
+
+
+@contextmanager
+def mention_harness(
+    tmp_path: Path,
+    fake_server: tuple[FakeGitHub, PrState],
+    *,
+    clear: Literal["all", "pr_state"],
+    grant: str | None = None,
+) -> Iterator[MentionHarness]:
+    """A fresh :class:`MentionHarness` over the module's fake GitHub: no faults, an empty call log, and
+    ``clear``: every stored kind emptied (``"all"``) or the PR routes' state only (``"pr_state"``);
+    ``grant``: a commenter given write access."""
+    fake, state = fake_server
+    if clear == "pr_state":
+        state.clear()
+        reset_fake(fake)
+    else:
+        reset_fake(fake, "all")
+    h = MentionHarness(tmp_path, fake, state)
+    if grant is not None:
+        h.grant(grant)
+    try:
+        yield h
+    finally:
+        h.close()

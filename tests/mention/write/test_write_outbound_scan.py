@@ -16,6 +16,7 @@ from kodiai.server.composition import guard_outbound_secrets
 from kodiai.settings import Settings
 from support.fake_github import FakeGitHub
 from support.fake_github_pr import PrState
+from support.handler_fixtures import mention_harness
 from support.mention_harness import MentionHarness
 
 #: Scan off, so only the always-on detectors can refuse.
@@ -24,17 +25,8 @@ WRITE_ON_SCAN_OFF = "write:\n  enabled: true\n  secretScan:\n    enabled: false\
 
 @pytest.fixture
 def mh(tmp_path: Path, fake_server: tuple[FakeGitHub, PrState]) -> Iterator[MentionHarness]:
-    fake, state = fake_server
-    with fake.lock:
-        for key, value in list(fake.data.items()):
-            if isinstance(value, (list, dict, set)) and not key.startswith("_"):
-                value.clear()
-        fake.faults.clear()
-    fake.reset_calls()
-    h = MentionHarness(tmp_path, fake, state)
-    h.grant("alice")
-    yield h
-    h.close()
+    with mention_harness(tmp_path, fake_server, clear="all", grant="alice") as h:
+        yield h
 
 
 @pytest.fixture

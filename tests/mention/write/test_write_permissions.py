@@ -15,6 +15,7 @@ import pytest
 from kodiai.mention.intent import build_write_branch_name, build_write_output_key
 from support.fake_github import FakeGitHub
 from support.fake_github_pr import PrState
+from support.handler_fixtures import mention_harness
 from support.mention_harness import MentionHarness
 from support.review_harness import INSTALLATION, OWNER, REPO
 
@@ -24,14 +25,8 @@ FORKS_ON = "write:\n  enabled: true\n  allowForks: true\n"
 
 @pytest.fixture
 def mh(tmp_path: Path, fake_server: tuple[FakeGitHub, PrState]) -> Iterator[MentionHarness]:
-    fake, state = fake_server
-    state.clear()
-    with fake.lock:
-        fake.faults.clear()
-    fake.reset_calls()
-    h = MentionHarness(tmp_path, fake, state)
-    yield h
-    h.close()
+    with mention_harness(tmp_path, fake_server, clear="pr_state") as h:
+        yield h
 
 
 def branch_of(comment_id: int) -> str:
