@@ -10,6 +10,8 @@ from kodiai.learning.types import RerankedResult
 from kodiai.review.retrieval_hits import hits_of
 from kodiai.storage.knowledge import KnowledgeStore
 from learning.learning_helpers import make_record
+from review.test_review_checklist import MAXGAP, AxisEmbedder, seed_memory
+from support.review_harness import ReviewHarness
 
 
 def _result(memory_id: int, finding_id: int, distance: float) -> RerankedResult:
@@ -40,3 +42,20 @@ def test_hits_mark_the_kept_memories_and_are_written_once(tmp_path: Path) -> Non
         assert store.record_retrieval_hits(hits) == 0  # a redelivery of the same review
     finally:
         store.close()
+
+
+async def test_a_review_records_what_its_retrieval_looked_at(tmp_path: Path, harness: ReviewHarness) -> None:
+    """The review job writes one row per memory of the pool beside its ``retrieval_quality`` row."""
+    h = ReviewHarness(tmp_path / "axis", harness.fake, harness.state, embedder=AxisEmbedder())
+    try:
+        seed_memory(h, 0.20, 1, "src/example.ts", text="Prior: unchecked null return")
+        seed_memory(h, 0.22, 2, "src/example.ts", text="Prior: missing await")
+        await h.deliver(h.open_pr(config=MAXGAP), delivery="hits-1")
+        [(kept,)] = h.rows("telemetry.db", "SELECT result_count FROM retrieval_quality")
+        rows = h.rows(
+            "knowledge.db",
+            "SELECT delivery_id, repo, finding_id, kept, kept_rank FROM retrieval_hits ORDER BY finding_id",
+        )
+        assert kept == 2 and rows == [("hits-1", "acme/repo", 1, 1, 1), ("hits-1", "acme/repo", 2, 1, 2)]
+    finally:
+        h.close()
