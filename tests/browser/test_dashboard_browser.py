@@ -94,7 +94,7 @@ def test_sign_in_and_every_page_renders_its_figures_at_both_widths(site: Site, b
         "quiet": lambda: "rv1" in browser.text and "503" in browser.text,
         "jobs": lambda: "job-dead-1" in browser.text and "job-dead-other" not in browser.text,
     }
-    browser.severe_console()  # drop what the sign-in redirects logged
+    assert browser.severe_console() == []  # the sign-in redirects and the first page (its favicon too)
     shots = []
     for width in (WIDE, NARROW):
         browser.viewport(width)
