@@ -6,32 +6,27 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from importlib import resources
-from typing import Any
 from urllib.parse import parse_qsl, quote
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 
-from kodiai.dashboard import charts
 from kodiai.dashboard.actions import forget_memory, retry_dead
 from kodiai.dashboard.auth import OPERATOR_LOGIN, Viewer, viewer_of
 from kodiai.dashboard.github_oauth import SignInError, authorize_url, sign_in, writable_access
-from kodiai.dashboard.queries_jobs import installation_of, recent_jobs
-from kodiai.dashboard.queries_memory import memory_export, memory_quality
-from kodiai.dashboard.queries_overview import overview
-from kodiai.dashboard.queries_quiet import quiet_report
-from kodiai.dashboard.queries_retrieval import retrieval_summary
+from kodiai.dashboard.pages import PAGES as PAGE_BUILDERS
+from kodiai.dashboard.pages import PageBuilder
+from kodiai.dashboard.queries_jobs import installation_of
 from kodiai.dashboard.scope import RANGES, Scope, scope_for
 from kodiai.dashboard.session import COOKIE, STATE_COOKIE, STATE_SECONDS, Session, tokens_equal
 from kodiai.dashboard.state import DashboardState
-from kodiai.dashboard.tables import Table, find, to_csv, to_json
+from kodiai.dashboard.tables import find, to_csv, to_json
 
 PREFIX = "/dashboard"
 FORM_LIMIT = 16 * 1024
-PAGES = ("overview", "retrieval", "memory", "quiet", "jobs")
+PAGES = tuple(PAGE_BUILDERS)
 STATIC = {"dashboard.css": "text/css; charset=utf-8"}
 CSP = (
     "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
@@ -143,13 +138,13 @@ def build_router(state: DashboardState) -> APIRouter:
         response.delete_cookie(COOKIE, path=PREFIX)
         return response
 
-    def page(name: str, build: Callable[[Viewer, Scope, Request], Awaitable[dict[str, Any]]]) -> None:
+    def page(name: str, build: PageBuilder) -> None:
         async def render(request: Request) -> Response:
             viewer = await viewer_of(state, request)
             if viewer is None:
                 return RedirectResponse(f"{PREFIX}/login", 303)
             scope = _scope(viewer, request)
-            context = await build(viewer, scope, request)
+            context = await build(state, viewer, scope, request)
             body = state.templates.get_template(f"{name}.html").render(
                 page=name,
                 pages=PAGES,
@@ -170,7 +165,7 @@ def build_router(state: DashboardState) -> APIRouter:
             viewer = await viewer_of(state, request)
             if viewer is None:
                 return PlainTextResponse("Unauthorized", 401)
-            context = await build(viewer, _scope(viewer, request), request)
+            context = await build(state, viewer, _scope(viewer, request), request)
             found = find(context.get("tables", []), table)
             if found is None or fmt not in ("csv", "json"):
                 return PlainTextResponse("Not Found", 404)
@@ -185,94 +180,7 @@ def build_router(state: DashboardState) -> APIRouter:
         router.add_api_route(f"/{name}", render, methods=["GET"])
         router.add_api_route(f"/{name}/export/{{table}}.{{fmt}}", export, methods=["GET"])
 
-    async def overview_page(viewer: Viewer, scope: Scope, request: Request) -> dict[str, Any]:
-        src = state.sources
-        got = await asyncio.to_thread(overview, src.knowledge, src.telemetry, src.jobs, scope)
-        severity = Table(
-            "overview-findings", "Findings by severity", ("severity", "findings"), list(got.findings.items())
-        )
-        errors = Table(
-            "overview-errors", "Failed model runs by class", ("conclusion", "runs"), list(got.errors.items())
-        )
-        queue = Table("overview-queue", "Queue", ("status", "deliveries"), list(got.queue.items()))
-        daily = Table("overview-daily", "Per day", ("day", "reviews", "cost_usd"), list(got.daily))
-        return {
-            "o": got,
-            "tables": [got.by_repo, severity, errors, queue, daily],
-            "severity_chart": charts.bar_chart(
-                "sev", "Findings by severity", [(k, v) for k, v in got.findings.items()]
-            ),
-            "errors_chart": charts.bar_chart("err", "Failed model runs by class", list(got.errors.items())),
-            "daily_chart": charts.stacked_columns(
-                "daily", "Reviews per day", [(d, {"reviews": n}) for d, n, _ in got.daily], ["reviews"]
-            ),
-            "queue_chart": charts.bar_chart("queue", "Open deliveries by status", list(got.queue.items())),
-        }
-
-    async def retrieval_page(viewer: Viewer, scope: Scope, request: Request) -> dict[str, Any]:
-        got = await asyncio.to_thread(retrieval_summary, state.sources.telemetry, scope)
-        daily = Table(
-            "retrieval-daily",
-            "Retrievals per day by method",
-            ("day", *got.methods),
-            [(day, *(counts.get(m, 0) for m in got.methods)) for day, counts in got.daily],
-        )
-        return {
-            "r": got,
-            "tables": [got.by_method, daily],
-            "method_chart": charts.stacked_columns(
-                "rq", "Retrievals per day by cut method", got.daily, got.methods
-            ),
-            "kept_chart": charts.bar_chart(
-                "kept", "Candidates against kept", [("candidates", got.candidates), ("kept", got.kept)]
-            ),
-            "confidence_chart": charts.bar_chart(
-                "conf", "Confidence of kept results", list(got.confidence.items())
-            ),
-        }
-
-    async def memory_page(viewer: Viewer, scope: Scope, request: Request) -> dict[str, Any]:
-        if request.path_params.get("table") == "memory-all":  # the export of every memory, on demand only
-            every = await asyncio.to_thread(memory_export, state.sources.knowledge, scope)
-            return {"tables": [every]}
-        got = await asyncio.to_thread(memory_quality, state.sources.knowledge, scope)
-        rollup = got.rollup
-        return {
-            "m": got,
-            "tables": got.tables,
-            "precision_chart": charts.bar_chart(
-                "prec",
-                "Precision per repository (%)",
-                [(str(r[0]), round(100 * r[5], 1)) for r in rollup.rows if r[5] is not None],
-            ),
-        }
-
-    async def quiet_page(viewer: Viewer, scope: Scope, request: Request) -> dict[str, Any]:
-        repo = request.query_params.get("repo", "").strip()
-        try:
-            number = int(request.query_params.get("pr", ""))
-        except ValueError:
-            number = 0
-        if not repo or number <= 0 or not viewer.access.can_see(repo):
-            return {"report": None, "tables": [], "pr": request.query_params.get("pr", "")}
-        repo = scope.repos[0] if scope.repos else repo  # the viewer's spelling of the name
-        report = await asyncio.to_thread(
-            quiet_report, state.sources.knowledge, state.sources.telemetry, repo, number
-        )
-        return {"report": report, "tables": report.tables, "pr": number}
-
-    async def jobs_page(viewer: Viewer, scope: Scope, request: Request) -> dict[str, Any]:
-        status = request.query_params.get("status") or None
-        table = await asyncio.to_thread(recent_jobs, state.sources.jobs, scope, status=status)
-        return {"jobs": table, "tables": [table], "status": status or ""}
-
-    for name, build in (
-        ("overview", overview_page),
-        ("retrieval", retrieval_page),
-        ("memory", memory_page),
-        ("quiet", quiet_page),
-        ("jobs", jobs_page),
-    ):
+    for name, build in PAGE_BUILDERS.items():
         page(name, build)
 
     @router.post("/memory/forget")
