@@ -127,6 +127,10 @@ def test_pages_render_the_seeded_figures_for_a_writer(dash: Dash) -> None:
         assert quiet.status_code == 200 and "rv1" in quiet.text and "503" in quiet.text
         jobs = alice.get("/dashboard/jobs")
         assert "job-dead-1" in jobs.text and "job-dead-other" not in jobs.text
+        mine = alice.get(f"/dashboard/overview?range=90d&installation={INSTALLATION}")
+        assert re.search(r'id="fig-reviews">2<', mine.text)
+        theirs = alice.get(f"/dashboard/jobs/export/jobs.json?installation={OTHER_INSTALLATION}").json()
+        assert theirs["rows"] == []
         css = alice.get("/dashboard/static/dashboard.css")
         assert css.status_code == 200 and css.headers["content-type"].startswith("text/css")
         exported = alice.get("/dashboard/memory/export/memory-all.json?range=90d").json()
@@ -217,6 +221,13 @@ def test_operator_token_sees_everything_and_retries_a_dead_job(dash: Dash) -> No
     with httpx.Client(base_url=dash.url, headers=bearer, timeout=10) as op:
         jobs = op.get("/dashboard/jobs/export/jobs.json").json()["rows"]
         assert {r["installation_id"] for r in jobs} == {INSTALLATION, OTHER_INSTALLATION}
+        other = op.get(f"/dashboard/jobs/export/jobs.json?installation={OTHER_INSTALLATION}").json()["rows"]
+        assert [r["delivery_id"] for r in other] == ["job-dead-other"]
+        # the spend ledger knows installation 12345's repository (acme/api), not acme/web
+        repos = op.get(
+            f"/dashboard/overview/export/overview-by-repo.json?range=90d&installation={INSTALLATION}"
+        )
+        assert [r["repository"] for r in repos.json()["rows"]] == ["acme/api"]
         retried = op.post("/dashboard/jobs/retry", data={"delivery_id": "job-dead-other"})
         assert retried.status_code == 303 and "Requeued%20job-dead-other" in retried.headers["location"]
         # the server claims a requeued row within seconds (this seeded one has no body, so it dies again)

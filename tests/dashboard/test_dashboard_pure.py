@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from kodiai.dashboard.charts import bar_chart, stacked_columns
-from kodiai.dashboard.scope import Access, scope_for
+from kodiai.dashboard.scope import Access, narrow_to_installation, scope_for
 from kodiai.dashboard.stats import percentile
 from kodiai.dashboard.tables import Table, to_csv
 
@@ -42,3 +42,23 @@ def test_scope_never_widens_past_the_viewer() -> None:
     assert scope_for(alice, repo="acme/web", range_key=None, now=now).repo_sql() == (" AND 1 = 0", [])
     assert scope_for(Access("bob"), repo=None, range_key="bogus", now=now).since == "2026-01-01 00:00:00"
     assert scope_for(Access("op", operator=True), repo=None, range_key="1d", now=now).repo_sql() == ("", [])
+
+
+def test_installation_filter_keeps_to_the_viewer_and_the_installation() -> None:
+    now = datetime(2026, 1, 31, tzinfo=UTC)
+    alice = Access(
+        "alice",
+        repos=frozenset({"acme/api", "beta/app"}),
+        installations=frozenset({1, 2}),
+        installation_repos=((1, ("acme/api",)), (2, ("beta/app",))),
+    )
+    everything = scope_for(alice, repo=None, range_key=None, now=now)
+    one = narrow_to_installation(everything, alice, 2, ["acme/api"])  # a user's own list wins over `known`
+    assert (one.repos, one.installations) == (("beta/app",), (2,))
+    other = narrow_to_installation(everything, alice, 3, ["x/y"])
+    assert (other.repos, other.installations) == ((), ())
+    operator = Access("op", operator=True)
+    ledger = narrow_to_installation(
+        scope_for(operator, repo=None, range_key=None, now=now), operator, 9, ["a/b"]
+    )
+    assert (ledger.repos, ledger.installations) == (("a/b",), (9,))

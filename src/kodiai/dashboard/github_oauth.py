@@ -71,8 +71,7 @@ async def sign_in(client: httpx.AsyncClient, options: DashboardOptions, code: st
 
 async def writable_access(client: httpx.AsyncClient, options: DashboardOptions, user: GitHubUser) -> Access:
     """The user's :class:`Access`: repositories they may push to, and the installations holding them."""
-    repos: set[str] = set()
-    installations: set[int] = set()
+    per_installation: dict[int, list[str]] = {}
     for installation in await _paged(client, options, "/user/installations", user.token, "installations"):
         installation_id = installation.get("id")
         if not isinstance(installation_id, int):
@@ -80,9 +79,13 @@ async def writable_access(client: httpx.AsyncClient, options: DashboardOptions, 
         path = f"/user/installations/{installation_id}/repositories"
         for repo in await _paged(client, options, path, user.token, "repositories"):
             if _may_push(repo) and isinstance(repo.get("full_name"), str):
-                repos.add(repo["full_name"])
-                installations.add(installation_id)
-    return Access(user.login, repos=frozenset(repos), installations=frozenset(installations))
+                per_installation.setdefault(installation_id, []).append(repo["full_name"])
+    return Access(
+        user.login,
+        repos=frozenset(r for repos in per_installation.values() for r in repos),
+        installations=frozenset(per_installation),
+        installation_repos=tuple((i, tuple(sorted(r))) for i, r in sorted(per_installation.items())),
+    )
 
 
 def _may_push(repo: dict[str, Any]) -> bool:

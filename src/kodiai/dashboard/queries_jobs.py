@@ -42,3 +42,12 @@ def installation_of(jobs: Executor | None, delivery_id: str) -> int | None:
         return None
     row = jobs.fetch_one("SELECT installation_id FROM delivery_journal WHERE delivery_id = ?", (delivery_id,))
     return None if row is None else int(row[0])
+
+
+def ledger_repositories(telemetry: Executor, installation_id: int) -> list[str]:
+    """The repositories the spend ledger has seen runs of for ``installation_id`` (the operator's
+    installation filter: the ledger records every run with its installation, whatever telemetry says)."""
+    rows = telemetry.fetch_all(
+        "SELECT DISTINCT repo FROM spend_ledger WHERE installation_id = ? ORDER BY repo", (installation_id,)
+    )
+    return [str(r[0]) for r in rows]

@@ -18,8 +18,8 @@ from kodiai.dashboard.auth import OPERATOR_LOGIN, Viewer, viewer_of
 from kodiai.dashboard.github_oauth import SignInError, authorize_url, sign_in, writable_access
 from kodiai.dashboard.pages import PAGES as PAGE_BUILDERS
 from kodiai.dashboard.pages import PageBuilder
-from kodiai.dashboard.queries_jobs import installation_of
-from kodiai.dashboard.scope import RANGES, Scope, scope_for
+from kodiai.dashboard.queries_jobs import installation_of, ledger_repositories
+from kodiai.dashboard.scope import RANGES, Scope, narrow_to_installation, scope_for
 from kodiai.dashboard.session import COOKIE, STATE_COOKIE, STATE_SECONDS, Session, tokens_equal
 from kodiai.dashboard.state import DashboardState
 from kodiai.dashboard.tables import find, to_csv, to_json
@@ -143,7 +143,7 @@ def build_router(state: DashboardState) -> APIRouter:
             viewer = await viewer_of(state, request)
             if viewer is None:
                 return RedirectResponse(f"{PREFIX}/login", 303)
-            scope = _scope(viewer, request)
+            scope = _scope(state, viewer, request)
             context = await build(state, viewer, scope, request)
             body = state.templates.get_template(f"{name}.html").render(
                 page=name,
@@ -151,6 +151,7 @@ def build_router(state: DashboardState) -> APIRouter:
                 viewer=viewer.access,
                 csrf=state.signer.csrf_token(viewer.session.sid) if viewer.session else "",
                 repo=request.query_params.get("repo", ""),
+                installation=request.query_params.get("installation", ""),
                 range=request.query_params.get("range", "30d")
                 if request.query_params.get("range") in RANGES
                 else "30d",
@@ -165,7 +166,7 @@ def build_router(state: DashboardState) -> APIRouter:
             viewer = await viewer_of(state, request)
             if viewer is None:
                 return PlainTextResponse("Unauthorized", 401)
-            context = await build(state, viewer, _scope(viewer, request), request)
+            context = await build(state, viewer, _scope(state, viewer, request), request)
             found = find(context.get("tables", []), table)
             if found is None or fmt not in ("csv", "json"):
                 return PlainTextResponse("Not Found", 404)
@@ -223,13 +224,20 @@ def _quote(text: str) -> str:
     return quote(text, safe="")
 
 
-def _scope(viewer: Viewer, request: Request) -> Scope:
-    return scope_for(
+def _scope(state: DashboardState, viewer: Viewer, request: Request) -> Scope:
+    scope = scope_for(
         viewer.access,
         repo=request.query_params.get("repo") or None,
         range_key=request.query_params.get("range"),
         now=datetime.now(UTC),
     )
+    installation = request.query_params.get("installation", "").strip()
+    if not installation:
+        return scope
+    if not installation.isdigit():
+        return narrow_to_installation(scope, viewer.access, -1, ())
+    known = ledger_repositories(state.sources.telemetry, int(installation)) if viewer.access.operator else ()
+    return narrow_to_installation(scope, viewer.access, int(installation), known)
 
 
 async def _checked_post(state: DashboardState, request: Request) -> tuple[Viewer | None, Response]:

@@ -7,7 +7,8 @@ the installations those repositories belong to); the operator token sees everyth
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 RANGES = {"1d": 1, "7d": 7, "30d": 30, "90d": 90}
@@ -22,6 +23,8 @@ class Access:
     operator: bool = False
     repos: frozenset[str] = frozenset()
     installations: frozenset[int] = frozenset()
+    installation_repos: tuple[tuple[int, tuple[str, ...]], ...] = ()
+    """``(installation id, the repositories of it the viewer may push to)``: the installation filter."""
 
     def can_see(self, repo: str) -> bool:
         return self.operator or repo.lower() in {r.lower() for r in self.repos}
@@ -74,3 +77,19 @@ def scope_for(access: Access, *, repo: str | None, range_key: str | None, now: d
     else:
         repos = None if access.operator else tuple(sorted(access.repos))
     return Scope(repos=repos, installations=installations, since=since, days=days)
+
+
+def narrow_to_installation(scope: Scope, access: Access, installation_id: int, known: Sequence[str]) -> Scope:
+    """``scope`` limited to one installation: its job-journal rows, and the repositories ``known`` to belong
+    to it (the viewer's own list for a GitHub user; the spend ledger's for the operator) within the scope."""
+    if not access.can_see_installation(installation_id):
+        return replace(scope, repos=(), installations=())
+    if not access.operator:
+        known = next((repos for i, repos in access.installation_repos if i == installation_id), ())
+    wanted = {r.lower() for r in known}
+    base = scope.repos if scope.repos is not None else tuple(sorted(known))
+    return replace(
+        scope,
+        repos=tuple(r for r in base if r.lower() in wanted),
+        installations=(installation_id,),
+    )
