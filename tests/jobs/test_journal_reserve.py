@@ -20,7 +20,7 @@ import pytest
 
 from kodiai.jobs.journal import JobJournal
 from kodiai.jobs.journal_reserve import Mark, MarkReserve, parse, reserve_path
-from server.test_full_disk import TmpfsDisk, mount_permitted
+from support.full_disk import TmpfsDisk, mounted_tmpfs
 from support.kodiai_process import wait_until
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -89,14 +89,8 @@ JOBS = 12
 
 @pytest.fixture
 def disk(tmp_path: Path) -> Iterator[TmpfsDisk]:
-    reason = mount_permitted(tmp_path)
-    if reason is not None:
-        pytest.skip(f"cannot mount a tmpfs here ({reason})")
-    made = TmpfsDisk(tmp_path / "disk")
-    try:
+    with mounted_tmpfs(tmp_path) as made:
         yield made
-    finally:
-        made.close()
 
 
 def statuses(db: Path) -> dict[str, str]:

@@ -19,12 +19,8 @@ restarts while the disk is still full).
 from __future__ import annotations
 
 import contextlib
-import errno
 import re
-import resource
 import signal
-import sqlite3
-import subprocess
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,68 +31,10 @@ from kodiai.jobs.journal_reserve import parse, reserve_path
 from server.issue_jobs import NAME, OWNER, effects, opened_issue
 from support.fake_github import FakeGitHub
 from support.fake_github_pr import PrState
+from support.full_disk import FileSizeLimit, TmpfsDisk, mount_permitted, truncate_wal
 from support.kodiai_process import KodiaiServe, wait_until
 
 pytestmark = pytest.mark.slow
-
-
-class TmpfsDisk:
-    """A small tmpfs for the jobs database; "full" is a filler file written up to ENOSPC."""
-
-    def __init__(self, where: Path) -> None:
-        where.mkdir()
-        subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(where)], check=True, capture_output=True
-        )
-        self.where = where
-        self.filler = where / "filler"
-
-    def fill(self, _pid: int) -> None:
-        with self.filler.open("wb", buffering=0) as fh:
-            for size in (1 << 16, 1 << 12, 512, 1):
-                try:
-                    while True:
-                        fh.write(b"\0" * size)
-                except OSError as exc:
-                    assert exc.errno == errno.ENOSPC
-
-    def free(self, _pid: int) -> None:
-        self.filler.unlink()
-
-    def close(self) -> None:
-        subprocess.run(["umount", "-l", str(self.where)], check=False, capture_output=True)
-
-
-class FileSizeLimit:
-    """No mount: the server's own RLIMIT_FSIZE (soft limit 1 byte) refuses every write that extends a file."""
-
-    def __init__(self, where: Path) -> None:
-        where.mkdir()
-        self.where = where
-
-    def fill(self, pid: int) -> None:
-        _soft, hard = resource.prlimit(pid, resource.RLIMIT_FSIZE)
-        resource.prlimit(pid, resource.RLIMIT_FSIZE, (1, hard))
-
-    def free(self, pid: int) -> None:
-        _soft, hard = resource.prlimit(pid, resource.RLIMIT_FSIZE)
-        resource.prlimit(pid, resource.RLIMIT_FSIZE, (hard, hard))
-
-    def close(self) -> None:
-        pass
-
-
-def mount_permitted(tmp: Path) -> str | None:
-    """Why a tmpfs cannot be mounted here, or ``None``."""
-    probe = tmp / "mount-probe"
-    probe.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(probe)], capture_output=True
-    )
-    if done.returncode != 0:
-        return done.stderr.decode(errors="replace").strip() or f"mount exited {done.returncode}"
-    subprocess.run(["umount", str(probe)], check=False, capture_output=True)
-    return None
 
 
 @pytest.fixture(params=["tmpfs", "fsize"])
@@ -118,17 +56,6 @@ def runs(fake: FakeGitHub) -> Counter[int]:
     """How many times each issue's job ran (each run reads the issue's comments once)."""
     pattern = rf"/repos/{OWNER}/{NAME}/issues/(\d+)/comments"
     return Counter(int(re.fullmatch(pattern, c.path).group(1)) for c in fake.calls_to("GET", pattern))  # type: ignore[union-attr]
-
-
-def truncate_wal(db: Path) -> None:
-    """Checkpoint the server's WAL to zero bytes (from another connection), so its next write needs space."""
-    conn = sqlite3.connect(db, timeout=10, isolation_level=None)
-    try:
-        wait_until(
-            lambda: conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0, 10, "a checkpoint"
-        )
-    finally:
-        conn.close()
 
 
 def test_full_disk_loses_nothing_runs_nothing_twice_and_reports_not_ready(

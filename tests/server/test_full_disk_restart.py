@@ -23,9 +23,10 @@ from pathlib import Path
 import pytest
 
 from server.issue_jobs import effects, opened_issue
-from server.test_full_disk import TmpfsDisk, mount_permitted, runs, truncate_wal
+from server.test_full_disk import runs
 from support.fake_github import FakeGitHub
 from support.fake_github_pr import PrState
+from support.full_disk import TmpfsDisk, mounted_tmpfs, truncate_wal
 from support.kodiai_process import KodiaiServe, wait_until
 
 pytestmark = pytest.mark.slow
@@ -35,14 +36,8 @@ BATCH = 8  # jobs finishing on the full disk per phase
 
 @pytest.fixture
 def disk(tmp_path: Path) -> Iterator[TmpfsDisk]:
-    reason = mount_permitted(tmp_path)
-    if reason is not None:
-        pytest.skip(f"cannot mount a tmpfs here ({reason})")
-    made = TmpfsDisk(tmp_path / "disk")
-    try:
+    with mounted_tmpfs(tmp_path) as made:
         yield made
-    finally:
-        made.close()
 
 
 def held_back(server: KodiaiServe) -> float:

@@ -27,9 +27,9 @@ from pathlib import Path
 import pytest
 
 from server.issue_jobs import NAME, OWNER, effects, opened_issue
-from server.test_full_disk import TmpfsDisk, mount_permitted, truncate_wal
 from support.fake_github import FakeGitHub
 from support.fake_github_pr import PrState
+from support.full_disk import TmpfsDisk, mounted_tmpfs, truncate_wal
 from support.kodiai_process import KodiaiServe, wait_until
 
 pytestmark = pytest.mark.slow
@@ -47,14 +47,8 @@ STORES: dict[str, tuple[int, str, str, dict[str, str]]] = {
 
 @pytest.fixture
 def disk(tmp_path: Path) -> Iterator[TmpfsDisk]:
-    reason = mount_permitted(tmp_path)
-    if reason is not None:
-        pytest.skip(f"cannot mount a tmpfs here ({reason})")
-    made = TmpfsDisk(tmp_path / "disk")
-    try:
+    with mounted_tmpfs(tmp_path) as made:
         yield made
-    finally:
-        made.close()
 
 
 def runs_of(fake: FakeGitHub, number: int) -> int:

@@ -27,8 +27,8 @@ from kodiai.server.runtime import Runtime, ServerConfig, build_runtime
 from kodiai.server.stores import Stores
 from kodiai.storage.knowledge import KnowledgeStore
 from kodiai.storage.telemetry import TelemetryStore
-from server.test_full_disk import TmpfsDisk, mount_permitted
 from support.fake_github import FakeGitHub
+from support.full_disk import TmpfsDisk, mounted_tmpfs
 from support.live_server import (
     LiveServer,
     Recorder,
@@ -225,14 +225,8 @@ def test_github_unreachable(tmp_path: Path, fake: FakeGitHub) -> None:
 def tmpfs(tmp_path: Path) -> Iterator[TmpfsDisk]:
     """A 4 MiB tmpfs to fill up (root only: elsewhere tests/server/test_full_disk*.py cover the full disk
     through a file-size limit on a ``kodiai serve`` child)."""
-    reason = mount_permitted(tmp_path)
-    if reason is not None:
-        pytest.skip(f"cannot mount a tmpfs here ({reason})")
-    disk = TmpfsDisk(tmp_path / "disk")
-    try:
-        yield disk
-    finally:
-        disk.close()
+    with mounted_tmpfs(tmp_path) as made:
+        yield made
 
 
 def checkpoint(db: Path) -> None:

@@ -13,9 +13,9 @@ import pytest
 
 from kodiai.jobs.journal import JobJournal
 from kodiai.jobs.journal_reserve import RESERVE_BYTES, reserve_path
-from server.test_full_disk import TmpfsDisk, mount_permitted
 from server.test_troubleshooting_http import app_config, served
 from support.fake_github import FakeGitHub
+from support.full_disk import TmpfsDisk, mounted_tmpfs
 from support.kodiai_process import wait_until
 from support.live_server import make_github
 from support.troubleshooting_page import look_for
@@ -23,14 +23,8 @@ from support.troubleshooting_page import look_for
 
 @pytest.fixture
 def tmpfs(tmp_path: Path) -> Iterator[TmpfsDisk]:
-    reason = mount_permitted(tmp_path)
-    if reason is not None:
-        pytest.skip(f"cannot mount a tmpfs here ({reason})")
-    disk = TmpfsDisk(tmp_path / "disk")
-    try:
-        yield disk
-    finally:
-        disk.close()
+    with mounted_tmpfs(tmp_path) as made:
+        yield made
 
 
 def test_no_room_for_the_reserve_at_start_up_is_loud_and_not_ready_until_it_is_made(
