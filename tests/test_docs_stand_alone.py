@@ -24,7 +24,7 @@ import typer
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [
     p
-    for p in [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]
+    for p in [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").rglob("*.md"))]
     if p.exists()
 ]
 LINK = re.compile(r"(?<!\!)\[[^\]]*\]\(([^)\s]+)\)")
@@ -300,3 +300,108 @@ def test_readme_lists_every_docs_page() -> None:
     pages = [p for p in [ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))] if p.exists()]
     unlisted = [_rel(p) for p in pages if _rel(p) not in linked]
     assert not unlisted, f"README's Documentation list misses {unlisted}"
+
+
+# --- the code cites the behaviour reference, never material outside the repository ----------------------
+
+#: The behaviour reference pages, by the letter of their ids (``behaviour R2.24``, ``E3.6``, ``P3.1``).
+BEHAVIOUR_PAGES = {
+    "R": ROOT / "docs" / "behaviour" / "review.md",
+    "E": ROOT / "docs" / "behaviour" / "mention-and-execution.md",
+    "P": ROOT / "docs" / "behaviour" / "platform.md",
+}
+#: A citation of the specification the code was written from, which is not part of the repository. A bare
+#: ``§N`` is allowed only where a line names the parity vectors' README (the contributors' reference).
+SPEC_CITATION = re.compile(r"\bspec/(?:review|platform|exec)\.md|shared/spec\b|\b(?:spec|review|exec|platform)\s*§")
+BARE_SECTION = re.compile(r"§\s?\d")
+#: A cited behaviour id: dotted anywhere (``R2.24``, ``E3.14.3d``), undotted after "behaviour" (``behaviour R1``).
+CITED_ID_START = re.compile(r"[REP][0-9]+\.[0-9]")  # a literal-led pattern: fast over 6 MB of code
+CITED_ID = re.compile(r"[REP][0-9]+(?:\.[0-9]+)+[a-z]?\b")
+CITED_UNDOTTED_ID = re.compile(r"behaviour ([REP][0-9]+)\b(?!\.[0-9])")
+DEFINED_ID = re.compile(r"^#+\s+([REP]\d+(?:\.\d+)*[a-z]?)\s|\*\*([REP]\d+(?:\.\d+)*[a-z]?)\b", re.M)
+CODE_SUFFIXES = {".py", ".md", ".txt", ".toml", ".yml", ".yaml", ".json", ".sql"}
+#: This checker quotes the forbidden forms on purpose.
+CITATION_CHECKER = Path(__file__).resolve()
+
+
+def _code_files() -> Iterator[Path]:
+    for top in ("src", "tests", "benchmarks"):
+        for path in sorted((ROOT / top).rglob("*")):
+            if (
+                path.suffix in CODE_SUFFIXES
+                and path.is_file()
+                and "__pycache__" not in path.parts
+                and path.resolve() != CITATION_CHECKER
+            ):
+                yield path
+
+
+def spec_citations(text: str) -> list[str]:
+    """Each line of ``text`` that cites the outside specification (``spec/review.md §…``, a bare ``§1.2``)."""
+    if "§" not in text and "spec" not in text:
+        return []  # most files
+    return [
+        line.strip()
+        for line in text.splitlines()
+        if SPEC_CITATION.search(line) or (BARE_SECTION.search(line) and "README" not in line)
+    ]
+
+
+def cited_ids(text: str) -> set[str]:
+    found = set(CITED_UNDOTTED_ID.findall(text))
+    for start in (m.start() for m in CITED_ID_START.finditer(text)):
+        before = text[start - 1] if start else " "
+        if not (before.isalnum() or before in "._-") and (m := CITED_ID.match(text, start)):
+            found.add(m.group(0))
+    return found
+
+
+def defined_ids() -> dict[str, set[str]]:
+    """The ids each behaviour page defines: its headings' leading ids and its items that open in bold
+    (``**E3.21.1** …``)."""
+    return {
+        letter: {a or b for a, b in DEFINED_ID.findall(page.read_text(encoding="utf-8"))}
+        for letter, page in BEHAVIOUR_PAGES.items()
+    }
+
+
+def missing_ids(cited: set[str], defined: dict[str, set[str]]) -> list[str]:
+    return sorted(i for i in cited if i not in defined.get(i[0], set()))
+
+
+def test_code_cites_the_behaviour_pages_not_the_outside_spec() -> None:
+    """``src/``, ``tests/`` and ``benchmarks/`` cite docs/behaviour (``behaviour R2.24``); the specification
+    they were written from is not in the repository, so a reader could not follow ``spec/review.md §2.24``."""
+    found = [
+        f"{_rel(path)}: {line}"
+        for path in _code_files()
+        for line in spec_citations(path.read_text(encoding="utf-8", errors="replace"))
+    ]
+    assert not found, "cite docs/behaviour ids instead:\n" + "\n".join(found)
+
+
+def test_every_cited_behaviour_id_has_its_section() -> None:
+    defined = defined_ids()
+    cited: dict[str, set[str]] = {}
+    for path in [*_code_files(), *BEHAVIOUR_PAGES.values()]:
+        for i in cited_ids(path.read_text(encoding="utf-8", errors="replace")):
+            cited.setdefault(i, set()).add(_rel(path))
+    missing = missing_ids(set(cited), defined)
+    assert not missing, "no section for " + ", ".join(f"{i} (cited in {sorted(cited[i])[0]})" for i in missing)
+
+
+def test_the_citation_checks_can_fail() -> None:
+    assert spec_citations("(spec/review.md §1 step 20)")
+    assert spec_citations("the adaptive cut (spec §2.24)")
+    assert spec_citations('"exec §7 *.md only root-level"')
+    assert spec_citations("gates 1-5 (§3.6 gate 1)")
+    assert spec_citations("see ../shared/spec/exec.md")
+    assert spec_citations("(behaviour R1 step 20, E3.6 gate 1); the README §3 traps") == []
+    defined = {"R": {"R1", "R2.24"}, "E": {"E3.21.1"}}
+    assert cited_ids("behaviour R1 step 20, R2.24 and E3.21.1; R15 and X-38 are not ids") == {
+        "R1",
+        "R2.24",
+        "E3.21.1",
+    }
+    assert missing_ids(cited_ids("behaviour R1, R2.24, E3.21.1"), defined) == []
+    assert missing_ids(cited_ids("behaviour R9.99 and P3.1"), defined) == ["P3.1", "R9.99"]

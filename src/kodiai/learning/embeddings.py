@@ -1,4 +1,4 @@
-"""Embedding providers: Voyage ``voyage-code-3``, local all-MiniLM-L6-v2, and a no-op (spec §2.27).
+"""Embedding providers: Voyage ``voyage-code-3``, local all-MiniLM-L6-v2, and a no-op (behaviour R2.27).
 
 Every provider is fail-open: a failure logs a warning (the bound delivery id rides along in the log
 context) and returns None; nothing raises into the review. Vectors come back L2-normalised float32, so

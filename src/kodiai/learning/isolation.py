@@ -1,4 +1,4 @@
-"""Repo-scoped retrieval with the optional owner-wide shared pool (spec §2.25).
+"""Repo-scoped retrieval with the optional owner-wide shared pool (behaviour R2.25).
 
 When the adaptive threshold will cut later, isolation fetches a wide, unfiltered pool
 (``max(20, top_k * 4)``); otherwise it fetches ``top_k`` and applies the configured threshold itself.

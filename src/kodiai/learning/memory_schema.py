@@ -1,6 +1,6 @@
 """The LanceDB table layout of learned memory, and safe construction of its filter strings.
 
-The columns are the original's `learning_memories` fields (spec/platform.md §6.3) plus the vector.
+The columns are the original's `learning_memories` fields (behaviour P6.3) plus the vector.
 Filter strings are SQL: every value that reaches one is validated (repo/owner names against GitHub's
 charset) or quoted, so no name can inject a predicate.
 """

@@ -1,4 +1,4 @@
-"""Learned memory on LanceDB: writes, repo-isolated vector search, staleness (spec §2.26, platform §6.3).
+"""Learned memory on LanceDB: writes, repo-isolated vector search, staleness (behaviour R2.26, behaviour P6.3).
 
 Any LanceDB URI works (a local directory by default, object storage unchanged). Every search is
 pre-filtered on the repo and on ``stale = false``; distances are Euclidean L2 between the stored unit

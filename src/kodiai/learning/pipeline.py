@@ -1,4 +1,4 @@
-"""The whole retrieval chain, as the review handler runs it (spec §1 step 32).
+"""The whole retrieval chain, as the review handler runs it (behaviour R1 step 32).
 
 isolation (wide pool when adaptive) → [lexical channel] → one entry per finding → language rerank → recency
 weighting → cut (adaptive max-gap threshold, then ``top_k``) → confidence labels; plus the ambiguity signal
@@ -116,7 +116,7 @@ class RetrievalOutcome(BaseModel):
     nearest first (None on a first review)."""
 
     def prompt_findings(self) -> list[dict[str, object]]:
-        """The final results as the review prompt's retrieval context (spec §1 step 32.8), with labels."""
+        """The final results as the review prompt's retrieval context (behaviour R1 step 32.8), with labels."""
         labels: Sequence[ConfidenceLabel | None] = self.confidence or [None] * len(self.results)
         return [
             {

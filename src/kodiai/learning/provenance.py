@@ -1,6 +1,6 @@
 """Provenance of learned memories: where each came from and what happened to it since (`kodiai memory list`).
 
-A memory's ``finding_id`` is the GitHub review-comment id of the finding (spec/review.md §1 step 50), so the
+A memory's ``finding_id`` is the GitHub review-comment id of the finding (behaviour R1 step 50), so the
 knowledge DB's findings, kept reactions and governance rows all join on it. A finding with several outcome
 rows (``accepted`` then ``thumbs_down``, say) is one entry; a finding retired with ``@kodiai forget`` no
 longer has rows in LanceDB and is listed from its governance row; a memory added with ``@kodiai remember:``

@@ -1,4 +1,4 @@
-"""Recency weighting: older memories drift away, severe ones only so far (spec §2.23)."""
+"""Recency weighting: older memories drift away, severe ones only so far (behaviour R2.23)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Language-aware rerank of retrieval results (spec §2.22).
+"""Language-aware rerank of retrieval results (behaviour R2.22).
 
 A memory about a file in one of the PR's languages is pulled closer (×0.85), one in another known
 language is pushed away (×1.15), and an unknown language is left alone (×1.0).

@@ -1,4 +1,4 @@
-"""The text embedded to search learned memory for a PR (spec §2.21)."""
+"""The text embedded to search learned memory for a PR (behaviour R2.21)."""
 
 from __future__ import annotations
 

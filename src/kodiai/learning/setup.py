@@ -101,7 +101,7 @@ def warm_in_background(store: LanceMemoryStore) -> threading.Thread:
 
 
 def finding_memory_text(severity: str, category: str, title: str, file_path: str) -> str:
-    """The text embedded for a finding's memory (spec §1 step 50): three lines."""
+    """The text embedded for a finding's memory (behaviour R1 step 50): three lines."""
     return f"[{severity}] [{category}]\n{title}\nFile: {file_path}"
 
 

@@ -1,4 +1,4 @@
-"""One ``retrieval_quality`` row per retrieval (spec §1 step 32.7), fail-open and idempotent per delivery.
+"""One ``retrieval_quality`` row per retrieval (behaviour R1 step 32.7), fail-open and idempotent per delivery.
 
 The sink is anything with ``record_retrieval_quality(record)`` (``kodiai.storage.telemetry.TelemetryStore``
 in production), so this package does not depend on the storage layer. Uniqueness per delivery id is

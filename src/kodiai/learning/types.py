@@ -45,7 +45,7 @@ class _Model(BaseModel):
 
 
 class LearningMemoryRecord(_Model):
-    """One learned memory: a past finding and its outcome (spec/platform.md §6.3 `learning_memories`).
+    """One learned memory: a past finding and its outcome (behaviour P6.3 `learning_memories`).
 
     ``created_at`` keeps the text it was given: the SQLite form ``YYYY-MM-DD HH:MM:SS`` (UTC) or ISO 8601.
     ``id`` is the store's integer id once written.
