@@ -3,9 +3,10 @@ percentile rule and the scope a viewer gets."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 from kodiai.dashboard.charts import bar_chart, stacked_columns
+from kodiai.dashboard.pages import every_day
 from kodiai.dashboard.scope import Access, narrow_to_installation, scope_for
 from kodiai.dashboard.stats import percentile
 from kodiai.dashboard.tables import Table, to_csv
@@ -62,3 +63,12 @@ def test_installation_filter_keeps_to_the_viewer_and_the_installation() -> None:
         scope_for(operator, repo=None, range_key=None, now=now), operator, 9, ["a/b"]
     )
     assert (ledger.repos, ledger.installations) == (("a/b",), (9,))
+
+
+def test_chart_series_get_a_column_for_every_day_of_the_range() -> None:
+    scope = scope_for(
+        Access("op", operator=True), repo=None, range_key="7d", now=datetime(2026, 1, 8, tzinfo=UTC)
+    )
+    filled = every_day([("2026-01-03", {"a": 2})], scope, today=date(2026, 1, 8))
+    assert [d for d, _ in filled] == [f"2026-01-0{i}" for i in range(1, 9)]
+    assert dict(filled)["2026-01-03"] == {"a": 2} and dict(filled)["2026-01-04"] == {}

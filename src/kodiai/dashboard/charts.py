@@ -3,7 +3,7 @@
 Hand-written rather than a chart library's: the strict Content-Security-Policy (no inline script, styles
 only from the dashboard's own stylesheet) rules out libraries that embed ``<script>`` and ``<style>`` in
 the SVG; here colours are CSS classes (``s0``…``s7`` in ``dashboard.css``), every chart scales with its
-``viewBox`` (readable from 390 px to 1280 px wide), and each carries ``<title>``/``<desc>`` plus the
+``viewBox`` (480 units wide with 16-unit text: at 390 px the text is still ~12 px), and each carries ``<title>``/``<desc>`` plus the
 numbers in a table beside it (the text alternative). Pure: numbers in, markup out.
 """
 
@@ -13,10 +13,10 @@ from collections.abc import Sequence
 
 from markupsafe import Markup, escape
 
-WIDTH = 640
-BAR = 22
+WIDTH = 480
+BAR = 26
 GAP = 8
-LABEL = 170
+LABEL = 150
 SERIES = 8
 
 
@@ -42,7 +42,7 @@ def bar_chart(chart_id: str, title: str, items: Sequence[tuple[str, float]]) -> 
         parts.append(f'<text x="8" y="{BAR}" class="empty">no data in this range</text>')
     for i, (label, value) in enumerate(items):
         y = GAP + i * (BAR + GAP)
-        length = (WIDTH - LABEL - 90) * max(0.0, value) / top
+        length = (WIDTH - LABEL - 80) * max(0.0, value) / top
         parts.append(
             f'<text x="{LABEL - 6}" y="{y + BAR * 0.72:.1f}" class="label" text-anchor="end">{escape(label)}</text>'
             f'<rect x="{LABEL}" y="{y}" width="{length:.1f}" height="{BAR}" class="s{i % SERIES}"/>'
@@ -56,7 +56,7 @@ def stacked_columns(
     chart_id: str, title: str, days: Sequence[tuple[str, dict[str, int]]], keys: Sequence[str]
 ) -> Markup:
     """One column per day, stacked by ``keys`` (a legend names each colour); day labels at both ends."""
-    height, plot_top, plot_bottom = 260, 10, 200
+    height, plot_top, plot_bottom = 300, 10, 200
     desc_days = "; ".join(
         f"{day}: " + ", ".join(f"{k} {counts.get(k, 0)}" for k in keys if counts.get(k))
         for day, counts in days
@@ -87,8 +87,8 @@ def stacked_columns(
         f'<text x="{WIDTH - 10}" y="{plot_bottom + 16}" class="axis" text-anchor="end">{escape(days[-1][0])}</text>'
     )
     for k_index, key in enumerate(keys):
-        lx = 50 + (k_index % 4) * 145
-        ly = plot_bottom + 34 + (k_index // 4) * 18
+        lx = 50 + (k_index % 3) * 140
+        ly = plot_bottom + 36 + (k_index // 3) * 20
         parts.append(
             f'<rect x="{lx}" y="{ly - 10}" width="12" height="12" class="s{k_index % SERIES}"/>'
             f'<text x="{lx + 16}" y="{ly}" class="legend">{escape(key)}</text>'

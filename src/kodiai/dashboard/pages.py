@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from fastapi import Request
@@ -21,6 +22,18 @@ from kodiai.dashboard.state import DashboardState
 from kodiai.dashboard.tables import Table
 
 PageBuilder = Callable[[DashboardState, Viewer, Scope, Request], Awaitable[dict[str, Any]]]
+
+
+def every_day(
+    series: list[tuple[str, dict[str, int]]], scope: Scope, today: date | None = None
+) -> list[tuple[str, dict[str, int]]]:
+    """``series`` with a (zero) column for each day of the range it has no row for, so a chart's columns are
+    calendar days (the tables beside it keep only the days with data)."""
+    by_day = dict(series)
+    first = date.fromisoformat(scope.since[:10])
+    last = today or datetime.now(UTC).date()
+    days = [(first + timedelta(days=i)).isoformat() for i in range((last - first).days + 1)]
+    return [(d, by_day.get(d, {})) for d in days]
 
 
 async def overview_page(
@@ -44,7 +57,10 @@ async def overview_page(
         ),
         "errors_chart": charts.bar_chart("err", "Failed model runs by class", list(got.errors.items())),
         "daily_chart": charts.stacked_columns(
-            "daily", "Reviews per day", [(d, {"reviews": n}) for d, n, _ in got.daily], ["reviews"]
+            "daily",
+            "Reviews per day",
+            every_day([(d, {"reviews": n}) for d, n, _ in got.daily], scope),
+            ["reviews"],
         ),
         "queue_chart": charts.bar_chart("queue", "Open deliveries by status", list(got.queue.items())),
     }
@@ -64,7 +80,7 @@ async def retrieval_page(
         "r": got,
         "tables": [got.by_method, daily],
         "method_chart": charts.stacked_columns(
-            "rq", "Retrievals per day by cut method", got.daily, got.methods
+            "rq", "Retrievals per day by cut method", every_day(got.daily, scope), got.methods
         ),
         "kept_chart": charts.bar_chart(
             "kept", "Candidates against kept", [("candidates", got.candidates), ("kept", got.kept)]
