@@ -9,7 +9,7 @@ from structlog.testing import capture_logs
 
 from kodiai.config import parse_repo_config
 from kodiai.enforcement.apply import APPLIED_MESSAGE, FAILED_MESSAGE, apply_enforcement
-from kodiai.review.metadata import EnforcedFinding, ExtractedFinding
+from kodiai.findings import EnforcedFinding, ExtractedFinding
 
 FILES_BY_LANGUAGE = {"TypeScript": ["src/app.ts"], "C++": ["src/engine.cpp"]}
 FILES_BY_CATEGORY = {"source": ["src/app.ts", "src/engine.cpp"]}

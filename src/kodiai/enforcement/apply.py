@@ -17,8 +17,8 @@ from typing import Any
 from kodiai.config.models import LanguageRulesConfig as RepoLanguageRules
 from kodiai.enforcement.severity_floors import LanguageRulesConfig, enforce_severity_floors
 from kodiai.enforcement.tooling import detect_repo_tooling, suppress_tooling_findings
+from kodiai.findings import EnforcedFinding, ExtractedFinding
 from kodiai.log import get_logger
-from kodiai.review.metadata import EnforcedFinding, ExtractedFinding
 
 APPLIED_MESSAGE = "Language enforcement applied"
 FAILED_MESSAGE = "Language enforcement failed; continuing with unmodified findings (fail-open)"

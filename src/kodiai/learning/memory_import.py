@@ -25,10 +25,10 @@ from typing import Any, get_args
 
 from pydantic import ValidationError
 
+from kodiai.findings import Category, Severity
 from kodiai.learning.memory_schema import InvalidNameError, validate_repo
 from kodiai.learning.setup import finding_memory_text
 from kodiai.learning.types import LearningMemoryRecord, MemoryOutcome
-from kodiai.review.metadata import Category, Severity
 
 CORPUS_KEYS = frozenset({"id", "finding_text", "file_path"})
 #: Stored for corpus findings without a severity (the record needs one; the embedded text omits it).

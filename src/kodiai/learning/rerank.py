@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
 from kodiai.learning.types import RerankedResult, RetrievalResult
-from kodiai.review.languages import UNKNOWN_LANGUAGE, classify_file_language
+from kodiai.text.languages import UNKNOWN_LANGUAGE, classify_file_language
 
 
 class RerankConfig(BaseModel):

@@ -197,7 +197,7 @@ def rank_pool(
 def language_match(file_path: str, pr_languages: Sequence[str]) -> bool | None:
     """True when the memory's file is in one of the PR's languages, False for another known language,
     None when its language is unknown (the language rerank's own classification)."""
-    from kodiai.review.languages import UNKNOWN_LANGUAGE, classify_file_language
+    from kodiai.text.languages import UNKNOWN_LANGUAGE, classify_file_language
 
     language = classify_file_language(file_path)
     if language == UNKNOWN_LANGUAGE:

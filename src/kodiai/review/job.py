@@ -24,6 +24,7 @@ from kodiai.execution.errors import classify_error, format_error_comment
 from kodiai.execution.output_key import build_review_output_marker
 from kodiai.execution.types import ExecutionContext, ExecutionResult
 from kodiai.feedback.adjuster import FeedbackSuppressionResult, evaluate_feedback_suppressions
+from kodiai.findings import EnforcedFinding
 from kodiai.github.models import ReviewComment
 from kodiai.github.pulls import PullRequestApi, bodies
 from kodiai.github.rest import GitHubRest
@@ -34,7 +35,7 @@ from kodiai.handler_kit.fail_open import fail_open
 from kodiai.log import get_logger, redact
 from kodiai.review import publish, record
 from kodiai.review.gather import Gathered, gather, plan_input
-from kodiai.review.metadata import EnforcedFinding, extract_findings
+from kodiai.review.metadata import extract_findings
 from kodiai.review.plan import ReviewPlan, plan_review
 from kodiai.review.posted_texts import (
     build_no_review_acknowledgement,

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import Literal
 
 from pydantic import BaseModel
 
 from kodiai.compat.js import JS_S, js_trim
-
-Severity = Literal["critical", "major", "medium", "minor"]
-Category = Literal["security", "correctness", "performance", "style", "documentation"]
+from kodiai.findings import Category, ExtractedFinding, Severity
 
 UNTITLED = "Untitled finding"
 _MARKER_RE = re.compile(r"<!--\s*kodiai:review-output-key:[\s\S]*?-->")
@@ -105,31 +102,6 @@ def parse_finding_metadata(body: str) -> FindingMetadata:
             title=js_trim(tagged.group(2)) or UNTITLED,
         )
     return FindingMetadata(severity=None, category="correctness", title=UNTITLED)
-
-
-class ExtractedFinding(BaseModel):
-    """One finding read back from this run's inline comments (behaviour R1 step 38)."""
-
-    comment_id: int
-    file_path: str
-    title: str
-    severity: Severity
-    category: Category
-    start_line: int | None = None
-    end_line: int | None = None
-
-
-class EnforcedFinding(ExtractedFinding):
-    """An extracted finding after language enforcement (step 39), the input of post-processing.
-
-    ``severity`` is the floor's when one raised it (``original_severity`` keeps the model's);
-    ``tooling_suppressed`` marks a formatting or import-order finding the repository's tooling covers.
-    """
-
-    original_severity: Severity
-    severity_elevated: bool = False
-    tooling_suppressed: bool = False
-    enforcement_pattern_id: str | None = None
 
 
 def _field(comment: object, name: str) -> object:

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from kodiai.config import RepoConfig
 from kodiai.feedback.adjuster import FeedbackSuppressionResult, adjust_confidence_for_feedback
+from kodiai.findings import Category, EnforcedFinding, Severity
 from kodiai.review.confidence import (
     SuppressionPattern,
     compute_confidence,
@@ -28,7 +29,6 @@ from kodiai.review.delta import (
     with_canonical_fingerprints,
 )
 from kodiai.review.details import FindingCounts
-from kodiai.review.metadata import Category, EnforcedFinding, Severity
 from kodiai.review.prioritizer import FindingPriorityWeights, PrioritizationStats, prioritize_findings
 from kodiai.text.fingerprint import fingerprint_finding_title
 
