@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import SecretStr
+
+from kodiai.settings import Settings
 
 DEFAULT_API_URL = "https://api.github.com"
 ENABLE_HINT = (
@@ -57,11 +58,11 @@ class DashboardOptions:
         return hashlib.sha256(("kodiai-dashboard\0" + "\0".join(parts)).encode()).digest()
 
     @classmethod
-    def from_settings(cls, settings: Any) -> DashboardOptions:
+    def from_settings(cls, settings: Settings) -> DashboardOptions:
         return cls(
-            client_id=getattr(settings, "github_client_id", None),
-            client_secret=getattr(settings, "github_client_secret", None),
-            token=getattr(settings, "dashboard_token", None),
-            session_key=getattr(settings, "dashboard_session_secret", None),
-            api_url=str(getattr(settings, "github_api_url", DEFAULT_API_URL) or DEFAULT_API_URL),
+            client_id=settings.github_client_id,
+            client_secret=settings.github_client_secret,
+            token=settings.dashboard_token,
+            session_key=settings.dashboard_session_secret,
+            api_url=settings.github_api_url or DEFAULT_API_URL,
         )

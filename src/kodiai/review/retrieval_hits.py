@@ -8,7 +8,6 @@ not); :func:`record_retrieval_hits` writes them fail-open, like the ``retrieval_
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from kodiai.handler_kit.fail_open import fail_open
 from kodiai.learning.pipeline import RetrievalOutcome
