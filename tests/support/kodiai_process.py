@@ -89,6 +89,9 @@ class KodiaiServer:
     ``args``: more ``kodiai serve`` options (e.g. ``("--role", "worker")``);
     ``ready``: the ``/health`` statuses that count as started;
     ``strict_stop``: a child that ignores the stop signal for ``timeout`` fails the test (after SIGKILL);
+    ``pipe_output``: the child's output goes through a pipe that a thread copies to ``server.log`` (a
+    file-size limit put on the child then never stops its logging); otherwise the child writes the log
+    itself (its own children, e.g. a CLI still running after ``kill -9``, never hold a pipe open);
     ``env``: overrides of the child's environment (the defaults below keep every store under ``tmp``)."""
 
     def __init__(
@@ -104,6 +107,7 @@ class KodiaiServer:
         pythonpath: Iterable[Path] = (),
         ready: tuple[int, ...] = (200, 503),
         strict_stop: bool = True,
+        pipe_output: bool = False,
         default_event: str = "issues",
         **env: str,
     ) -> None:
@@ -115,6 +119,7 @@ class KodiaiServer:
         self.secret = secret
         self.ready = ready
         self.strict_stop = strict_stop
+        self.pipe_output = pipe_output
         self.default_event = default_event
         self.log_path = tmp / "server.log"
         self.record_path = tmp / "record.txt"
@@ -171,11 +176,17 @@ class KodiaiServer:
         """Start the child without waiting for it (for tests that expect it to exit)."""
         with self.log_path.open("ab") as log:
             log.write(f"--- start {self.starts + 1} ---\n".encode())
-        self.proc = subprocess.Popen(
-            self.command(), env=self.env, cwd=self.tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-        )
-        self._pump = threading.Thread(target=self._copy_output, args=(self.proc,), daemon=True)
-        self._pump.start()
+        if self.pipe_output:
+            self.proc = subprocess.Popen(
+                self.command(), env=self.env, cwd=self.tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+            )
+            self._pump = threading.Thread(target=self._copy_output, args=(self.proc,), daemon=True)
+            self._pump.start()
+        else:
+            with self.log_path.open("ab") as log:
+                self.proc = subprocess.Popen(
+                    self.command(), env=self.env, cwd=self.tmp, stdout=log, stderr=subprocess.STDOUT
+                )
         self.starts += 1
         return self.proc
 
@@ -370,6 +381,7 @@ class KodiaiServe(KodiaiServer):
             jobs_db=jobs_db,
             args=args,
             pythonpath=[SERVER_HANDLERS],
+            pipe_output=True,
         )
         self.env.update({"SHUTDOWN_GRACE_SECONDS": "0.5", **env})
 
