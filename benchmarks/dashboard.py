@@ -185,7 +185,7 @@ async def main() -> None:
         app = FastAPI()
         state = mount(
             app,
-            DashboardOptions(token=SecretStr(TOKEN)),
+            DashboardOptions(token=SecretStr(TOKEN), access_cache_seconds=10**9),  # no GitHub here
             telemetry=str(tmp / "telemetry.db"),
             knowledge=knowledge,
             knowledge_target=str(tmp / "knowledge.db"),
@@ -195,9 +195,8 @@ async def main() -> None:
             log=get_logger("bench"),
         )
         assert state is not None
-        user = state.sessions.create("writer", operator=False)
-        user.access = Access("writer", repos=frozenset(REPOS[:5]), installations=frozenset({0, 1}))
-        user.access_at = time.monotonic() + 10**9  # no GitHub here: the lookup stays cached
+        access = Access("writer", repos=frozenset(REPOS[:5]), installations=frozenset({0, 1}))
+        user = state.sessions.create("writer", operator=False, access=access)
         viewers = {
             "operator": {"Authorization": f"Bearer {TOKEN}"},
             "user (5 repos)": {"Cookie": f"kodiai_dashboard={state.signer.session_cookie(user)}"},

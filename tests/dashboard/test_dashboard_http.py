@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator
-from contextlib import closing
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,11 @@ class Dash:
     url: str
     oauth: FakeOAuth
     tmp: Path
+    github: FakeGitHub
+
+    @property
+    def github_url(self) -> str:
+        return str(self.github.url)
 
     def knowledge_rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
         db = open_target(str(self.tmp / "knowledge.db"), "knowledge")
@@ -86,20 +91,39 @@ def dash(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dash]:
             NoopEmbeddingProvider(),
         )
         runtime = build_runtime(make_config(tmp, fake.url), github=make_github(fake), stores=stores)
-        options = DashboardOptions(
-            client_id=CLIENT_ID,
-            client_secret=SecretStr(CLIENT_SECRET),
-            token=SecretStr(OPERATOR_TOKEN),
-            session_key=SecretStr(SESSION_KEY),
-            api_url=fake.url,
-        )
-        server = LiveServer(create_app(runtime, dashboard=options)).start()
+        server = LiveServer(create_app(runtime, dashboard=_options(fake.url))).start()
         try:
             seed_jobs(str(tmp / "jobs.db"))
             oauth.callback = server.url + "/dashboard/callback"
-            yield Dash(server.url, oauth, tmp)
+            yield Dash(server.url, oauth, tmp, fake)
         finally:
             server.stop()
+
+
+def _options(github_url: str, key: str = SESSION_KEY) -> DashboardOptions:
+    return DashboardOptions(
+        client_id=CLIENT_ID,
+        client_secret=SecretStr(CLIENT_SECRET),
+        token=SecretStr(OPERATOR_TOKEN),
+        session_key=SecretStr(key),
+        api_url=github_url,
+    )
+
+
+@contextmanager
+def _replica(dash: Dash, tmp: Path, key: str = SESSION_KEY) -> Iterator[str]:
+    """Another Kodiai web app over the same stores (a second replica, or the first one restarted)."""
+    stores = Stores(
+        TelemetryStore(dash.tmp / "telemetry.db"),
+        KnowledgeStore(dash.tmp / "knowledge.db"),
+        NoopEmbeddingProvider(),
+    )
+    runtime = build_runtime(make_config(tmp, dash.github_url), github=make_github(dash.github), stores=stores)
+    server = LiveServer(create_app(runtime, dashboard=_options(dash.github_url, key))).start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
 
 
 def _csrf(page: httpx.Response) -> str:
@@ -181,6 +205,37 @@ def test_forged_or_expired_session_cookie_is_refused(dash: Dash) -> None:
             page = client.get("/dashboard/memory")
             assert page.status_code == 303 and page.headers["location"] == "/dashboard/login"
             assert client.get("/dashboard/memory/export/memory-all.json").status_code == 401
+
+
+def test_a_session_from_one_replica_is_accepted_by_another_and_signed_out_everywhere(
+    dash: Dash, tmp_path: Path
+) -> None:
+    alice = dash.sign_in("alice")
+    cookie = alice.cookies.get("kodiai_dashboard")
+    assert cookie
+    rows = dash.knowledge_rows("SELECT login, user_token FROM dashboard_sessions WHERE login = 'alice'")
+    assert rows and all(r["user_token"] and "gho_" not in r["user_token"] for r in rows)  # sealed, not plain
+    with (
+        _replica(dash, tmp_path / "b") as other,
+        _replica(dash, tmp_path / "c", key="another-key") as stranger,
+    ):
+        with httpx.Client(base_url=other, cookies={"kodiai_dashboard": cookie}, timeout=10) as b:
+            memory = b.get("/dashboard/memory?range=90d")
+            assert memory.status_code == 200 and "acme/api" in memory.text and "acme/web" not in memory.text
+            with httpx.Client(base_url=stranger, cookies={"kodiai_dashboard": cookie}, timeout=10) as c:
+                assert c.get("/dashboard/memory").status_code == 303  # signed with another key: refused
+            assert b.post("/dashboard/logout", data={"csrf": _csrf(memory)}).status_code == 303
+        assert alice.get("/dashboard/memory").status_code == 303  # signed out on every replica
+    alice.close()
+    bob = dash.sign_in("bob")
+    assert bob.get("/dashboard/jobs").status_code == 200
+    db = open_target(str(dash.tmp / "knowledge.db"), "knowledge")
+    try:  # the server-side record ends the session even while the cookie's signature is still young
+        db.execute("UPDATE dashboard_sessions SET expires_at = 1 WHERE login = 'bob'")
+    finally:
+        db.close()
+    assert bob.get("/dashboard/jobs").status_code == 303
+    bob.close()
 
 
 def test_post_without_csrf_token_is_refused(dash: Dash) -> None:

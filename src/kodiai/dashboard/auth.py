@@ -1,8 +1,10 @@
 """Who is asking: the operator token (``Authorization: Bearer`` or a signed-in operator session) or a GitHub
-user's session, whose write access is looked up with their own token and cached briefly."""
+user's session, whose write access is looked up with their own token and cached briefly (in the session's
+database row, so every replica shares the cache)."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass
 
@@ -34,12 +36,12 @@ async def viewer_of(state: DashboardState, request: Request) -> Viewer | None:
     payload = state.signer.read_session(request.cookies.get(COOKIE))
     if payload is None:
         return None
-    session = state.sessions.get(payload["sid"])
-    if session is None:
+    session = await asyncio.to_thread(state.sessions.get, payload["sid"])
+    if session is None or session.login != payload.get("login") or session.operator != bool(payload.get("op")):
         return None
     if session.operator:
         return Viewer(Access(session.login, operator=True), session)
-    fresh = time.monotonic() - session.access_at < state.options.access_cache_seconds
+    fresh = 0 <= time.time() - session.access_at < state.options.access_cache_seconds
     if session.access is None or not fresh:
         if session.user_token is None:
             return None
@@ -49,7 +51,8 @@ async def viewer_of(state: DashboardState, request: Request) -> Viewer | None:
             )
         except SignInError as exc:
             state.log.warning("Dashboard access lookup failed; signed out", login=session.login, err=str(exc))
-            state.sessions.drop(session.sid)
+            await asyncio.to_thread(state.sessions.drop, session.sid)
             return None
-        session.access_at = time.monotonic()
+        session.access_at = time.time()
+        await asyncio.to_thread(state.sessions.save_access, session)
     return Viewer(session.access, session)

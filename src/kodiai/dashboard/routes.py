@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-import time
 from datetime import UTC, datetime
 from importlib import resources
 from urllib.parse import parse_qsl, quote
@@ -98,7 +97,7 @@ def build_router(state: DashboardState) -> APIRouter:
         ):
             state.log.warning("Dashboard operator sign-in refused")
             return login_form(request, "That token is not the operator token.", 401)
-        session = state.sessions.create(OPERATOR_LOGIN, operator=True)
+        session = await asyncio.to_thread(state.sessions.create, OPERATOR_LOGIN, operator=True)
         return signed_in(RedirectResponse(f"{PREFIX}/overview", 303), request, session)
 
     @router.get("/callback")
@@ -121,9 +120,9 @@ def build_router(state: DashboardState) -> APIRouter:
         except SignInError as exc:
             state.log.warning("Dashboard sign-in failed", err=str(exc))
             return PlainTextResponse(f"Sign-in failed: {exc}", 502)
-        session = state.sessions.create(user.login, operator=False, user_token=user.token)
-        session.access = access
-        session.access_at = time.monotonic()
+        session = await asyncio.to_thread(
+            state.sessions.create, user.login, operator=False, user_token=user.token, access=access
+        )
         state.log.info("Dashboard sign-in", login=user.login, repositories=len(access.repos))
         return signed_in(RedirectResponse(f"{PREFIX}/overview", 303), request, session)
 
@@ -133,7 +132,7 @@ def build_router(state: DashboardState) -> APIRouter:
         if viewer is None:
             return refusal
         if viewer.session is not None:
-            state.sessions.drop(viewer.session.sid)
+            await asyncio.to_thread(state.sessions.drop, viewer.session.sid)
         response = RedirectResponse(f"{PREFIX}/login?operator=1", 303)
         response.delete_cookie(COOKIE, path=PREFIX)
         return response

@@ -1,24 +1,29 @@
-"""Dashboard sessions: a signed, expiring cookie naming a server-side session, and its CSRF token.
+"""Dashboard sessions: a signed, expiring cookie naming a session recorded in the shared knowledge database.
 
-The cookie holds only ``{sid, login, operator}`` signed with :mod:`itsdangerous` (timestamped: older than
-the session lifetime → refused); the GitHub user token never leaves the server (:class:`SessionStore`
-keeps it in memory, so a restart signs everyone out — the safe failure). The CSRF token is an HMAC of the
-session id: a form posted from another site cannot know it.
+The cookie holds only non-secret claims ``{sid, login, op}`` signed with :mod:`itsdangerous` (timestamped:
+older than the session lifetime → refused). What must stay on the server — the GitHub user token (encrypted
+with a key derived from the signing key) and the cached write-access list — is a ``dashboard_sessions`` row,
+so a restart or another ``web`` replica (same database, same ``DASHBOARD_SESSION_SECRET``) accepts the
+cookie, and signing out on one replica signs out on all. The CSRF token is an HMAC of the session id: a form
+posted from another site cannot know it.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
+import json
 import secrets
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from cryptography.fernet import Fernet, InvalidToken
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
 from kodiai.dashboard.scope import Access
+from kodiai.storage.database import Database
 
 COOKIE = "kodiai_dashboard"
 STATE_COOKIE = "kodiai_dashboard_oauth"
@@ -33,35 +38,101 @@ class Session:
     user_token: str | None = field(default=None, repr=False)
     access: Access | None = None
     access_at: float = 0.0
+    """When ``access`` was looked up (Unix seconds: compared across hosts)."""
+
+
+def access_to_json(access: Access) -> str:
+    return json.dumps(
+        {
+            "repos": sorted(access.repos),
+            "installations": sorted(access.installations),
+            "installation_repos": [[i, list(r)] for i, r in access.installation_repos],
+        }
+    )
+
+
+def access_from_json(login: str, text: str) -> Access:
+    data = json.loads(text)
+    return Access(
+        login,
+        repos=frozenset(str(r) for r in data["repos"]),
+        installations=frozenset(int(i) for i in data["installations"]),
+        installation_repos=tuple((int(i), tuple(str(x) for x in r)) for i, r in data["installation_repos"]),
+    )
+
+
+def _sid_hash(sid: str) -> str:
+    return hashlib.sha256(sid.encode()).hexdigest()
 
 
 class SessionStore:
-    """Server-side sessions by id (thread-safe; expired ones are dropped as they are met)."""
+    """Sessions in the ``dashboard_sessions`` table (every replica's; expired rows are deleted as new
+    sessions are made). Blocking: call from a worker thread."""
 
-    def __init__(self, lifetime: int) -> None:
+    def __init__(self, db: Database, key: bytes, lifetime: int) -> None:
+        self._db = db
         self._lifetime = lifetime
-        self._sessions: dict[str, tuple[float, Session]] = {}
-        self._lock = threading.Lock()
+        derived = hashlib.sha256(b"kodiai-dashboard-user-token\0" + key).digest()
+        self._fernet = Fernet(base64.urlsafe_b64encode(derived))
 
-    def create(self, login: str, *, operator: bool, user_token: str | None = None) -> Session:
-        session = Session(secrets.token_urlsafe(24), login, operator, user_token)
-        with self._lock:
-            self._sessions[session.sid] = (time.monotonic(), session)
+    def create(
+        self,
+        login: str,
+        *,
+        operator: bool,
+        user_token: str | None = None,
+        access: Access | None = None,
+    ) -> Session:
+        now = time.time()
+        session = Session(secrets.token_urlsafe(24), login, operator, user_token, access, now)
+        sealed = self._fernet.encrypt(user_token.encode()).decode() if user_token is not None else None
+        with self._db.transaction() as tx:
+            tx.execute("DELETE FROM dashboard_sessions WHERE expires_at < ?", (now,))
+            tx.execute(
+                "INSERT INTO dashboard_sessions (sid_hash, login, operator, user_token, access, access_at,"
+                " expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    _sid_hash(session.sid),
+                    login,
+                    int(operator),
+                    sealed,
+                    access_to_json(access) if access is not None else None,
+                    now,
+                    now + self._lifetime,
+                ),
+            )
         return session
 
     def get(self, sid: str) -> Session | None:
-        with self._lock:
-            entry = self._sessions.get(sid)
-            if entry is None:
+        """The live session ``sid`` names, or None (unknown, signed out, expired, or its token sealed with
+        another key)."""
+        row = self._db.fetch_one(
+            "SELECT login, operator, user_token, access, access_at FROM dashboard_sessions"
+            " WHERE sid_hash = ? AND expires_at >= ?",
+            (_sid_hash(sid), time.time()),
+        )
+        if row is None:
+            return None
+        login, operator, sealed, access, access_at = row
+        token = None
+        if sealed is not None:
+            try:
+                token = self._fernet.decrypt(str(sealed).encode()).decode()
+            except InvalidToken:
                 return None
-            if time.monotonic() - entry[0] > self._lifetime:
-                del self._sessions[sid]
-                return None
-            return entry[1]
+        cached = access_from_json(str(login), str(access)) if access else None
+        return Session(sid, str(login), bool(operator), token, cached, float(access_at))
+
+    def save_access(self, session: Session) -> None:
+        if session.access is None:
+            return
+        self._db.execute(
+            "UPDATE dashboard_sessions SET access = ?, access_at = ? WHERE sid_hash = ?",
+            (access_to_json(session.access), session.access_at, _sid_hash(session.sid)),
+        )
 
     def drop(self, sid: str) -> None:
-        with self._lock:
-            self._sessions.pop(sid, None)
+        self._db.execute("DELETE FROM dashboard_sessions WHERE sid_hash = ?", (_sid_hash(sid),))
 
 
 class CookieSigner:

@@ -12,6 +12,7 @@ from kodiai.dashboard.options import DashboardOptions
 from kodiai.dashboard.session import CookieSigner, SessionStore
 from kodiai.dashboard.sources import Sources
 from kodiai.log import Logger
+from kodiai.storage.database import Database
 from kodiai.storage.knowledge import KnowledgeStore
 
 
@@ -31,9 +32,14 @@ class DashboardState:
     pg_journal: Any | None
     log: Logger
 
+    sessions_db: Database | None = None
+    """The writable connection :attr:`sessions` uses (closed with the state)."""
+
     async def aclose(self) -> None:
         await self.http.aclose()
         self.sources.close()
+        if self.sessions_db is not None and not self.sessions_db.closed:
+            self.sessions_db.close()
 
 
 def template_environment() -> Environment:

@@ -15,6 +15,7 @@ from kodiai.dashboard.sources import open_sources
 from kodiai.dashboard.state import DashboardState, template_environment
 from kodiai.log import Logger
 from kodiai.storage.knowledge import KnowledgeStore
+from kodiai.storage.opening import open_migrated
 
 SECURITY_HEADERS = [
     (b"content-security-policy", CSP.encode()),
@@ -67,10 +68,12 @@ def mount(
     if not options.enabled:
         log.info(ENABLE_HINT)
         return None
+    key = options.signing_key()
+    sessions_db = open_migrated(knowledge_target, "knowledge", lock="dashboard-sessions")
     state = DashboardState(
         options=options,
-        signer=CookieSigner(options.signing_key(), options.session_seconds),
-        sessions=SessionStore(options.session_seconds),
+        signer=CookieSigner(key, options.session_seconds),
+        sessions=SessionStore(sessions_db, key, options.session_seconds),
         sources=open_sources(telemetry, knowledge_target, jobs),
         templates=template_environment(),
         http=httpx.AsyncClient(follow_redirects=False),
@@ -79,6 +82,7 @@ def mount(
         jobs_target=jobs or "",
         pg_journal=pg_journal,
         log=log,
+        sessions_db=sessions_db,
     )
     app.include_router(build_router(state))
     app.add_middleware(DashboardHeaders)
