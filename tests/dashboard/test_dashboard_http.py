@@ -270,6 +270,25 @@ def test_forget_refused_for_a_reader_and_recorded_for_a_writer(dash: Dash) -> No
     )
     assert rows == [{"repo": "acme/api", "action": "forget", "actor": "alice", "text": "Finding 0"}]
 
+    # restore: refused for a reader, recorded for a writer (this app has no memory store: a worker applies it)
+    with closing(dash.sign_in("bob")) as bob:
+        form = {"repo": "acme/api", "finding_id": "500", "csrf": _csrf(bob.get("/dashboard/jobs"))}
+        assert bob.post("/dashboard/memory/restore", data=form).status_code == 403
+    with closing(dash.sign_in("alice")) as alice:
+        page = alice.get("/dashboard/memory?range=90d")
+        assert (
+            "pending: a worker removes them" in page.text
+            and 'action="/dashboard/memory/restore"' in page.text
+        )
+        form = {"repo": "acme/api", "finding_id": "500", "csrf": _csrf(page)}
+        assert alice.post("/dashboard/memory/restore", data={**form, "csrf": "0" * 64}).status_code == 403
+        done = alice.post("/dashboard/memory/restore", data=form)
+        assert done.status_code == 303 and "Restored%20finding%20500" in done.headers["location"]
+    rows = dash.knowledge_rows(
+        "SELECT restored_by, applied_at FROM memory_governance WHERE finding_id = 500 AND restored_at IS NOT NULL"
+    )
+    assert rows == [{"restored_by": "alice", "applied_at": None}]
+
 
 def test_operator_token_sees_everything_and_retries_a_dead_job(dash: Dash) -> None:
     bearer = {"Authorization": f"Bearer {OPERATOR_TOKEN}"}

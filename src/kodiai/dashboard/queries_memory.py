@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from kodiai.dashboard.scope import Scope
 from kodiai.dashboard.stats import precision
@@ -71,6 +72,8 @@ class MemoryQuality:
     never_retrieved: list[MemoryFigures] = field(default_factory=list)
     """The oldest memories no review of any time was shown (at most :data:`TOP`)."""
     rollup: Table = field(default_factory=lambda: Table("memory-by-repo", "By repository", ()))
+    forgotten: list[tuple[Any, ...]] = field(default_factory=list)
+    """The forgotten memories (newest first, at most :data:`TOP`), in :data:`FORGOTTEN_COLUMNS` order."""
 
     @property
     def tables(self) -> list[Table]:
@@ -81,6 +84,7 @@ class MemoryQuality:
             Table(
                 "memory-never-retrieved", "Never retrieved", COLUMNS, [m.row() for m in self.never_retrieved]
             ),
+            Table("memory-forgotten", "Forgotten", FORGOTTEN_COLUMNS, self.forgotten),
         ]
 
 
@@ -101,7 +105,26 @@ def memory_quality(knowledge: Executor, scope: Scope) -> MemoryQuality:
         for repo, fid, title, severity in _never_retrieved(knowledge, scope)
     ]
     out.rollup = rollup(kept, judged)
+    out.forgotten = forgotten_list(knowledge, scope)
     return out
+
+
+FORGOTTEN_COLUMNS = ("repository", "finding_id", "title", "forgotten_at", "actor", "removed", "applied")
+
+
+def forgotten_list(knowledge: Executor, scope: Scope) -> list[tuple[Any, ...]]:
+    """Forgets not restored: who, when, how many rows left the store, and whether the store has applied it
+    yet (a forget recorded on a ``web`` replica waits for a worker)."""
+    rsql, rparams = scope.repo_sql()
+    return [
+        (str(r[0]), int(r[1]), r[2], str(r[3]), str(r[4]), int(r[5]), r[6] is not None)
+        for r in knowledge.fetch_all(
+            "SELECT repo, finding_id, text, created_at, actor, removed, applied_at FROM memory_governance"
+            f" WHERE action = 'forget' AND finding_id IS NOT NULL AND restored_at IS NULL{rsql}"
+            f" ORDER BY id DESC LIMIT {TOP}",
+            tuple(rparams),
+        )
+    ]
 
 
 def memory_export(knowledge: Executor, scope: Scope) -> Table:
@@ -201,7 +224,7 @@ def _forgotten(knowledge: Executor, scope: Scope) -> set[Key]:
         (str(r[0]), int(r[1]))
         for r in knowledge.fetch_all(
             "SELECT DISTINCT repo, finding_id FROM memory_governance"
-            f" WHERE action = 'forget' AND finding_id IS NOT NULL{rsql}",
+            f" WHERE action = 'forget' AND finding_id IS NOT NULL AND restored_at IS NULL{rsql}",
             tuple(rparams),
         )
     }
@@ -234,7 +257,7 @@ def _never_retrieved(knowledge: Executor, scope: Scope) -> list[tuple[str, int, 
             " AND NOT EXISTS (SELECT 1 FROM retrieval_hits h WHERE h.source_repo = r.repo"
             " AND h.finding_id = f.comment_id AND h.kept = 1)"
             " AND NOT EXISTS (SELECT 1 FROM memory_governance g WHERE g.repo = r.repo AND g.action = 'forget'"
-            " AND g.finding_id = f.comment_id)"
+            " AND g.finding_id = f.comment_id AND g.restored_at IS NULL)"
             " AND NOT EXISTS (SELECT 1 FROM pending_memories p WHERE p.repo = r.repo"
             " AND p.comment_id = f.comment_id AND p.status <> 'promoted')"
             f" LIMIT {TOP}",

@@ -12,7 +12,7 @@ from urllib.parse import parse_qsl, quote
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 
-from kodiai.dashboard.actions import forget_memory, retry_dead
+from kodiai.dashboard.actions import forget_memory, restore_forgotten, retry_dead
 from kodiai.dashboard.auth import OPERATOR_LOGIN, Viewer, viewer_of
 from kodiai.dashboard.github_oauth import SignInError, authorize_url, sign_in, writable_access
 from kodiai.dashboard.pages import PAGES as PAGE_BUILDERS
@@ -183,8 +183,7 @@ def build_router(state: DashboardState) -> APIRouter:
     for name, build in PAGE_BUILDERS.items():
         page(name, build)
 
-    @router.post("/memory/forget")
-    async def forget(request: Request) -> Response:
+    async def memory_action(request: Request, action: str) -> Response:
         viewer, refusal = await _checked_post(state, request)
         if viewer is None:
             return refusal
@@ -197,11 +196,37 @@ def build_router(state: DashboardState) -> APIRouter:
         if not viewer.access.can_see(repo):
             return PlainTextResponse("Forbidden: you have no write access to that repository", 403)
         actor = viewer.access.login if not viewer.access.operator else "dashboard-operator"
-        result = await asyncio.to_thread(
-            forget_memory, state.knowledge, state.memory, repo=repo, finding_id=finding_id, actor=actor
-        )
-        state.log.info("Dashboard forget", repo=repo, finding_id=finding_id, actor=actor, done=result.done)
+        assert state.knowledge_db is not None
+        if action == "forget":
+            result = await asyncio.to_thread(
+                forget_memory,
+                state.knowledge,
+                state.knowledge_db,
+                state.memory,
+                repo=repo,
+                finding_id=finding_id,
+                actor=actor,
+            )
+        else:
+            result = await asyncio.to_thread(
+                restore_forgotten,
+                state.knowledge_db,
+                state.memory,
+                state.embeddings,
+                repo=repo,
+                finding_id=finding_id,
+                actor=actor,
+            )
+        state.log.info(f"Dashboard {action}", repo=repo, finding_id=finding_id, actor=actor, done=result.done)
         return RedirectResponse(f"{PREFIX}/memory?message={_quote(result.message)}", 303)
+
+    @router.post("/memory/forget")
+    async def forget(request: Request) -> Response:
+        return await memory_action(request, "forget")
+
+    @router.post("/memory/restore")
+    async def restore(request: Request) -> Response:
+        return await memory_action(request, "restore")
 
     @router.post("/jobs/retry")
     async def retry(request: Request) -> Response:

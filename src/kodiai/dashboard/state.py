@@ -32,14 +32,16 @@ class DashboardState:
     pg_journal: Any | None
     log: Logger
 
-    sessions_db: Database | None = None
-    """The writable connection :attr:`sessions` uses (closed with the state)."""
+    knowledge_db: Database | None = None
+    """A writable connection to the knowledge database: sessions, and forget/restore's governance rows."""
+    embeddings: Any | None = None
+    """The embedding provider when this process has the memory store open (restore writes a memory)."""
 
     async def aclose(self) -> None:
         await self.http.aclose()
         self.sources.close()
-        if self.sessions_db is not None and not self.sessions_db.closed:
-            self.sessions_db.close()
+        if self.knowledge_db is not None and not self.knowledge_db.closed:
+            self.knowledge_db.close()
 
 
 def template_environment() -> Environment:

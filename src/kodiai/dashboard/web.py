@@ -63,17 +63,18 @@ def mount(
     memory: Any | None,
     pg_journal: Any | None,
     log: Logger,
+    embeddings: Any | None = None,
 ) -> DashboardState | None:
     """Add the dashboard to ``app`` when sign-in is configured; returns its state (closed by the caller)."""
     if not options.enabled:
         log.info(ENABLE_HINT)
         return None
     key = options.signing_key()
-    sessions_db = open_migrated(knowledge_target, "knowledge", lock="dashboard-sessions")
+    knowledge_db = open_migrated(knowledge_target, "knowledge", lock="dashboard-sessions")
     state = DashboardState(
         options=options,
         signer=CookieSigner(key, options.session_seconds),
-        sessions=SessionStore(sessions_db, key, options.session_seconds),
+        sessions=SessionStore(knowledge_db, key, options.session_seconds),
         sources=open_sources(telemetry, knowledge_target, jobs),
         templates=template_environment(),
         http=httpx.AsyncClient(follow_redirects=False),
@@ -82,7 +83,8 @@ def mount(
         jobs_target=jobs or "",
         pg_journal=pg_journal,
         log=log,
-        sessions_db=sessions_db,
+        knowledge_db=knowledge_db,
+        embeddings=embeddings if memory is not None else None,
     )
     app.include_router(build_router(state))
     app.add_middleware(DashboardHeaders)

@@ -130,6 +130,7 @@ class PgWorker:
         options: WorkerOptions | None = None,
         metrics: Metrics | None = None,
         memory_store: object | None = None,
+        governance: Callable[[], object] | None = None,
         clock: Callable[[], datetime] = utcnow,
         name: str = "kodiai-worker",
     ) -> None:
@@ -151,11 +152,12 @@ class PgWorker:
         self.app.periodic(cron=f"*/{every} * * * * *")(
             self.app.task(name=STALLED_TASK, queue=MAINTENANCE_QUEUE)(self._retry_stalled)
         )
-        self.compaction = self._register_compaction(memory_store)
+        self.compaction = self._register_compaction(memory_store, governance)
 
-    def _register_compaction(self, store: object | None) -> bool:
+    def _register_compaction(self, store: object | None, governance: Callable[[], object] | None) -> bool:
         """The learned memory's compaction, every 10 minutes on one worker, when the memory store is on and
-        the compaction module exists."""
+        the compaction module exists; first, ``governance`` applies the forgets/restores a ``web`` replica's
+        dashboard recorded (a failure there is logged and compaction goes on)."""
         if store is None or importlib.util.find_spec(COMPACTION_MODULE) is None:
             return False
         module = importlib.import_module(COMPACTION_MODULE)
@@ -164,6 +166,11 @@ class PgWorker:
             return False
 
         async def compact_memory(timestamp: int) -> None:
+            if governance is not None:
+                try:
+                    await asyncio.to_thread(governance)
+                except Exception as exc:
+                    self._log.warning("Recorded memory forgets/restores not applied", err=str(exc))
             await asyncio.to_thread(compact, store)
 
         self.app.periodic(cron="*/10 * * * *")(

@@ -378,9 +378,10 @@ def _apply_pending(
 
 
 def retired_by_repo(governance: Iterable[MemoryGovernanceRecord]) -> dict[str, int]:
-    """Distinct findings forgotten from GitHub, per repo (what ``kodiai memory stats`` counts as retired)."""
+    """Distinct findings forgotten (and not restored from the dashboard), per repo (what ``kodiai memory
+    stats`` counts as retired)."""
     seen: dict[str, set[int]] = {}
     for row in governance:
-        if row.action == "forget" and row.finding_id is not None:
+        if row.action == "forget" and row.finding_id is not None and row.restored_at is None:
             seen.setdefault(row.repo, set()).add(int(row.finding_id))
     return {repo: len(ids) for repo, ids in sorted(seen.items())}

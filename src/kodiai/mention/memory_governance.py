@@ -91,7 +91,10 @@ class MemoryGovernance:
         command = MemoryCommand(action="forget")
         if knowledge is not None:
             earlier = await asyncio.to_thread(knowledge.list_memory_governance, repo)
-            done = next((g for g in earlier if g.action == "forget" and g.finding_id == root), None)
+            done = next(
+                (g for g in earlier if g.action == "forget" and g.finding_id == root and g.restored_at is None),
+                None,
+            )
             if done is not None:
                 reply = already_forgotten_reply(done.actor, done.created_at or "an earlier time")
                 return await self._end(command, "already-forgotten", reply)

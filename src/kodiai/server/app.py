@@ -243,6 +243,7 @@ def _add_dashboard(app: FastAPI, runtime: Runtime, options: DashboardOptions, lo
         memory=stores.memory,
         pg_journal=runtime.pg_journal,
         log=log,
+        embeddings=stores.embeddings,
     )
 
 

@@ -309,6 +309,7 @@ def _build_on_postgres(
                 options=worker_options,
                 metrics=metrics,
                 memory_store=stores.memory if stores is not None else None,
+                governance=_governance(url, stores),
             )
     except BaseException:
         journal.close()
@@ -317,3 +318,14 @@ def _build_on_postgres(
         "Job journal and queue on PostgreSQL", role=config.role, database=journal.describe()
     )
     return runtime
+
+
+def _governance(url: str, stores: Stores | None) -> Callable[[], object] | None:
+    """The workers' half of the dashboard's forget/restore on a ``web`` replica (which has no memory store):
+    the periodic maintenance applies the recorded rows."""
+    if stores is None or stores.memory is None:
+        return None
+    from kodiai.learning.governance_apply import sweep_governance
+
+    memory, embeddings = stores.memory, stores.embeddings
+    return lambda: sweep_governance(url, memory, embeddings)

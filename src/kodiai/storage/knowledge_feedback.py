@@ -120,10 +120,11 @@ def list_governance(db: Database, repo: str | None = None) -> list[MemoryGoverna
 
 
 def retired_findings(db: Database, repo: str) -> set[int]:
-    """Finding ids a maintainer told the bot to forget (their memories must not come back)."""
+    """Finding ids a maintainer told the bot to forget (their memories must not come back) and nobody
+    restored from the dashboard since."""
     rows = db.query(
         "SELECT DISTINCT finding_id FROM memory_governance WHERE repo = ? AND action = 'forget' "
-        "AND finding_id IS NOT NULL",
+        "AND finding_id IS NOT NULL AND restored_at IS NULL",
         (repo,),
     )
     return {int(r[0]) for r in rows}

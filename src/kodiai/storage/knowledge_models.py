@@ -250,6 +250,8 @@ class MemoryGovernanceRecord(BaseModel):
     text: str | None = None
     id: int | None = None
     created_at: str | None = None
+    restored_at: str | None = None
+    """Set when a forget was undone from the dashboard (the memory may come back)."""
 
 
 class FindingProvenance(BaseModel):
