@@ -151,3 +151,35 @@ def test_quiet_report_and_jobs(seeded: tuple[DbBackend, Sources]) -> None:
     assert {r[0] for r in jobs.rows} == {"job-dead-1", "job-done-1", "job-pending-1"}
     assert len(recent_jobs(src.jobs, _scope(OPERATOR)).rows) == 4
     assert recent_jobs(src.jobs, _scope(NOBODY)).rows == []
+
+
+def test_memory_top_and_rollup_past_the_page_limit_match_plain_sql(seeded: tuple[DbBackend, Sources]) -> None:
+    """More memories than the page lists: the top is the plain SQL's first 200 (ties by repository and
+    finding), the per-repository figures count every memory, and a flagged memory outside the top keeps
+    its own retrieval count."""
+    backend, src = seeded
+    with backend.connect("knowledge") as db, db.transaction() as tx:
+        for fid in range(1000, 1250):
+            for n in range(2 + fid % 3):
+                tx.execute(
+                    "INSERT INTO retrieval_hits (delivery_id, repo, pr_number, memory_id, finding_id, source_repo,"
+                    " outcome, distance, kept) VALUES (?, 'acme/api', 9, ?, ?, 'acme/api', 'accepted', 0.1, 1)",
+                    (f"bulk-{fid}-{n}", fid, fid),
+                )
+    got = memory_quality(src.knowledge, _scope(OPERATOR))
+    plain = backend.rows(
+        "knowledge",
+        "SELECT source_repo AS repo, finding_id AS fid, COUNT(*) AS n FROM retrieval_hits WHERE kept = 1"
+        " GROUP BY source_repo, finding_id ORDER BY COUNT(*) DESC, source_repo, finding_id",
+    )
+    assert len(plain) > 200
+    assert [(m.repo, m.finding_id, m.retrieved) for m in got.top] == [
+        (r["repo"], r["fid"], r["n"]) for r in plain[:200]
+    ]
+    rollup = {r[0]: r for r in got.rollup.rows}
+    for repo in {r["repo"] for r in plain}:
+        mine = [r for r in plain if r["repo"] == repo]
+        assert rollup[repo][1:3] == (sum(r["n"] for r in mine), len(mine))
+    flagged = {m.finding_id: m for m in got.flagged}
+    assert flagged[500].retrieved == next(r["n"] for r in plain if r["fid"] == 500)
+    assert 500 not in {m.finding_id for m in got.top}  # counted outside the top

@@ -89,12 +89,13 @@ class MemoryQuality:
 
 
 def memory_quality(knowledge: Executor, scope: Scope) -> MemoryQuality:
-    kept = _kept_counts(knowledge, scope)
+    kept, per_repo = _kept_summary(knowledge, scope)
     judged = _judged(knowledge, scope)
     forgotten = _forgotten(knowledge, scope)
     top = sorted(kept, key=lambda k: (-kept[k], k))[:TOP]
     only_down = [k for k, (up, down) in judged.items() if down > 0 and up == 0 and k not in forgotten]
     flagged = sorted(only_down, key=lambda k: (-judged[k][1], k))[:TOP]
+    kept |= _kept_of(knowledge, scope, [k for k in flagged if k not in kept])
     counts: dict[Key, tuple[int, int | None]] = {k: (kept.get(k, 0), None) for k in {*top, *flagged}}
     titles = _titles(knowledge, [*top, *flagged])
     out = MemoryQuality()
@@ -104,7 +105,7 @@ def memory_quality(knowledge: Executor, scope: Scope) -> MemoryQuality:
         MemoryFigures(repo, fid, title, severity, False, 0, 0, 0, 0)
         for repo, fid, title, severity in _never_retrieved(knowledge, scope)
     ]
-    out.rollup = rollup(kept, judged)
+    out.rollup = rollup(per_repo, judged)
     out.forgotten = forgotten_list(knowledge, scope)
     return out
 
@@ -182,6 +183,51 @@ def _kept_counts(knowledge: Executor, scope: Scope) -> dict[Key, int]:
         (scope.since, *params),
     )
     return {(str(r[0]), int(r[1])): int(r[2]) for r in rows}
+
+
+def _kept_summary(knowledge: Executor, scope: Scope) -> tuple[dict[Key, int], dict[str, tuple[int, int]]]:
+    """The range's :data:`TOP` most retrieved memories with their counts, and per repository ``(retrieved,
+    distinct memories)``: one grouping of the kept rows, summed in the database (a few hundred rows come
+    back instead of one per memory retrieved in the range)."""
+    sql, params = _hit_scope(scope)
+    rows = knowledge.fetch_all(
+        "WITH h AS MATERIALIZED (SELECT h.source_repo, h.finding_id FROM retrieval_hits h"
+        f" WHERE h.kept = 1 AND h.created_at >= ? AND h.finding_id IS NOT NULL{sql}),"
+        " g AS MATERIALIZED (SELECT source_repo, finding_id, COUNT(*) AS n FROM h GROUP BY source_repo, finding_id)"
+        " SELECT part, source_repo, a, b FROM (SELECT 0 AS part, source_repo, finding_id AS a, n AS b FROM g"
+        f" ORDER BY n DESC, source_repo, finding_id LIMIT {TOP}) t"
+        " UNION ALL SELECT 1, source_repo, COUNT(*), CAST(SUM(n) AS BIGINT) FROM g GROUP BY source_repo",
+        (scope.since, *params),
+    )
+    top: dict[Key, int] = {}
+    per_repo: dict[str, tuple[int, int]] = {}
+    for part, repo, a, b in rows:
+        if int(part) == 0:
+            top[(str(repo), int(a))] = int(b)
+        else:
+            per_repo[str(repo)] = (int(b), int(a))
+    return top, per_repo
+
+
+def _kept_of(knowledge: Executor, scope: Scope, keys: Sequence[Key]) -> dict[Key, int]:
+    """The range's kept counts of a few memories (the flagged ones outside the top), one repository at a
+    time so the lookup reads the ``(source_repo, finding_id)`` index."""
+    sql, params = _hit_scope(scope)
+    by_repo: dict[str, list[int]] = {}
+    for repo, fid in keys:
+        by_repo.setdefault(repo, []).append(fid)
+    out: dict[Key, int] = {}
+    for repo, fids in sorted(by_repo.items()):
+        for start in range(0, len(fids), 500):
+            chunk = sorted(fids)[start : start + 500]
+            for fid, n in knowledge.fetch_all(
+                "SELECT h.finding_id, COUNT(*) FROM retrieval_hits h WHERE h.source_repo = ?"
+                f" AND h.finding_id IN ({', '.join('?' for _ in chunk)}) AND h.kept = 1 AND h.created_at >= ?{sql}"
+                " GROUP BY h.finding_id",
+                (repo, *chunk, scope.since, *params),
+            ):
+                out[(repo, int(fid))] = int(n)
+    return out
 
 
 def _cut_counts(knowledge: Executor, scope: Scope) -> dict[Key, int]:
@@ -267,13 +313,14 @@ def _never_retrieved(knowledge: Executor, scope: Scope) -> list[tuple[str, int, 
     return sorted(rows, key=lambda r: (r[0], r[1]))
 
 
-def rollup(kept: dict[Key, int], judged: dict[Key, tuple[int, int]]) -> Table:
-    """Per repository: reviews that held one of its memories, distinct memories held, 👍/👎 after, precision."""
+def rollup(kept: dict[str, tuple[int, int]], judged: dict[Key, tuple[int, int]]) -> Table:
+    """Per repository: reviews that held one of its memories, distinct memories held, 👍/👎 after, precision
+    (``kept``: repository → (retrieved, distinct memories retrieved))."""
     per: dict[str, list[int]] = {}
-    for (repo, _fid), n in kept.items():
+    for repo, (n, distinct) in kept.items():
         agg = per.setdefault(repo, [0, 0, 0, 0, 0])
         agg[0] += n
-        agg[1] += 1
+        agg[1] += distinct
     for (repo, _fid), (up, down) in judged.items():
         agg = per.setdefault(repo, [0, 0, 0, 0, 0])
         agg[2] += up
