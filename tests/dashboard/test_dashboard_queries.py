@@ -4,14 +4,14 @@ plain SQL on those rows (or the seed's documented figures where the plain SQL wo
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
 from kodiai.dashboard.queries_jobs import recent_jobs
 from kodiai.dashboard.queries_memory import memory_export, memory_quality
-from kodiai.dashboard.queries_overview import overview
+from kodiai.dashboard.queries_overview import DayCache, overview
 from kodiai.dashboard.queries_quiet import quiet_report
 from kodiai.dashboard.queries_retrieval import retrieval_summary
 from kodiai.dashboard.scope import Access, scope_for
@@ -183,3 +183,58 @@ def test_memory_top_and_rollup_past_the_page_limit_match_plain_sql(seeded: tuple
     flagged = {m.finding_id: m for m in got.flagged}
     assert flagged[500].retrieved == next(r["n"] for r in plain if r["fid"] == 500)
     assert 500 not in {m.finding_id for m in got.top}  # counted outside the top
+
+
+def test_overview_over_cached_past_days_equals_the_uncached_figures(
+    seeded: tuple[DbBackend, Sources],
+) -> None:
+    """Rows on many past days, on the range's first (partial) day and today: the cached path gives the plain
+    reading's figures, and a row written today after the cache filled is counted."""
+    backend, src = seeded
+    now = datetime.now(UTC)
+    with backend.connect("knowledge") as k, k.transaction() as kt:
+        for i in range(40):
+            at = (now - timedelta(days=i % 31, hours=i % 5)).strftime("%Y-%m-%d %H:%M:%S")
+            repo = ("acme/api", "acme/web")[i % 2]
+            row = kt.fetch_one(
+                "INSERT INTO reviews (created_at, repo, pr_number, findings_total, conclusion)"
+                " VALUES (?, ?, ?, ?, 'success') RETURNING id",
+                (at, repo, 100 + i, i % 3),
+            )
+            assert row is not None
+            for j in range(i % 3):
+                kt.execute(
+                    "INSERT INTO findings (review_id, created_at, file_path, severity, category, confidence, title)"
+                    " VALUES (?, ?, 'a.py', ?, 'bug', 80, 't')",
+                    (row[0], at, ("critical", "major", "minor")[j]),
+                )
+    with backend.connect("telemetry") as t, t.transaction() as tt:
+        for i in range(60):
+            at = (now - timedelta(days=i % 31, hours=i % 7)).strftime("%Y-%m-%d %H:%M:%S")
+            tt.execute(
+                "INSERT INTO executions (created_at, repo, event_type, model, duration_ms, cost_usd, conclusion)"
+                " VALUES (?, ?, 'review', 'm', ?, ?, ?)",
+                (
+                    at,
+                    ("acme/api", "acme/web")[i % 2],
+                    1000 + 37 * i,
+                    0.01 * (i % 9) + 0.003,
+                    ("success", "timeout")[i % 4 == 0],
+                ),
+            )
+    cache = DayCache()
+    for access in (OPERATOR, ALICE, NOBODY):
+        scope = _scope(access, range_key="30d")
+        plain = overview(src.knowledge, src.telemetry, src.jobs, scope)
+        assert overview(src.knowledge, src.telemetry, src.jobs, scope, cache) == plain
+        assert overview(src.knowledge, src.telemetry, src.jobs, scope, cache) == plain  # from the cache
+    scope = _scope(OPERATOR, range_key="30d")
+    before = overview(src.knowledge, src.telemetry, src.jobs, scope, cache)
+    assert before.reviews > 30 and len(before.daily) > 20
+    backend.write(
+        "knowledge",
+        "INSERT INTO reviews (repo, pr_number, findings_total, conclusion) VALUES ('acme/api', 999, 0, 'success')",
+    )
+    cached = overview(src.knowledge, src.telemetry, src.jobs, scope, cache)
+    assert cached == overview(src.knowledge, src.telemetry, src.jobs, scope)
+    assert cached.reviews == before.reviews + 1  # today is read per request

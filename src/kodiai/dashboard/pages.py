@@ -40,7 +40,7 @@ async def overview_page(
     state: DashboardState, viewer: Viewer, scope: Scope, request: Request
 ) -> dict[str, Any]:
     src = state.sources
-    got = await asyncio.to_thread(overview, src.knowledge, src.telemetry, src.jobs, scope)
+    got = await asyncio.to_thread(overview, src.knowledge, src.telemetry, src.jobs, scope, state.day_cache)
     severity = Table(
         "overview-findings", "Findings by severity", ("severity", "findings"), list(got.findings.items())
     )

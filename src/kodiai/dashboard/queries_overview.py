@@ -6,8 +6,13 @@ severity) and the page's figures are summed from those rows in :func:`summarise`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+import threading
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from functools import partial
 from typing import Any
 
 from kodiai.dashboard.scope import Scope
@@ -40,52 +45,150 @@ class Overview:
     by_repo: Table = field(default_factory=lambda: Table("overview-by-repo", "By repository", ()))
 
 
-def overview(knowledge: Executor, telemetry: Executor, jobs: Executor | None, scope: Scope) -> Overview:
+def overview(
+    knowledge: Executor,
+    telemetry: Executor,
+    jobs: Executor | None,
+    scope: Scope,
+    cache: DayCache | None = None,
+    today: date | None = None,
+) -> Overview:
+    """The page's figures. With ``cache``, the range's whole past days are read once for every repository
+    and kept (a day that is over gets no new rows); only the range's first, partial day and today are read
+    per request. The rows are the same, in the same order, so the figures are the uncached ones."""
+    first_full = date.fromisoformat(scope.since[:10]) + timedelta(days=1)
+    today = today or datetime.now(UTC).date()
+    if cache is None or first_full >= today:
+        reviews, severities, runs = _read(knowledge, telemetry, scope, scope.since, None)
+    else:
+        reviews, severities, runs = _read(knowledge, telemetry, scope, scope.since, first_full.isoformat())
+        wanted = None if scope.repos is None else set(scope.repos)
+        day = first_full
+        while day < today:
+            got = cache.get(day.isoformat(), partial(_read_day, knowledge, telemetry, day))
+            reviews += [r for r in got.reviews if wanted is None or r[1] in wanted]
+            if wanted is None:
+                severities += got.severities
+            else:
+                severities += [(sev, n) for repo, sev, n in got.severities_by_repo if repo in wanted]
+            runs += [r for r in got.runs if wanted is None or r[1] in wanted]
+            day += timedelta(days=1)
+        later = _read(knowledge, telemetry, scope, today.isoformat(), None)
+        reviews, severities, runs = reviews + later[0], severities + later[1], runs + later[2]
+    totals: dict[str, int] = {}
+    for sev, n in severities:
+        totals[str(sev)] = totals.get(str(sev), 0) + int(n)
+    out = summarise(reviews, list(totals.items()), runs)
+    out.queue = queue_depth(jobs, scope)
+    return out
+
+
+Rows = list[tuple[Any, ...]]
+
+
+def _read(
+    knowledge: Executor, telemetry: Executor, scope: Scope, since: str, until: str | None
+) -> tuple[Rows, Rows, Rows]:
+    """The viewer's reviews (grouped by day and repository), findings by severity and model runs with
+    ``since <= created_at < until``."""
     repo_sql, repo_params = scope.repo_sql()
+    end, end_params = (" AND created_at < ?", [until]) if until is not None else ("", [])
     reviews = knowledge.fetch_all(
         "WITH r AS MATERIALIZED (SELECT created_at, repo, findings_total, conclusion FROM reviews"
-        f" WHERE created_at >= ?{repo_sql})"
+        f" WHERE created_at >= ?{end}{repo_sql})"
         " SELECT substr(created_at, 1, 10), repo, COUNT(*), COALESCE(SUM(findings_total), 0),"
         " SUM(CASE WHEN findings_total = 0 AND conclusion = 'success' THEN 1 ELSE 0 END)"
         " FROM r GROUP BY substr(created_at, 1, 10), repo",
-        (scope.since, *repo_params),
+        (since, *end_params, *repo_params),
     )
     if scope.repos is None:  # every repository: the findings' own (created_at, severity) index
         severities = knowledge.fetch_all(
-            "WITH f AS MATERIALIZED (SELECT severity FROM findings WHERE created_at >= ?)"
+            f"WITH f AS MATERIALIZED (SELECT severity FROM findings WHERE created_at >= ?{end})"
             " SELECT severity, COUNT(*) FROM f GROUP BY severity",
-            (scope.since,),
+            (since, *end_params),
         )
     else:  # the viewer's repositories: their reviews in the range, then those reviews' findings
         rsql, rparams = scope.repo_sql("r.repo")
+        rend = end.replace("created_at", "r.created_at")
         severities = knowledge.fetch_all(
-            f"WITH r AS MATERIALIZED (SELECT r.id FROM reviews r WHERE r.created_at >= ?{rsql})"
+            f"WITH r AS MATERIALIZED (SELECT r.id FROM reviews r WHERE r.created_at >= ?{rend}{rsql})"
             " SELECT f.severity, COUNT(*) FROM r JOIN findings f ON f.review_id = r.id GROUP BY f.severity",
-            (scope.since, *rparams),
+            (since, *end_params, *rparams),
         )
     runs = telemetry.fetch_all(
         "SELECT substr(created_at, 1, 10), repo, duration_ms, cost_usd, conclusion FROM executions"
-        f" WHERE created_at >= ?{repo_sql}",
-        (scope.since, *repo_params),
+        f" WHERE created_at >= ?{end}{repo_sql}",
+        (since, *end_params, *repo_params),
     )
-    out = summarise(reviews, severities, runs)
-    out.queue = queue_depth(jobs, scope)
-    return out
+    return list(reviews), list(severities), list(runs)
+
+
+@dataclass(frozen=True)
+class DayRows:
+    """One whole past day of every repository: what :func:`overview` needs of it."""
+
+    reviews: Rows
+    severities: Rows
+    """``(severity, n)`` of the findings created that day (the operator's form)."""
+    severities_by_repo: Rows
+    """``(repo, severity, n)`` of the findings of the reviews created that day (a viewer's form)."""
+    runs: Rows
+
+
+def _read_day(knowledge: Executor, telemetry: Executor, day: date) -> DayRows:
+    start, end = day.isoformat(), (day + timedelta(days=1)).isoformat()
+    every = Scope(repos=None, installations=None, since=start, days=1)
+    reviews, severities, runs = _read(knowledge, telemetry, every, start, end)
+    by_repo = knowledge.fetch_all(
+        "WITH r AS MATERIALIZED (SELECT r.id, r.repo FROM reviews r WHERE r.created_at >= ? AND r.created_at < ?)"
+        " SELECT r.repo, f.severity, COUNT(*) FROM r JOIN findings f ON f.review_id = r.id"
+        " GROUP BY r.repo, f.severity",
+        (start, end),
+    )
+    return DayRows(reviews, severities, list(by_repo), runs)
+
+
+class DayCache:
+    """Whole past days' rows, shared by every viewer of this process and kept for ``seconds`` (a past day
+    changes only when retention deletes its rows or an import back-dates some: this bounds how long such a
+    change takes to show)."""
+
+    def __init__(self, seconds: float = 600.0, days: int = 120) -> None:
+        self._seconds = seconds
+        self._max = days
+        self._rows: dict[str, tuple[float, DayRows]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, day: str, load: Callable[[], DayRows]) -> DayRows:
+        now = time.monotonic()
+        with self._lock:
+            hit = self._rows.get(day)
+        if hit is not None and now - hit[0] < self._seconds:
+            return hit[1]
+        rows = load()
+        with self._lock:
+            self._rows[day] = (now, rows)
+            for old in sorted(self._rows)[: max(0, len(self._rows) - self._max)]:
+                del self._rows[old]
+        return rows
 
 
 def summarise(
     reviews: Sequence[Sequence[Any]], severities: Sequence[Sequence[Any]], runs: Sequence[Sequence[Any]]
 ) -> Overview:
     """The page's figures from ``(day, repo, reviews, findings, clean)``, ``(severity, n)`` and the runs'
-    ``(day, repo, duration_ms, cost_usd, conclusion)`` rows."""
+    ``(day, repo, duration_ms, cost_usd, conclusion)`` rows. Costs are summed exactly (:func:`math.fsum`),
+    so the figures do not depend on the rows' order."""
     out = Overview()
-    per_day: dict[str, list[float]] = {}
-    per_repo: dict[str, list[float]] = {}
+    day_reviews: dict[str, int] = {}
+    day_costs: dict[str, list[float]] = {}
+    per_repo: dict[str, list[int]] = {}
+    repo_costs: dict[str, list[float]] = {}
     for day, repo, n, found, clean in reviews:
         out.reviews += int(n)
         out.clean_reviews += int(clean or 0)
-        per_day.setdefault(str(day), [0, 0.0])[0] += int(n)
-        agg = per_repo.setdefault(str(repo), [0, 0, 0, 0.0, 0])
+        day_reviews[str(day)] = day_reviews.get(str(day), 0) + int(n)
+        agg = per_repo.setdefault(str(repo), [0, 0, 0, 0])
         agg[0] += int(n)
         agg[1] += int(found)
     out.findings = {s: 0 for s in SEVERITIES} | {str(s): int(n) for s, n in severities}
@@ -94,25 +197,28 @@ def summarise(
     for day, repo, duration, cost, conclusion in runs:
         durations.append(float(duration or 0))
         costs.append(float(cost or 0))
-        per_day.setdefault(str(day), [0, 0.0])[1] += float(cost or 0)
-        agg = per_repo.setdefault(str(repo), [0, 0, 0, 0.0, 0])
+        day_costs.setdefault(str(day), []).append(float(cost or 0))
+        agg = per_repo.setdefault(str(repo), [0, 0, 0, 0])
         agg[2] += 1
-        agg[3] += float(cost or 0)
+        repo_costs.setdefault(str(repo), []).append(float(cost or 0))
         if conclusion != "success":
             errors[str(conclusion)] = errors.get(str(conclusion), 0) + 1
-            agg[4] += 1
+            agg[3] += 1
     out.runs = len(runs)
-    out.cost_usd = sum(costs)
+    out.cost_usd = math.fsum(costs)
     out.duration_p50_ms, out.duration_p95_ms = percentile(durations, 50), percentile(durations, 95)
     out.cost_p50_usd, out.cost_p95_usd = percentile(costs, 50), percentile(costs, 95)
     out.errors = dict(sorted(errors.items(), key=lambda kv: (-kv[1], kv[0])))
-    out.daily = [(day, int(v[0]), float(v[1])) for day, v in sorted(per_day.items())]
+    out.daily = [
+        (day, day_reviews.get(day, 0), math.fsum(day_costs.get(day, [])))
+        for day in sorted({*day_reviews, *day_costs})
+    ]
     out.by_repo = Table(
         "overview-by-repo",
         "By repository",
         ("repository", "reviews", "findings", "model_runs", "cost_usd", "failed_runs"),
         [
-            (repo, int(a[0]), int(a[1]), int(a[2]), float(a[3]), int(a[4]))
+            (repo, a[0], a[1], a[2], math.fsum(repo_costs.get(repo, [])), a[3])
             for repo, a in sorted(per_repo.items())
         ],
     )

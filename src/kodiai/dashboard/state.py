@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from kodiai.dashboard.options import DashboardOptions
+from kodiai.dashboard.queries_overview import DayCache
 from kodiai.dashboard.session import CookieSigner, SessionStore
 from kodiai.dashboard.sources import Sources
 from kodiai.log import Logger
@@ -34,6 +35,8 @@ class DashboardState:
 
     knowledge_db: Database | None = None
     """A writable connection to the knowledge database: sessions, and forget/restore's governance rows."""
+    day_cache: DayCache = field(default_factory=DayCache)
+    """The overview's whole past days, read once (:class:`~kodiai.dashboard.queries_overview.DayCache`)."""
     embeddings: Any | None = None
     """The embedding provider when this process has the memory store open (restore writes a memory)."""
 
