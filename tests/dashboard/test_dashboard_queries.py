@@ -238,3 +238,51 @@ def test_overview_over_cached_past_days_equals_the_uncached_figures(
     cached = overview(src.knowledge, src.telemetry, src.jobs, scope, cache)
     assert cached == overview(src.knowledge, src.telemetry, src.jobs, scope)
     assert cached.reviews == before.reviews + 1  # today is read per request
+
+
+def test_memory_quality_over_cached_past_days_equals_the_uncached_figures(
+    seeded: tuple[DbBackend, Sources],
+) -> None:
+    """Kept retrievals and reactions spread over a month, some on another repository's reviews: the cached
+    path gives the plain reading's figures for every viewer, and today's new retrieval is counted."""
+    backend, src = seeded
+    now = datetime.now(UTC)
+    with backend.connect("knowledge") as k, k.transaction() as kt:
+        for i in range(45):
+            at = (now - timedelta(days=i % 32, hours=i % 6)).strftime("%Y-%m-%d %H:%M:%S")
+            repo = ("acme/api", "acme/web")[i % 2]
+            review = kt.fetch_one(
+                "INSERT INTO reviews (created_at, repo, pr_number, delivery_id, conclusion)"
+                " VALUES (?, ?, ?, ?, 'success') RETURNING id",
+                (at, repo, 200 + i, f"day-{i}"),
+            )
+            assert review is not None
+            kt.execute(
+                "INSERT INTO feedback_reactions (repo, review_id, finding_id, comment_id, comment_surface,"
+                " reaction_id, reaction_content, reactor_login, severity, category, file_path, title)"
+                " VALUES (?, ?, 1, ?, 'pull_request_review_comment', ?, ?, 'u', 'major', 'bug', 'a.py', 't')",
+                (repo, review[0], 9000 + i, 7000 + i, ("+1", "-1", "-1")[i % 3]),
+            )
+            for fid in (600 + i % 7, 700 + i % 4):
+                kt.execute(
+                    "INSERT INTO retrieval_hits (created_at, delivery_id, repo, pr_number, memory_id, finding_id,"
+                    " source_repo, outcome, distance, kept) VALUES (?, ?, ?, 1, ?, ?, ?, 'accepted', 0.2, 1)",
+                    (at, f"day-{i}", repo, fid, fid, ("acme/api", "acme/web")[fid % 2]),
+                )
+    cache = DayCache()
+    for access in (OPERATOR, ALICE, NOBODY):
+        scope = _scope(access, range_key="30d")
+        plain = memory_quality(src.knowledge, scope)
+        assert memory_quality(src.knowledge, scope, cache) == plain
+        assert memory_quality(src.knowledge, scope, cache) == plain  # from the cache
+    scope = _scope(OPERATOR, range_key="30d")
+    before = memory_quality(src.knowledge, scope, cache)
+    assert sum(r[1] for r in before.rollup.rows) > 40 and any(m.up and m.down for m in before.top)
+    backend.write(
+        "knowledge",
+        "INSERT INTO retrieval_hits (delivery_id, repo, memory_id, finding_id, source_repo, outcome, distance,"
+        " kept) VALUES ('today-1', 'acme/api', 600, 600, 'acme/api', 'accepted', 0.2, 1)",
+    )
+    after = memory_quality(src.knowledge, scope, cache)
+    assert after == memory_quality(src.knowledge, scope)
+    assert sum(r[1] for r in after.rollup.rows) == sum(r[1] for r in before.rollup.rows) + 1

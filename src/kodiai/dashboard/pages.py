@@ -97,7 +97,7 @@ async def memory_page(
     if request.path_params.get("table") == "memory-all":  # the export of every memory, on demand only
         every = await asyncio.to_thread(memory_export, state.sources.knowledge, scope)
         return {"tables": [every]}
-    got = await asyncio.to_thread(memory_quality, state.sources.knowledge, scope)
+    got = await asyncio.to_thread(memory_quality, state.sources.knowledge, scope, state.day_cache)
     rollup = got.rollup
     return {
         "m": got,

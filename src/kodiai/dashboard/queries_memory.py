@@ -15,8 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from functools import partial
 from typing import Any
 
+from kodiai.dashboard.queries_overview import DayCache, whole_days
 from kodiai.dashboard.scope import Scope
 from kodiai.dashboard.stats import precision
 from kodiai.dashboard.tables import Table
@@ -88,9 +91,22 @@ class MemoryQuality:
         ]
 
 
-def memory_quality(knowledge: Executor, scope: Scope) -> MemoryQuality:
-    kept, per_repo = _kept_summary(knowledge, scope)
-    judged = _judged(knowledge, scope)
+def memory_quality(
+    knowledge: Executor, scope: Scope, cache: DayCache | None = None, today: date | None = None
+) -> MemoryQuality:
+    """The page's figures. With ``cache``, the range's whole past days are read once for every repository
+    and kept (:class:`~kodiai.dashboard.queries_overview.DayCache`); only the first, partial day and today are
+    read per request, and the counts are the same."""
+    first_full, days = whole_days(scope, today or datetime.now(UTC).date())
+    if cache is None or not days:
+        kept, per_repo = _kept_summary(knowledge, scope)
+        judged = _judged(knowledge, scope)
+    else:
+        kept, judged = _counted_by_day(knowledge, scope, cache, first_full, days)
+        per_repo = {}
+        for (repo, _fid), n in kept.items():
+            total, distinct = per_repo.get(repo, (0, 0))
+            per_repo[repo] = (total + n, distinct + 1)
     forgotten = _forgotten(knowledge, scope)
     top = sorted(kept, key=lambda k: (-kept[k], k))[:TOP]
     only_down = [k for k, (up, down) in judged.items() if down > 0 and up == 0 and k not in forgotten]
@@ -183,6 +199,83 @@ def _kept_counts(knowledge: Executor, scope: Scope) -> dict[Key, int]:
         (scope.since, *params),
     )
     return {(str(r[0]), int(r[1])): int(r[2]) for r in rows}
+
+
+KeptRow = tuple[str, str, int, int]
+"""``(reviewing repo, memory's repo, finding, reviews that kept it)``."""
+JudgedRow = tuple[str, str, str, int, int, int]
+"""``(reactions' repo, reviewing repo, memory's repo, finding, 👍, 👎)``."""
+
+
+def _kept_rows(knowledge: Executor, scope: Scope | None, since: str, until: str | None) -> list[KeptRow]:
+    """Kept retrievals with ``since <= created_at < until`` by reviewing repo and memory (``scope`` None:
+    every repository)."""
+    sql, params = _hit_scope(scope) if scope is not None else ("", [])
+    end, end_params = (" AND h.created_at < ?", [until]) if until is not None else ("", [])
+    rows = knowledge.fetch_all(
+        "WITH h AS MATERIALIZED (SELECT h.repo, h.source_repo, h.finding_id FROM retrieval_hits h"
+        f" WHERE h.kept = 1 AND h.created_at >= ?{end} AND h.finding_id IS NOT NULL{sql})"
+        " SELECT repo, source_repo, finding_id, COUNT(*) FROM h GROUP BY repo, source_repo, finding_id",
+        (since, *end_params, *params),
+    )
+    return [(str(r[0]), str(r[1]), int(r[2]), int(r[3])) for r in rows]
+
+
+def _judged_rows(knowledge: Executor, scope: Scope | None, since: str, until: str | None) -> list[JudgedRow]:
+    """:func:`_judged`'s reading for the reviews with ``since <= created_at < until``, by the three
+    repositories its scope filters on (``scope`` None: every repository)."""
+    if scope is not None:
+        sql, params = scope.repo_sql("h.repo")
+        ssql, sparams = scope.repo_sql("h.source_repo")
+        fsql, fparams = scope.repo_sql("fr.repo")
+    else:
+        sql, params, ssql, sparams, fsql, fparams = "", [], "", [], "", []
+    end, end_params = (" AND r.created_at < ?", [until]) if until is not None else ("", [])
+    rows = knowledge.fetch_all(
+        "WITH judged AS MATERIALIZED (SELECT fr.repo, r.delivery_id,"
+        " SUM(CASE WHEN fr.reaction_content = '+1' THEN 1 ELSE 0 END) AS up,"
+        " SUM(CASE WHEN fr.reaction_content = '-1' THEN 1 ELSE 0 END) AS down"
+        f" FROM feedback_reactions fr JOIN reviews r ON r.id = fr.review_id WHERE r.delivery_id IS NOT NULL{fsql}"
+        f" AND r.created_at >= ?{end} GROUP BY fr.repo, r.delivery_id),"
+        " shown AS MATERIALIZED (SELECT j.repo AS fr_repo, h.repo, h.source_repo, h.finding_id, j.up, j.down"
+        " FROM judged j JOIN retrieval_hits h ON h.delivery_id = j.delivery_id"
+        " WHERE h.kept = 1 AND h.finding_id IS NOT NULL)"
+        " SELECT fr_repo, repo, source_repo, finding_id, SUM(up), SUM(down) FROM shown h"
+        f" WHERE 1 = 1{sql}{ssql} GROUP BY fr_repo, repo, source_repo, finding_id",
+        (*fparams, since, *end_params, *params, *sparams),
+    )
+    return [(str(r[0]), str(r[1]), str(r[2]), int(r[3]), int(r[4]), int(r[5])) for r in rows]
+
+
+def _counted_by_day(
+    knowledge: Executor, scope: Scope, cache: DayCache, first_full: date, days: list[date]
+) -> tuple[dict[Key, int], dict[Key, tuple[int, int]]]:
+    """Kept counts and 👍/👎 per memory: the partial first day and today read for this viewer, the whole
+    days between from the cache (every repository's rows, filtered here as the SQL would)."""
+    wanted = None if scope.repos is None else set(scope.repos)
+    today = days[-1] + timedelta(days=1)
+    kept_rows = _kept_rows(knowledge, scope, scope.since, first_full.isoformat())
+    kept_rows += _kept_rows(knowledge, scope, today.isoformat(), None)
+    judged_rows = _judged_rows(knowledge, scope, scope.since, first_full.isoformat())
+    judged_rows += _judged_rows(knowledge, scope, today.isoformat(), None)
+    for day in days:
+        start, end = day.isoformat(), (day + timedelta(days=1)).isoformat()
+        k = cache.get(f"memory-kept:{start}", partial(_kept_rows, knowledge, None, start, end))
+        j = cache.get(f"memory-judged:{start}", partial(_judged_rows, knowledge, None, start, end))
+        if wanted is None:
+            kept_rows += k
+            judged_rows += j
+        else:
+            kept_rows += [r for r in k if r[0] in wanted and r[1] in wanted]
+            judged_rows += [r for r in j if r[0] in wanted and r[1] in wanted and r[2] in wanted]
+    kept: dict[Key, int] = {}
+    for _repo, source, fid, n in kept_rows:
+        kept[(source, fid)] = kept.get((source, fid), 0) + n
+    judged: dict[Key, tuple[int, int]] = {}
+    for _fr, _repo, source, fid, up, down in judged_rows:
+        u, d = judged.get((source, fid), (0, 0))
+        judged[(source, fid)] = (u + up, d + down)
+    return kept, judged
 
 
 def _kept_summary(knowledge: Executor, scope: Scope) -> tuple[dict[Key, int], dict[str, tuple[int, int]]]:

@@ -13,13 +13,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from kodiai.dashboard.scope import Scope
 from kodiai.dashboard.stats import percentile
 from kodiai.dashboard.tables import Table
 from kodiai.storage.database import Executor
 
+T = TypeVar("T")
 SEVERITIES = ("critical", "major", "medium", "minor")
 OPEN_STATES = ("pending", "running", "requeued", "dead")
 
@@ -65,7 +66,7 @@ def overview(
         wanted = None if scope.repos is None else set(scope.repos)
         day = first_full
         while day < today:
-            got = cache.get(day.isoformat(), partial(_read_day, knowledge, telemetry, day))
+            got = cache.get(f"overview:{day.isoformat()}", partial(_read_day, knowledge, telemetry, day))
             reviews += [r for r in got.reviews if wanted is None or r[1] in wanted]
             if wanted is None:
                 severities += got.severities
@@ -151,26 +152,33 @@ def _read_day(knowledge: Executor, telemetry: Executor, day: date) -> DayRows:
 class DayCache:
     """Whole past days' rows, shared by every viewer of this process and kept for ``seconds`` (a past day
     changes only when retention deletes its rows or an import back-dates some: this bounds how long such a
-    change takes to show)."""
+    change takes to show). Keys name the page's reading and the day (``overview:2026-01-31``)."""
 
-    def __init__(self, seconds: float = 600.0, days: int = 120) -> None:
+    def __init__(self, seconds: float = 600.0, entries: int = 400) -> None:
         self._seconds = seconds
-        self._max = days
-        self._rows: dict[str, tuple[float, DayRows]] = {}
+        self._max = entries
+        self._rows: dict[str, tuple[float, Any]] = {}
         self._lock = threading.Lock()
 
-    def get(self, day: str, load: Callable[[], DayRows]) -> DayRows:
+    def get(self, key: str, load: Callable[[], T]) -> T:
         now = time.monotonic()
         with self._lock:
-            hit = self._rows.get(day)
+            hit = self._rows.get(key)
         if hit is not None and now - hit[0] < self._seconds:
-            return hit[1]
+            return cast(T, hit[1])
         rows = load()
         with self._lock:
-            self._rows[day] = (now, rows)
-            for old in sorted(self._rows)[: max(0, len(self._rows) - self._max)]:
-                del self._rows[old]
+            self._rows[key] = (now, rows)
+            if len(self._rows) > self._max:
+                for old in sorted(self._rows, key=lambda k: self._rows[k][0])[: len(self._rows) - self._max]:
+                    del self._rows[old]
         return rows
+
+
+def whole_days(scope: Scope, today: date) -> tuple[date, list[date]]:
+    """The day after the range's first (partial) day, and the whole days from it to yesterday."""
+    first_full = date.fromisoformat(scope.since[:10]) + timedelta(days=1)
+    return first_full, [first_full + timedelta(days=i) for i in range(max(0, (today - first_full).days))]
 
 
 def summarise(
