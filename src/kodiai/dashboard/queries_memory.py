@@ -13,6 +13,7 @@ retrieved memories, those most often shown beside 👎 only, the oldest never re
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
@@ -108,9 +109,9 @@ def memory_quality(
             total, distinct = per_repo.get(repo, (0, 0))
             per_repo[repo] = (total + n, distinct + 1)
     forgotten = _forgotten(knowledge, scope)
-    top = sorted(kept, key=lambda k: (-kept[k], k))[:TOP]
+    top = heapq.nsmallest(TOP, kept, key=lambda k: (-kept[k], k))  # = sorted(…)[:TOP], without the sort
     only_down = [k for k, (up, down) in judged.items() if down > 0 and up == 0 and k not in forgotten]
-    flagged = sorted(only_down, key=lambda k: (-judged[k][1], k))[:TOP]
+    flagged = heapq.nsmallest(TOP, only_down, key=lambda k: (-judged[k][1], k))
     kept |= _kept_of(knowledge, scope, [k for k in flagged if k not in kept])
     counts: dict[Key, tuple[int, int | None]] = {k: (kept.get(k, 0), None) for k in {*top, *flagged}}
     titles = _titles(knowledge, [*top, *flagged])

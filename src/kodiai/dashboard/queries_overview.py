@@ -67,12 +67,15 @@ def overview(
         day = first_full
         while day < today:
             got = cache.get(f"overview:{day.isoformat()}", partial(_read_day, knowledge, telemetry, day))
-            reviews += [r for r in got.reviews if wanted is None or r[1] in wanted]
             if wanted is None:
+                reviews += got.reviews
                 severities += got.severities
-            else:
+                runs += got.runs
+            else:  # the figures do not depend on the rows' order (summarise)
+                for repo in wanted:
+                    reviews += got.by_repo.get(repo, ([], []))[0]
+                    runs += got.by_repo.get(repo, ([], []))[1]
                 severities += [(sev, n) for repo, sev, n in got.severities_by_repo if repo in wanted]
-            runs += [r for r in got.runs if wanted is None or r[1] in wanted]
             day += timedelta(days=1)
         later = _read(knowledge, telemetry, scope, today.isoformat(), None)
         reviews, severities, runs = reviews + later[0], severities + later[1], runs + later[2]
@@ -134,6 +137,8 @@ class DayRows:
     severities_by_repo: Rows
     """``(repo, severity, n)`` of the findings of the reviews created that day (a viewer's form)."""
     runs: Rows
+    by_repo: dict[str, tuple[Rows, Rows]] = field(default_factory=dict)
+    """``repo → (its reviews rows, its runs rows)``: a viewer's repositories picked without a scan."""
 
 
 def _read_day(knowledge: Executor, telemetry: Executor, day: date) -> DayRows:
@@ -146,7 +151,12 @@ def _read_day(knowledge: Executor, telemetry: Executor, day: date) -> DayRows:
         " GROUP BY r.repo, f.severity",
         (start, end),
     )
-    return DayRows(reviews, severities, list(by_repo), runs)
+    split: dict[str, tuple[Rows, Rows]] = {}
+    for row in reviews:
+        split.setdefault(str(row[1]), ([], []))[0].append(row)
+    for row in runs:
+        split.setdefault(str(row[1]), ([], []))[1].append(row)
+    return DayRows(reviews, severities, list(by_repo), runs, split)
 
 
 class DayCache:
