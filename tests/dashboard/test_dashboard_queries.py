@@ -286,3 +286,27 @@ def test_memory_quality_over_cached_past_days_equals_the_uncached_figures(
     after = memory_quality(src.knowledge, scope, cache)
     assert after == memory_quality(src.knowledge, scope)
     assert sum(r[1] for r in after.rollup.rows) == sum(r[1] for r in before.rollup.rows) + 1
+
+
+def test_retrieval_over_cached_past_days_equals_the_uncached_figures(
+    seeded: tuple[DbBackend, Sources],
+) -> None:
+    backend, src = seeded
+    now = datetime.now(UTC)
+    with backend.connect("telemetry") as t, t.transaction() as tt:
+        for i in range(50):
+            at = (now - timedelta(days=i % 32, hours=i % 5)).strftime("%Y-%m-%d %H:%M:%S")
+            tt.execute(
+                "INSERT INTO retrieval_quality (created_at, repo, pr_number, delivery_id, event_type,"
+                " candidate_count, result_count, threshold_method, distance_threshold)"
+                " VALUES (?, ?, 1, ?, 'review', ?, ?, ?, ?)",
+                (at, ("acme/api", "acme/web")[i % 2], f"rq-{i}", 5 + i % 4, i % 3,
+                 ("adaptive", "percentile", None)[i % 3], 0.1 + 0.013 * (i % 7)),
+            )  # fmt: skip
+    cache = DayCache()
+    for access in (OPERATOR, ALICE, NOBODY):
+        scope = _scope(access, range_key="30d")
+        plain = retrieval_summary(src.telemetry, scope)
+        assert retrieval_summary(src.telemetry, scope, cache) == plain
+        assert retrieval_summary(src.telemetry, scope, cache) == plain  # from the cache
+    assert retrieval_summary(src.telemetry, _scope(OPERATOR, range_key="30d"), cache).retrievals > 40

@@ -69,7 +69,7 @@ async def overview_page(
 async def retrieval_page(
     state: DashboardState, viewer: Viewer, scope: Scope, request: Request
 ) -> dict[str, Any]:
-    got = await asyncio.to_thread(retrieval_summary, state.sources.telemetry, scope)
+    got = await asyncio.to_thread(retrieval_summary, state.sources.telemetry, scope, state.day_cache)
     daily = Table(
         "retrieval-daily",
         "Retrievals per day by method",
