@@ -248,32 +248,70 @@ def _judged_rows(knowledge: Executor, scope: Scope | None, since: str, until: st
     return [(str(r[0]), str(r[1]), str(r[2]), int(r[3]), int(r[4]), int(r[5])) for r in rows]
 
 
+@dataclass(frozen=True)
+class _Span:
+    """The whole past days of a range, merged: every repository's kept counts and reactions per memory."""
+
+    kept: dict[tuple[str, str, int], int]
+    """``(reviewing repo, memory's repo, finding) → reviews that kept it``."""
+    judged: dict[tuple[str, str, str, int], tuple[int, int]]
+    """``(reactions' repo, reviewing repo, memory's repo, finding) → (👍, 👎)``."""
+    kept_all: dict[Key, int]
+    judged_all: dict[Key, tuple[int, int]]
+    """The same summed over the repositories (the operator's)."""
+
+
+def _span(knowledge: Executor, cache: DayCache, days: list[date]) -> _Span:
+    kept: dict[tuple[str, str, int], int] = {}
+    judged: dict[tuple[str, str, str, int], tuple[int, int]] = {}
+    for day in days:
+        start, end = day.isoformat(), (day + timedelta(days=1)).isoformat()
+        for repo, source, fid, n in cache.get(
+            f"memory-kept:{start}", partial(_kept_rows, knowledge, None, start, end)
+        ):
+            kept[(repo, source, fid)] = kept.get((repo, source, fid), 0) + n
+        for fr, repo, source, fid, up, down in cache.get(
+            f"memory-judged:{start}", partial(_judged_rows, knowledge, None, start, end)
+        ):
+            u, d = judged.get((fr, repo, source, fid), (0, 0))
+            judged[(fr, repo, source, fid)] = (u + up, d + down)
+    kept_all: dict[Key, int] = {}
+    for (_repo, source, fid), n in kept.items():
+        kept_all[(source, fid)] = kept_all.get((source, fid), 0) + n
+    judged_all: dict[Key, tuple[int, int]] = {}
+    for (_fr, _repo, source, fid), (up, down) in judged.items():
+        u, d = judged_all.get((source, fid), (0, 0))
+        judged_all[(source, fid)] = (u + up, d + down)
+    return _Span(kept, judged, kept_all, judged_all)
+
+
 def _counted_by_day(
     knowledge: Executor, scope: Scope, cache: DayCache, first_full: date, days: list[date]
 ) -> tuple[dict[Key, int], dict[Key, tuple[int, int]]]:
     """Kept counts and 👍/👎 per memory: the partial first day and today read for this viewer, the whole
-    days between from the cache (every repository's rows, filtered here as the SQL would)."""
-    wanted = None if scope.repos is None else set(scope.repos)
+    days between merged once (every repository's rows, kept while its days are; filtered here as the SQL
+    would)."""
     today = days[-1] + timedelta(days=1)
-    kept_rows = _kept_rows(knowledge, scope, scope.since, first_full.isoformat())
-    kept_rows += _kept_rows(knowledge, scope, today.isoformat(), None)
-    judged_rows = _judged_rows(knowledge, scope, scope.since, first_full.isoformat())
-    judged_rows += _judged_rows(knowledge, scope, today.isoformat(), None)
-    for day in days:
-        start, end = day.isoformat(), (day + timedelta(days=1)).isoformat()
-        k = cache.get(f"memory-kept:{start}", partial(_kept_rows, knowledge, None, start, end))
-        j = cache.get(f"memory-judged:{start}", partial(_judged_rows, knowledge, None, start, end))
-        if wanted is None:
-            kept_rows += k
-            judged_rows += j
-        else:
-            kept_rows += [r for r in k if r[0] in wanted and r[1] in wanted]
-            judged_rows += [r for r in j if r[0] in wanted and r[1] in wanted and r[2] in wanted]
-    kept: dict[Key, int] = {}
-    for _repo, source, fid, n in kept_rows:
+    span = cache.get(f"memory-span:{days[0]}:{today}", partial(_span, knowledge, cache, days))
+    if scope.repos is None:
+        kept, judged = dict(span.kept_all), dict(span.judged_all)
+    else:
+        wanted = set(scope.repos)
+        kept, judged = {}, {}
+        for (repo, source, fid), n in span.kept.items():
+            if repo in wanted and source in wanted:
+                kept[(source, fid)] = kept.get((source, fid), 0) + n
+        for (fr, repo, source, fid), (up, down) in span.judged.items():
+            if fr in wanted and repo in wanted and source in wanted:
+                u, d = judged.get((source, fid), (0, 0))
+                judged[(source, fid)] = (u + up, d + down)
+    for _repo, source, fid, n in _kept_rows(
+        knowledge, scope, scope.since, first_full.isoformat()
+    ) + _kept_rows(knowledge, scope, today.isoformat(), None):
         kept[(source, fid)] = kept.get((source, fid), 0) + n
-    judged: dict[Key, tuple[int, int]] = {}
-    for _fr, _repo, source, fid, up, down in judged_rows:
+    for _fr, _repo, source, fid, up, down in _judged_rows(
+        knowledge, scope, scope.since, first_full.isoformat()
+    ) + _judged_rows(knowledge, scope, today.isoformat(), None):
         u, d = judged.get((source, fid), (0, 0))
         judged[(source, fid)] = (u + up, d + down)
     return kept, judged
