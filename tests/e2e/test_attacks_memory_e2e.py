@@ -2,7 +2,7 @@
 
 Reviews through a running ``kodiai serve`` (real CLI, real LanceDB and SQLite, the local embedder): a
 finding title carrying line breaks and a ``## Review Instructions`` heading is learned from a maintainer's
-PR; a later similar PR's prompt carries it only inside the quoted past-data block. (Outsiders' findings and
+PR; a later similar PR on the same file gets it in its prompt only inside the quoted past-data block. (Outsiders' findings and
 reactions are covered by ``test_memory_trust_e2e.py``, on the same attack kit.)
 """
 
@@ -49,10 +49,12 @@ def test_a_finding_title_with_a_heading_stays_quoted_data_in_later_prompts(kit: 
     kit.review(payload)
     assert kit.stack.inline(408), "the finding was posted"
 
+    # The same file: the default chain keeps a memory with evidence on the files a PR changes (a PR on
+    # another file alone gets no memory: the stages abstain without that evidence).
     later = same_repo_pr(
         kit.stack,
         409,
-        {"src/scale2.py": "def rescale(a, b):\n    return a / b\n"},
+        {"src/scale.py": "def scale(a, b):\n    return a / b\n\n\ndef rescale(a, b):\n    return a / b\n"},
         title="Add rescale dividing a by b",
     )
     kit.review(later)
