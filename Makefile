@@ -63,7 +63,7 @@ serve: $(STAMP) bubblewrap
 	exec env HF_HUB_OFFLINE=1 $(BIN)/kodiai serve
 
 test: $(STAMP) test-packages
-	HF_HUB_OFFLINE=1 KODIAI_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -n 2 --dist loadfile -q
+	HF_HUB_OFFLINE=1 KODIAI_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -n 3 --dist loadfile -q
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
