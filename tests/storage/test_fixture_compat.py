@@ -24,7 +24,7 @@ def _dump(path: Path) -> dict[str, list[tuple[object, ...]]]:
                 "AND name NOT LIKE '%yoyo%'"
             )
         ]
-        return {t: conn.execute(f"SELECT * FROM {t} ORDER BY id").fetchall() for t in tables}
+        return {t: conn.execute(f"SELECT * FROM {t} ORDER BY rowid").fetchall() for t in tables}
     finally:
         conn.close()
 
