@@ -263,6 +263,19 @@ def test_memory_quality_over_cached_past_days_equals_the_uncached_figures(
                 " VALUES (?, ?, 1, ?, 'pull_request_review_comment', ?, ?, 'u', 'major', 'bug', 'a.py', 't')",
                 (repo, review[0], 9000 + i, 7000 + i, ("+1", "-1", "-1")[i % 3]),
             )
+            for n in range(i % 3):  # findings of the review, one of two fixed by a later push
+                finding = kt.fetch_one(
+                    "INSERT INTO findings (review_id, file_path, severity, category, confidence, title)"
+                    " VALUES (?, 'a.py', 'major', 'bug', 80, ?) RETURNING id",
+                    (review[0], f"f{n}"),
+                )
+                assert finding is not None
+                if n == 0:
+                    kt.execute(
+                        "INSERT INTO resolved_findings (finding_id, review_id, repo, pr_number)"
+                        " VALUES (?, ?, ?, ?)",
+                        (finding[0], 100000 + i, repo, 200 + i),
+                    )
             for fid in (600 + i % 7, 700 + i % 4):
                 kt.execute(
                     "INSERT INTO retrieval_hits (created_at, delivery_id, repo, pr_number, memory_id, finding_id,"
@@ -278,6 +291,7 @@ def test_memory_quality_over_cached_past_days_equals_the_uncached_figures(
     scope = _scope(OPERATOR, range_key="30d")
     before = memory_quality(src.knowledge, scope, cache)
     assert sum(r[1] for r in before.rollup.rows) > 40 and any(m.up and m.down for m in before.top)
+    assert sum(r[8] for r in before.rollup.rows) > 20 and any(m.fixed for m in before.top)
     backend.write(
         "knowledge",
         "INSERT INTO retrieval_hits (delivery_id, repo, memory_id, finding_id, source_repo, outcome, distance,"

@@ -3,8 +3,9 @@ team said about the findings of those reviews (👍/👎 kept by feedback sync),
 
 A memory here is a posted finding (its review-comment id is the memory's ``finding_id``); ``retrieval_hits``
 says which reviews it was shown to (``kept``) or cut from; the reactions on the findings of those reviews
-(``reviews.delivery_id`` = the hit's delivery) are its outcomes after retrieval. Precision = 👍 / (👍 + 👎)
-with its sample size; a memory shown only beside 👎 is flagged for review.
+(``reviews.delivery_id`` = the hit's delivery) are its outcomes after retrieval, with the findings of those
+reviews a later review of the same PR found fixed (``resolved_findings``). Precision = 👍 / (👍 + 👎) with its
+sample size; a memory shown only beside 👎 is flagged for review.
 
 Bounded for the page (each query reads an index range or a small set, whatever the store's size): the most
 retrieved memories, those most often shown beside 👎 only, the oldest never retrieved (:data:`TOP` each). The export
@@ -29,10 +30,12 @@ from kodiai.storage.database import Executor
 TOP = 200
 COLUMNS = (
     "repository", "finding_id", "title", "severity", "forgotten", "retrieved", "cut", "up", "down",
-    "precision", "judged",
+    "precision", "judged", "fixed",
 )  # fmt: skip
 
 Key = tuple[str, int]
+Outcomes = tuple[int, int, int]
+"""``(👍, 👎, findings fixed in a later push)`` on the findings of the reviews a memory was shown to."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,8 @@ class MemoryFigures:
     """Reviews whose cut dropped it (None on the page: only the export counts them)."""
     up: int
     down: int
+    fixed: int = 0
+    """Findings of the reviews it was shown to that a later review of the same PR found fixed."""
 
     @property
     def precision(self) -> float | None:
@@ -64,7 +69,7 @@ class MemoryFigures:
     def row(self) -> tuple[object, ...]:
         return (
             self.repo, self.finding_id, self.title, self.severity, self.forgotten, self.retrieved, self.cut,
-            self.up, self.down, self.precision, self.judged,
+            self.up, self.down, self.precision, self.judged, self.fixed,
         )  # fmt: skip
 
 
@@ -110,7 +115,7 @@ def memory_quality(
             per_repo[repo] = (total + n, distinct + 1)
     forgotten = _forgotten(knowledge, scope)
     top = heapq.nsmallest(TOP, kept, key=lambda k: (-kept[k], k))  # = sorted(…)[:TOP], without the sort
-    only_down = [k for k, (up, down) in judged.items() if down > 0 and up == 0 and k not in forgotten]
+    only_down = [k for k, (up, down, _) in judged.items() if down > 0 and up == 0 and k not in forgotten]
     flagged = heapq.nsmallest(TOP, only_down, key=lambda k: (-judged[k][1], k))
     kept |= _kept_of(knowledge, scope, [k for k in flagged if k not in kept])
     counts: dict[Key, tuple[int, int | None]] = {k: (kept.get(k, 0), None) for k in {*top, *flagged}}
@@ -167,7 +172,7 @@ def memory_export(knowledge: Executor, scope: Scope) -> Table:
 def figures(
     keys: Iterable[Key],
     counts: dict[Key, tuple[int, int | None]],
-    judged: dict[Key, tuple[int, int]],
+    judged: dict[Key, Outcomes],
     forgotten: set[Key],
     titles: dict[Key, tuple[str, str]],
 ) -> list[MemoryFigures]:
@@ -175,9 +180,11 @@ def figures(
     out = []
     for key in keys:
         kept, cut = counts.get(key, (0, 0))
-        up, down = judged.get(key, (0, 0))
+        up, down, fixed = judged.get(key, (0, 0, 0))
         title, severity = titles.get(key, ("", ""))
-        out.append(MemoryFigures(key[0], key[1], title, severity, key in forgotten, kept, cut, up, down))
+        out.append(
+            MemoryFigures(key[0], key[1], title, severity, key in forgotten, kept, cut, up, down, fixed)
+        )
     return out
 
 
@@ -204,8 +211,28 @@ def _kept_counts(knowledge: Executor, scope: Scope) -> dict[Key, int]:
 
 KeptRow = tuple[str, str, int, int]
 """``(reviewing repo, memory's repo, finding, reviews that kept it)``."""
-JudgedRow = tuple[str, str, str, int, int, int]
-"""``(reactions' repo, reviewing repo, memory's repo, finding, 👍, 👎)``."""
+JudgedRow = tuple[str, str, str, int, int, int, int]
+"""``(reactions' repo, reviewing repo, memory's repo, finding, 👍, 👎, fixed)``; a fixed finding's "reactions'
+repo" is its review's repository."""
+
+
+def _outcomes_sql(scope_sql: str, repo_sql: str, end: str) -> str:
+    """Per delivery (with its reactions' repository): 👍, 👎 and findings a later push fixed, of the reviews
+    created in the range. Reactions and resolutions are read from their own (small) tables outward, the
+    review's id index joining them to its delivery. Parameters: the reactions' scope, ``since`` (and the end),
+    the reviews' scope, ``since`` (and the end)."""
+    return (
+        "fixed AS MATERIALIZED (SELECT DISTINCT finding_id FROM resolved_findings),"
+        " outcomes AS MATERIALIZED (SELECT fr.repo AS orepo, r.delivery_id,"
+        " CASE WHEN fr.reaction_content = '+1' THEN 1 ELSE 0 END AS up,"
+        " CASE WHEN fr.reaction_content = '-1' THEN 1 ELSE 0 END AS down, 0 AS fixed"
+        f" FROM feedback_reactions fr JOIN reviews r ON r.id = fr.review_id WHERE r.delivery_id IS NOT NULL{scope_sql}"
+        f" AND r.created_at >= ?{end}"
+        " UNION ALL SELECT r.repo, r.delivery_id, 0, 0, 1 FROM fixed x JOIN findings f ON f.id = x.finding_id"
+        f" JOIN reviews r ON r.id = f.review_id WHERE r.delivery_id IS NOT NULL{repo_sql} AND r.created_at >= ?{end}),"
+        " judged AS MATERIALIZED (SELECT orepo, delivery_id, SUM(up) AS up, SUM(down) AS down, SUM(fixed) AS fixed"
+        " FROM outcomes GROUP BY orepo, delivery_id)"
+    )
 
 
 def _kept_rows(knowledge: Executor, scope: Scope | None, since: str, until: str | None) -> list[KeptRow]:
@@ -229,23 +256,20 @@ def _judged_rows(knowledge: Executor, scope: Scope | None, since: str, until: st
         sql, params = scope.repo_sql("h.repo")
         ssql, sparams = scope.repo_sql("h.source_repo")
         fsql, fparams = scope.repo_sql("fr.repo")
+        rsql, rparams = scope.repo_sql("r.repo")
     else:
-        sql, params, ssql, sparams, fsql, fparams = "", [], "", [], "", []
+        sql, params, ssql, sparams, fsql, fparams, rsql, rparams = "", [], "", [], "", [], "", []
     end, end_params = (" AND r.created_at < ?", [until]) if until is not None else ("", [])
     rows = knowledge.fetch_all(
-        "WITH judged AS MATERIALIZED (SELECT fr.repo, r.delivery_id,"
-        " SUM(CASE WHEN fr.reaction_content = '+1' THEN 1 ELSE 0 END) AS up,"
-        " SUM(CASE WHEN fr.reaction_content = '-1' THEN 1 ELSE 0 END) AS down"
-        f" FROM feedback_reactions fr JOIN reviews r ON r.id = fr.review_id WHERE r.delivery_id IS NOT NULL{fsql}"
-        f" AND r.created_at >= ?{end} GROUP BY fr.repo, r.delivery_id),"
-        " shown AS MATERIALIZED (SELECT j.repo AS fr_repo, h.repo, h.source_repo, h.finding_id, j.up, j.down"
-        " FROM judged j JOIN retrieval_hits h ON h.delivery_id = j.delivery_id"
+        f"WITH {_outcomes_sql(fsql, rsql, end)},"
+        " shown AS MATERIALIZED (SELECT j.orepo AS fr_repo, h.repo, h.source_repo, h.finding_id, j.up, j.down,"
+        " j.fixed FROM judged j JOIN retrieval_hits h ON h.delivery_id = j.delivery_id"
         " WHERE h.kept = 1 AND h.finding_id IS NOT NULL)"
-        " SELECT fr_repo, repo, source_repo, finding_id, SUM(up), SUM(down) FROM shown h"
+        " SELECT fr_repo, repo, source_repo, finding_id, SUM(up), SUM(down), SUM(fixed) FROM shown h"
         f" WHERE 1 = 1{sql}{ssql} GROUP BY fr_repo, repo, source_repo, finding_id",
-        (*fparams, since, *end_params, *params, *sparams),
+        (*fparams, since, *end_params, *rparams, since, *end_params, *params, *sparams),
     )
-    return [(str(r[0]), str(r[1]), str(r[2]), int(r[3]), int(r[4]), int(r[5])) for r in rows]
+    return [(str(r[0]), str(r[1]), str(r[2]), int(r[3]), int(r[4]), int(r[5]), int(r[6])) for r in rows]
 
 
 @dataclass(frozen=True)
@@ -254,41 +278,43 @@ class _Span:
 
     kept: dict[tuple[str, str, int], int]
     """``(reviewing repo, memory's repo, finding) → reviews that kept it``."""
-    judged: dict[tuple[str, str, str, int], tuple[int, int]]
-    """``(reactions' repo, reviewing repo, memory's repo, finding) → (👍, 👎)``."""
+    judged: dict[tuple[str, str, str, int], Outcomes]
+    """``(reactions' repo, reviewing repo, memory's repo, finding) → (👍, 👎, fixed)``."""
     kept_all: dict[Key, int]
-    judged_all: dict[Key, tuple[int, int]]
+    judged_all: dict[Key, Outcomes]
     """The same summed over the repositories (the operator's)."""
 
 
 def _span(knowledge: Executor, cache: DayCache, days: list[date]) -> _Span:
     kept: dict[tuple[str, str, int], int] = {}
-    judged: dict[tuple[str, str, str, int], tuple[int, int]] = {}
+    judged: dict[tuple[str, str, str, int], Outcomes] = {}
     for day in days:
         start, end = day.isoformat(), (day + timedelta(days=1)).isoformat()
         for repo, source, fid, n in cache.get(
             f"memory-kept:{start}", partial(_kept_rows, knowledge, None, start, end)
         ):
             kept[(repo, source, fid)] = kept.get((repo, source, fid), 0) + n
-        for fr, repo, source, fid, up, down in cache.get(
+        for fr, repo, source, fid, up, down, fixed in cache.get(
             f"memory-judged:{start}", partial(_judged_rows, knowledge, None, start, end)
         ):
-            u, d = judged.get((fr, repo, source, fid), (0, 0))
-            judged[(fr, repo, source, fid)] = (u + up, d + down)
+            judged[(fr, repo, source, fid)] = _add(judged.get((fr, repo, source, fid)), (up, down, fixed))
     kept_all: dict[Key, int] = {}
     for (_repo, source, fid), n in kept.items():
         kept_all[(source, fid)] = kept_all.get((source, fid), 0) + n
-    judged_all: dict[Key, tuple[int, int]] = {}
-    for (_fr, _repo, source, fid), (up, down) in judged.items():
-        u, d = judged_all.get((source, fid), (0, 0))
-        judged_all[(source, fid)] = (u + up, d + down)
+    judged_all: dict[Key, Outcomes] = {}
+    for (_fr, _repo, source, fid), outcomes in judged.items():
+        judged_all[(source, fid)] = _add(judged_all.get((source, fid)), outcomes)
     return _Span(kept, judged, kept_all, judged_all)
+
+
+def _add(a: Outcomes | None, b: Outcomes) -> Outcomes:
+    return b if a is None else (a[0] + b[0], a[1] + b[1], a[2] + b[2])
 
 
 def _counted_by_day(
     knowledge: Executor, scope: Scope, cache: DayCache, first_full: date, days: list[date]
-) -> tuple[dict[Key, int], dict[Key, tuple[int, int]]]:
-    """Kept counts and 👍/👎 per memory: the partial first day and today read for this viewer, the whole
+) -> tuple[dict[Key, int], dict[Key, Outcomes]]:
+    """Kept counts and 👍/👎/fixed per memory: the partial first day and today read for this viewer, the whole
     days between merged once (every repository's rows, kept while its days are; filtered here as the SQL
     would)."""
     today = days[-1] + timedelta(days=1)
@@ -301,19 +327,17 @@ def _counted_by_day(
         for (repo, source, fid), n in span.kept.items():
             if repo in wanted and source in wanted:
                 kept[(source, fid)] = kept.get((source, fid), 0) + n
-        for (fr, repo, source, fid), (up, down) in span.judged.items():
+        for (fr, repo, source, fid), outcomes in span.judged.items():
             if fr in wanted and repo in wanted and source in wanted:
-                u, d = judged.get((source, fid), (0, 0))
-                judged[(source, fid)] = (u + up, d + down)
+                judged[(source, fid)] = _add(judged.get((source, fid)), outcomes)
     for _repo, source, fid, n in _kept_rows(
         knowledge, scope, scope.since, first_full.isoformat()
     ) + _kept_rows(knowledge, scope, today.isoformat(), None):
         kept[(source, fid)] = kept.get((source, fid), 0) + n
-    for _fr, _repo, source, fid, up, down in _judged_rows(
+    for _fr, _repo, source, fid, up, down, fixed in _judged_rows(
         knowledge, scope, scope.since, first_full.isoformat()
     ) + _judged_rows(knowledge, scope, today.isoformat(), None):
-        u, d = judged.get((source, fid), (0, 0))
-        judged[(source, fid)] = (u + up, d + down)
+        judged[(source, fid)] = _add(judged.get((source, fid)), (up, down, fixed))
     return kept, judged
 
 
@@ -374,26 +398,24 @@ def _cut_counts(knowledge: Executor, scope: Scope) -> dict[Key, int]:
     return {(str(r[0]), int(r[1])): int(r[2]) for r in rows}
 
 
-def _judged(knowledge: Executor, scope: Scope) -> dict[Key, tuple[int, int]]:
-    """``(repo, finding) → (👍, 👎)``: the reactions on the findings of the range's reviews a memory was kept
-    for, read from the (few) reviews with reactions outward through the hits' delivery index (the scope is
-    applied after that join, so no planner trades the delivery index for a repository one)."""
+def _judged(knowledge: Executor, scope: Scope) -> dict[Key, Outcomes]:
+    """``(repo, finding) → (👍, 👎, fixed)``: the reactions on the findings of the range's reviews a memory was
+    kept for, and those findings a later review of the PR found fixed, read from the (few) reviews with
+    either outward through the hits' delivery index (the scope is applied after that join, so no planner
+    trades the delivery index for a repository one)."""
     sql, params = scope.repo_sql("repo")
     ssql, sparams = scope.repo_sql("source_repo")
     fsql, fparams = scope.repo_sql("fr.repo")
+    rsql, rparams = scope.repo_sql("r.repo")
     rows = knowledge.fetch_all(
-        "WITH judged AS MATERIALIZED (SELECT r.delivery_id,"
-        " SUM(CASE WHEN fr.reaction_content = '+1' THEN 1 ELSE 0 END) AS up,"
-        " SUM(CASE WHEN fr.reaction_content = '-1' THEN 1 ELSE 0 END) AS down"
-        f" FROM feedback_reactions fr JOIN reviews r ON r.id = fr.review_id WHERE r.delivery_id IS NOT NULL{fsql}"
-        " AND r.created_at >= ? GROUP BY r.delivery_id),"
-        " shown AS MATERIALIZED (SELECT h.repo, h.source_repo, h.finding_id, j.up, j.down FROM judged j"
+        f"WITH {_outcomes_sql(fsql, rsql, '')},"
+        " shown AS MATERIALIZED (SELECT h.repo, h.source_repo, h.finding_id, j.up, j.down, j.fixed FROM judged j"
         " JOIN retrieval_hits h ON h.delivery_id = j.delivery_id WHERE h.kept = 1 AND h.finding_id IS NOT NULL)"
-        f" SELECT source_repo, finding_id, SUM(up), SUM(down) FROM shown WHERE 1 = 1{sql}{ssql}"
+        f" SELECT source_repo, finding_id, SUM(up), SUM(down), SUM(fixed) FROM shown WHERE 1 = 1{sql}{ssql}"
         " GROUP BY source_repo, finding_id",
-        (*fparams, scope.since, *params, *sparams),
+        (*fparams, scope.since, *rparams, scope.since, *params, *sparams),
     )
-    return {(str(r[0]), int(r[1])): (int(r[2]), int(r[3])) for r in rows}
+    return {(str(r[0]), int(r[1])): (int(r[2]), int(r[3]), int(r[4])) for r in rows}
 
 
 def _forgotten(knowledge: Executor, scope: Scope) -> set[Key]:
@@ -445,26 +467,30 @@ def _never_retrieved(knowledge: Executor, scope: Scope) -> list[tuple[str, int, 
     return sorted(rows, key=lambda r: (r[0], r[1]))
 
 
-def rollup(kept: dict[str, tuple[int, int]], judged: dict[Key, tuple[int, int]]) -> Table:
-    """Per repository: reviews that held one of its memories, distinct memories held, 👍/👎 after, precision
-    (``kept``: repository → (retrieved, distinct memories retrieved))."""
+def rollup(kept: dict[str, tuple[int, int]], judged: dict[Key, Outcomes]) -> Table:
+    """Per repository: reviews that held one of its memories, distinct memories held, 👍/👎 after, precision,
+    findings fixed in a later push (``kept``: repository → (retrieved, distinct memories retrieved))."""
     per: dict[str, list[int]] = {}
     for repo, (n, distinct) in kept.items():
-        agg = per.setdefault(repo, [0, 0, 0, 0, 0])
+        agg = per.setdefault(repo, [0, 0, 0, 0, 0, 0])
         agg[0] += n
         agg[1] += distinct
-    for (repo, _fid), (up, down) in judged.items():
-        agg = per.setdefault(repo, [0, 0, 0, 0, 0])
+    for (repo, _fid), (up, down, fixed) in judged.items():
+        agg = per.setdefault(repo, [0, 0, 0, 0, 0, 0])
         agg[2] += up
         agg[3] += down
         agg[4] += int(down > 0 and up == 0)
+        agg[5] += fixed
     rows = [
-        (repo, a[0], a[1], a[2], a[3], precision(a[2], a[3]), a[2] + a[3], a[4])
+        (repo, a[0], a[1], a[2], a[3], precision(a[2], a[3]), a[2] + a[3], a[4], a[5])
         for repo, a in sorted(per.items())
     ]
     return Table(
         "memory-by-repo",
         "By repository",
-        ("repository", "retrieved", "memories_retrieved", "up", "down", "precision", "judged", "only_down"),
+        (
+            "repository", "retrieved", "memories_retrieved", "up", "down", "precision", "judged", "only_down",
+            "fixed",
+        ),
         rows,
-    )
+    )  # fmt: skip

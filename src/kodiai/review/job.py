@@ -45,6 +45,7 @@ from kodiai.review.posted_texts import (
 from kodiai.review.postprocess import ProcessedReview, process_findings
 from kodiai.review.pull_request import PullRequestFacts
 from kodiai.review.rereview_team import request_rereview_team_best_effort
+from kodiai.review.resolved_findings import record_resolved_findings
 from kodiai.review.retrieval_hits import record_retrieval_hits
 from kodiai.review.sources import GatherSources, webhook_sources
 from kodiai.review.trigger import ClonePlan
@@ -518,6 +519,18 @@ class ReviewJob:
             files_analyzed=gathered.analysis.metrics.total_files,
             lines_changed=gathered.lines_changed,
             review_output_key=key,
+            log=log,
+        )
+        incremental = gathered.incremental
+        prior_head = incremental.last_reviewed_head_sha if incremental and gathered.prior_findings else None
+        await record_resolved_findings(
+            deps.knowledge,
+            facts,
+            prior_head_sha=prior_head,
+            changed_files=incremental.changed_files_since_last_review if incremental else [],
+            current=processed.findings,
+            review_id=review_id,
+            succeeded=success,
             log=log,
         )
         if deps.knowledge is not None and claim.run_key is not None:

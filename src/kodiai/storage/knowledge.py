@@ -46,6 +46,7 @@ from kodiai.storage.knowledge_models import (
     SuppressionLogEntry,
     TrendRow,
 )
+from kodiai.storage.knowledge_resolved import StoredPrior, prior_findings_with_ids, record_resolved
 from kodiai.storage.opening import open_migrated
 from kodiai.storage.write_health import WriteHealth, database_directory, reports_writes
 from kodiai.text.fingerprint import fingerprint_finding_title, fingerprint_variants, normalize_fingerprint
@@ -259,6 +260,17 @@ class KnowledgeStore:
     def record_retrieval_hits(self, hits: Sequence[RetrievalHit]) -> int:
         """The memories one retrieval looked at (``retrieval_hits``, read by the dashboard)."""
         return record_hits(self._db, hits)
+
+    def get_prior_findings_with_ids(self, repo: str, pr_number: int, head_sha: str) -> list[StoredPrior]:
+        """The re-review's priors (as :meth:`get_prior_review_findings` at ``head_sha``) with their ids."""
+        return prior_findings_with_ids(self._db, repo, pr_number, head_sha)
+
+    @reports_writes
+    def record_resolved_findings(
+        self, review_id: int, repo: str, pr_number: int, finding_ids: Sequence[int]
+    ) -> int:
+        """The earlier findings ``review_id`` found fixed (``resolved_findings``, read by the dashboard)."""
+        return record_resolved(self._db, review_id, repo, pr_number, finding_ids)
 
     # -- findings held back from memory (untrusted authors) -------------------------------------
 
