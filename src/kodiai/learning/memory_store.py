@@ -53,6 +53,7 @@ from kodiai.learning.memory_schema import (
     vector_dimensions,
 )
 from kodiai.learning.object_store import is_remote
+from kodiai.learning.table_create import open_or_create
 from kodiai.learning.types import LearningMemoryRecord, MemoryHit
 from kodiai.learning.vector_cache import RepoIndex, VectorCache
 from kodiai.log import get_logger
@@ -251,7 +252,18 @@ class LanceMemoryStore:
         at once is stored once, with the same id in both (its content key's)."""
         before = self._version
         rows = rows.cast(self._table.schema)  # the table's field metadata (the primary key) included
-        self._table.merge_insert("id").when_not_matched_insert_all().execute(rows)
+        for attempt in range(_MERGE_ATTEMPTS):
+            try:
+                self._table.merge_insert("id").when_not_matched_insert_all().execute(rows)
+                break
+            except Exception as exc:
+                # Insert-only on the id: a retry after a failed commit inserts nothing twice.
+                if attempt + 1 == _MERGE_ATTEMPTS or not _is_commit_conflict(exc):
+                    raise
+                self._log.info("Memory write conflicted with another writer; retrying", attempt=attempt + 1)
+                self._table.checkout_latest()
+                before = -1  # the caches no longer reflect the table: the next refresh reconciles them
+                time.sleep(0.05 * (attempt + 1))
         self._own_commit(before)
 
     def _table_version(self) -> int:
@@ -764,6 +776,16 @@ def _is_primary_key(field: Any) -> bool:
     return any(key.startswith(_PRIMARY_KEY) for key in (field.metadata or {}))
 
 
+_MERGE_ATTEMPTS = 5
+_CONFLICT_MARKERS = ("Incompatible transaction", "Retryable commit conflict", "commit conflict")
+
+
+def _is_commit_conflict(exc: Exception) -> bool:
+    """A Lance commit refused because another writer committed first (the write itself can be retried)."""
+    text = str(exc)
+    return any(marker.lower() in text.lower() for marker in _CONFLICT_MARKERS)
+
+
 def _live_where(repo: str) -> str:
     return f"repo = {sql_string(repo)} AND stale = false"
 
@@ -793,15 +815,13 @@ def open_memory_store(
         multi_writer = options.multi_writer or is_remote(str(uri))
     options = options.model_copy(update={"multi_writer": multi_writer})
     db = lancedb.connect(str(uri), storage_options=storage_options)
-    if table_name in db.list_tables().tables:
-        table = db.open_table(table_name)
-    else:
-        try:
-            table = db.create_table(table_name, schema=memory_schema(dimensions), exist_ok=True)
-        except ValueError:  # another process created it meanwhile, and already declared its primary key
-            if table_name not in db.list_tables().tables:
-                raise
-            table = db.open_table(table_name)
+    table = open_or_create(
+        db,
+        table_name,
+        lambda: db.create_table(table_name, schema=memory_schema(dimensions)),
+        str(uri),
+        storage_options,
+    )
     existing = vector_dimensions(table.schema)
     if existing != dimensions:
         raise ValueError(

@@ -20,7 +20,11 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote, urlsplit
+
+if TYPE_CHECKING:
+    import httpx
 
 REMOTE_SCHEMES = ("s3", "s3+ddb", "gs", "az", "abfs")
 SKIP_PROBE_ENV = "LEARNING_MEMORY_SKIP_PUT_PROBE"
@@ -188,6 +192,25 @@ def sign_v4(
     return out
 
 
+def signed_request(
+    client: httpx.Client, target: S3Target, method: str, key: str, headers: dict[str, str], data: bytes
+) -> httpx.Response:
+    """One SigV4-signed request on object ``key`` (the target must carry key credentials)."""
+    url = object_url(target, key)
+    signed = sign_v4(
+        method,
+        url,
+        headers,
+        data,
+        access_key=target.access_key or "",
+        secret_key=target.secret_key or "",
+        region=target.region,
+        now=datetime.now(UTC),
+        session_token=target.session_token,
+    )
+    return client.request(method, url, headers=signed, content=data)
+
+
 def probe_conditional_put(target: S3Target, env: Mapping[str, str], *, timeout: float = 10.0) -> str:
     """Put one probe object twice with ``If-None-Match: *``; the second must be refused (412/409).
 
@@ -210,34 +233,18 @@ def probe_conditional_put(target: S3Target, env: Mapping[str, str], *, timeout: 
     import httpx  # here: only a process opening an object-store memory pays for it
 
     key = f"{target.prefix}/_kodiai/put-probe-{uuid.uuid4().hex}".lstrip("/")
-    url = object_url(target, key)
     body = b"kodiai conditional-put probe\n"
-
-    def request(client: httpx.Client, method: str, headers: dict[str, str], data: bytes) -> httpx.Response:
-        signed = sign_v4(
-            method,
-            url,
-            headers,
-            data,
-            access_key=target.access_key or "",
-            secret_key=target.secret_key or "",
-            region=target.region,
-            now=datetime.now(UTC),
-            session_token=target.session_token,
-        )
-        return client.request(method, url, headers=signed, content=data)
-
     try:
         with httpx.Client(timeout=timeout) as client:
-            first = request(client, "PUT", {"if-none-match": "*"}, body)
+            first = signed_request(client, target, "PUT", key, {"if-none-match": "*"}, body)
             if first.status_code >= 300:
                 raise MemoryStoreRefused(
                     f"object store at {target.describe()} refused the start-up probe write "
                     f"(HTTP {first.status_code}): check the bucket, the credentials and their write permission"
                 )
-            second = request(client, "PUT", {"if-none-match": "*"}, body)
+            second = signed_request(client, target, "PUT", key, {"if-none-match": "*"}, body)
             with contextlib.suppress(httpx.HTTPError):  # a leftover probe object is harmless
-                request(client, "DELETE", {}, b"")
+                signed_request(client, target, "DELETE", key, {}, b"")
     except httpx.HTTPError as exc:
         raise MemoryStoreRefused(
             f"object store at {target.describe()} unreachable for the start-up probe: {type(exc).__name__}"
@@ -286,3 +293,25 @@ def refresh_seconds(env: Mapping[str, str], default: float) -> float:
             f"LEARNING_MEMORY_REFRESH_SECONDS must be a number of seconds in (0, 86400], got {raw!r}"
         )
     return value
+
+
+def target_from_storage_options(uri: str, options: Mapping[str, str] | None) -> S3Target | None:
+    """The :class:`S3Target` an ``s3://`` URI and its LanceDB storage options name, or ``None`` (another scheme,
+    or no key credentials to sign a request with)."""
+    parts = urlsplit(str(uri))
+    opts = {k.lower(): v for k, v in (options or {}).items()}
+    if parts.scheme.lower() != "s3" or not parts.netloc:
+        return None
+    if not (opts.get("aws_access_key_id") and opts.get("aws_secret_access_key")):
+        return None
+    endpoint = opts.get("aws_endpoint") or opts.get("endpoint")
+    return S3Target(
+        bucket=parts.netloc,
+        prefix=parts.path.strip("/"),
+        region=opts.get("aws_region") or opts.get("region") or "us-east-1",
+        endpoint=endpoint.rstrip("/") if endpoint else None,
+        allow_http=opts.get("allow_http", "false") == "true",
+        access_key=opts["aws_access_key_id"],
+        secret_key=opts["aws_secret_access_key"],
+        session_token=opts.get("aws_session_token") or None,
+    )
