@@ -22,7 +22,7 @@ from kodiai.review.local_branch import (
 )
 from support.git_tool_calls import run_git_tool_call
 from support.gitrepo import commit_files, git
-from support.review_harness import BagOfWordsEmbedder
+from support.review_harness import FIRST_STAGE, BagOfWordsEmbedder
 from support.scripted_transport import Result, ScriptedTransport, ToolCall
 
 CONFIG = """review:
@@ -93,7 +93,7 @@ async def test_prompt_git_calls_run_in_the_local_checkout(tmp_path: Path) -> Non
     [
         ("", "stages"),  # the default chain: the embedder's profile (scale-free headgap), then the stages
         # the cut alone (unknown model → scale-free headgap)
-        ("knowledge:\n  retrieval:\n    abstain: false\n    secondStage: false\n", "headgap"),
+        (FIRST_STAGE, "headgap"),
         ("knowledge:\n  retrieval:\n    cutStrategy: maxgap\n", "maxgap"),
     ],
 )

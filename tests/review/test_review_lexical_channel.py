@@ -25,14 +25,12 @@ from kodiai.learning.types import LearningMemoryRecord
 from kodiai.review import entry as review
 from kodiai.webhook.bot_filter import BotFilter
 from kodiai.webhook.router import EventRouter
-from support.review_harness import ReviewHarness
+from support.review_harness import FIRST_STAGE, ReviewHarness
 
 #: The file the PR changes (the harness's default head tree); the retrieval query lists it.
 CHANGED = "src/index.ts"
 PATH_MATCH = "Unchecked export counter in the index module"
 NEAREST = "Vector neighbour 1 about widgets"
-#: The first stage alone (the cut, not the abstention and second stage that run after it by default).
-FIRST_STAGE = "knowledge:\n  retrieval:\n    abstain: false\n    secondStage: false\n"
 
 
 def seed(h: ReviewHarness, finding_id: int, distance: float, axis: int, path: str, text: str) -> None:

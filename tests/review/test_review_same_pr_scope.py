@@ -14,7 +14,7 @@ from test_review_checklist import MAXGAP, AxisEmbedder, at_distance
 
 from kodiai.learning.types import LearningMemoryRecord
 from kodiai.storage.knowledge_models import ReviewRecord
-from support.review_harness import ReviewHarness
+from support.review_harness import FIRST_STAGE, ReviewHarness
 
 PR = 101  # the harness's default PR number
 
@@ -63,10 +63,6 @@ async def test_a_re_review_retrieves_only_the_prs_own_earlier_findings(
         assert methods(h) == ["same-pr:kept"]
     finally:
         h.close()
-
-
-#: The cut alone: without the stages that run after it by default (they are tested in test_review_stages).
-FIRST_STAGE = "knowledge:\n  retrieval:\n    abstain: false\n    secondStage: false\n"
 
 
 async def test_a_first_review_runs_the_normal_cut(tmp_path: Path, harness: ReviewHarness) -> None:

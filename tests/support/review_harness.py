@@ -46,6 +46,8 @@ from support.scripted_transport import Result, ScriptedTransport, Step, ToolCall
 
 OWNER, REPO, INSTALLATION = "acme", "repo", 42
 SLUG = "kodiai"
+#: A `.kodiai.yml` with the retrieval cut alone: abstention and the second stage (on by default) off.
+FIRST_STAGE = "knowledge:\n  retrieval:\n    abstain: false\n    secondStage: false\n"
 
 
 class BagOfWordsEmbedder:
