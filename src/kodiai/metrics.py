@@ -45,30 +45,40 @@ class MemoryIndexBuild(Protocol):
     def build_seconds(self) -> float: ...
 
 
+def _counter(r: CollectorRegistry, name: str, doc: str, *labels: str) -> Counter:
+    """A counter in ``r``, the instance's own registry (never prometheus_client's global one)."""
+    return Counter(name, doc, labels, registry=r)
+
+
+def _gauge(r: CollectorRegistry, name: str, doc: str, *labels: str) -> Gauge:
+    """A gauge in ``r`` (as :func:`_counter`)."""
+    return Gauge(name, doc, labels, registry=r)
+
+
 class MemoryIndexMetrics:
     """Learned-memory in-memory index builds, aggregated by structure (``ivf``, ``hnsw``, ``exact``):
     repository names never become labels, so the series stay few however many repos there are."""
 
     def __init__(self, r: CollectorRegistry) -> None:
-        self.repos = Gauge(
+        self.repos = _gauge(
+            r,
             "kodiai_memory_index_repos",
             "Repositories whose latest in-memory learned-memory index (built in this process) has this "
             "structure.",
-            ["structure"],
-            registry=r,
+            "structure",
         )
-        self.recall_min = Gauge(
+        self.recall_min = _gauge(
+            r,
             "kodiai_memory_index_recall_min",
             "Lowest recall@20 (95 % lower confidence bound, estimated at build time) among those "
             "repositories' indexes (1 for exact).",
-            ["structure"],
-            registry=r,
+            "structure",
         )
-        self.breadth_max = Gauge(
+        self.breadth_max = _gauge(
+            r,
             "kodiai_memory_index_breadth_max",
             "Widest search breadth chosen among them (nprobe for ivf, efSearch for hnsw).",
-            ["structure"],
-            registry=r,
+            "structure",
         )
         self.build_seconds = Histogram(
             "kodiai_memory_index_build_seconds",
@@ -144,48 +154,44 @@ class Metrics:
         self.registry = registry or CollectorRegistry(auto_describe=True)
         r = self.registry
         key = label_key or secrets.token_bytes(32)
-        self.webhook_deliveries = Counter(
+
+        def by_installation(name: str, doc: str) -> InstallationGauge:
+            return InstallationGauge(
+                _gauge(r, name, doc, "installation"), raw_ids=raw_installation_ids, key=key
+            )
+
+        self.webhook_deliveries = _counter(
+            r,
             "kodiai_webhook_deliveries",
             "Webhook deliveries by event name and outcome (accepted, duplicate, filtered, unrouted, "
             "bad_signature, invalid_json, invalid_delivery_id, too_large, busy, body_timeout, trailers).",
-            ["event", "outcome"],
-            registry=r,
+            "event",
+            "outcome",
         )
-        self.queue_depth = InstallationGauge(
-            Gauge(
-                "kodiai_job_queue_depth",
-                "Jobs waiting in each installation's lane (label: a keyed hash of the installation id "
-                "unless METRICS_INSTALLATION_IDS=true).",
-                ["installation"],
-                registry=r,
-            ),
-            raw_ids=raw_installation_ids,
-            key=key,
+        self.queue_depth = by_installation(
+            "kodiai_job_queue_depth",
+            "Jobs waiting in each installation's lane (label: a keyed hash of the installation id "
+            "unless METRICS_INSTALLATION_IDS=true).",
         )
-        self.spend_cap_refusals = Counter(
+        self.spend_cap_refusals = _counter(
+            r,
             "kodiai_spend_cap_refusals",
             "Runs refused by the daily spend cap, by kind (review, mention, write) and reason "
             "(installation-cap, repo-cap, unreadable).",
-            ["kind", "reason"],
-            registry=r,
+            "kind",
+            "reason",
         )
-        self.spend_today_usd = InstallationGauge(
-            Gauge(
-                "kodiai_spend_today_usd",
-                "Today's (UTC) recorded spend of each installation with a daily spend cap, as read by the "
-                "last cap check (label as kodiai_job_queue_depth).",
-                ["installation"],
-                registry=r,
-            ),
-            raw_ids=raw_installation_ids,
-            key=key,
+        self.spend_today_usd = by_installation(
+            "kodiai_spend_today_usd",
+            "Today's (UTC) recorded spend of each installation with a daily spend cap, as read by the "
+            "last cap check (label as kodiai_job_queue_depth).",
         )
-        self.http_request_timeouts = Counter(
+        self.http_request_timeouts = _counter(
+            r,
             "kodiai_http_request_timeouts",
             "Connections closed because a request was not received within HTTP_REQUEST_TIMEOUT_SECONDS.",
-            registry=r,
         )
-        self.jobs_running = Gauge("kodiai_jobs_running", "Jobs running now, across all lanes.", registry=r)
+        self.jobs_running = _gauge(r, "kodiai_jobs_running", "Jobs running now, across all lanes.")
         self.job_duration = Histogram(
             "kodiai_job_duration_seconds",
             "Job run time by job type and outcome (ok, error, timeout).",
@@ -193,109 +199,104 @@ class Metrics:
             buckets=JOB_DURATION_BUCKETS,
             registry=r,
         )
-        self.jobs_shed = Counter(
-            "kodiai_jobs_shed", "Jobs refused because their installation's lane was full.", registry=r
+        self.jobs_shed = _counter(
+            r, "kodiai_jobs_shed", "Jobs refused because their installation's lane was full."
         )
-        self.handler_failures = Counter(
-            "kodiai_handler_failures",
-            "Handler failures during dispatch, by handler.",
-            ["handler"],
-            registry=r,
+        self.handler_failures = _counter(
+            r, "kodiai_handler_failures", "Handler failures during dispatch, by handler.", "handler"
         )
-        self.journal_replayed = Counter(
-            "kodiai_journal_replayed",
-            "Unfinished deliveries replayed from the job journal at start-up.",
-            registry=r,
+        self.journal_replayed = _counter(
+            r, "kodiai_journal_replayed", "Unfinished deliveries replayed from the job journal at start-up."
         )
-        self.reviews_waiting = Gauge(
+        self.reviews_waiting = _gauge(
+            r,
             "kodiai_reviews_waiting",
             "Reviews dequeued from their lane and waiting for a slot under the global review cap.",
-            registry=r,
         )
-        self.reviews_running = Gauge(
-            "kodiai_reviews_running", "Reviews running now (at most the global review cap).", registry=r
+        self.reviews_running = _gauge(
+            r, "kodiai_reviews_running", "Reviews running now (at most the global review cap)."
         )
-        self.reviews = Counter(
+        self.reviews = _counter(
+            r,
             "kodiai_reviews",
             "Review jobs by how they ended (published, approved, skipped reason, error category, ...).",
-            ["outcome"],
-            registry=r,
+            "outcome",
         )
-        self.retrieval_threshold_method = Counter(
+        self.retrieval_threshold_method = _counter(
+            r,
             "kodiai_retrieval_threshold_method",
             "Learning-memory retrievals by adaptive threshold method (gap, percentile, configured, …).",
-            ["method"],
-            registry=r,
+            "method",
         )
         self._add_journal_metrics(r)
         self.memory_index = MemoryIndexMetrics(r)
 
     def _add_journal_metrics(self, r: CollectorRegistry) -> None:
         """Delivery guarantees: what was answered, and whether the job journal keeps up."""
-        self.webhook_responses = Counter(
+        self.webhook_responses = _counter(
+            r,
             "kodiai_webhook_responses",
             "Answers to POST /webhooks/github by HTTP status (a 500 means the delivery was not recorded).",
-            ["status"],
-            registry=r,
+            "status",
         )
-        self.webhook_signature_matches = Counter(
+        self.webhook_signature_matches = _counter(
+            r,
             "kodiai_webhook_signature_matches",
             "Verified webhook deliveries by the secret that signed them: current (GITHUB_WEBHOOK_SECRET) or "
             "previous (GITHUB_WEBHOOK_SECRET_PREVIOUS; once it stops growing, the old secret can go).",
-            ["secret"],
-            registry=r,
+            "secret",
         )
-        self.journal_write_failures = Counter(
+        self.journal_write_failures = _counter(
+            r,
             "kodiai_journal_write_failures",
             "Job journal write batches (or probes) that failed, e.g. on a full disk.",
-            registry=r,
         )
-        self.journal_held_back_writes = Gauge(
+        self.journal_held_back_writes = _gauge(
+            r,
             "kodiai_journal_held_back_writes",
             "Deferred journal writes (attempt, handler done, final status) held in memory until they land.",
-            registry=r,
         )
-        self.journal_wal_bytes = Gauge(
-            "kodiai_journal_wal_bytes",
-            "Size of the job journal's WAL file after the last commit.",
-            registry=r,
+        self.journal_wal_bytes = _gauge(
+            r, "kodiai_journal_wal_bytes", "Size of the job journal's WAL file after the last commit."
         )
-        self.store_write_failures = Counter(
+        self.store_write_failures = _counter(
+            r,
             "kodiai_store_write_failures",
             "Failed writes to the knowledge, telemetry and learned-memory stores, by store and kind "
             "(no_space and io make the server not ready until a probe write lands; other is only counted).",
-            ["store", "kind"],
-            registry=r,
+            "store",
+            "kind",
         )
-        self.outbound_secret_hits = Counter(
+        self.outbound_secret_hits = _counter(
+            r,
             "kodiai_outbound_secret_hits",
             "Secrets found in what the server sends out, by surface (issue_comment, review, review_comment, "
             "review_comment_reply, pull_request, commit_message, pushed_file, ...) and action (redacted, refused).",
-            ["surface", "action"],
-            registry=r,
+            "surface",
+            "action",
         )
-        self.agent_sandbox_failures = Counter(
+        self.agent_sandbox_failures = _counter(
+            r,
             "kodiai_agent_sandbox_failures",
             "Agent runs refused because the Claude Code CLI's sandbox (bubblewrap) could not start.",
-            registry=r,
         )
-        self.jobs_dead = Counter(
+        self.jobs_dead = _counter(
+            r,
             "kodiai_jobs_dead",
             "Deliveries moved to the dead-letter state (their job was cut by a process exit every attempt).",
-            registry=r,
         )
         # DATABASE_URL only (read from PostgreSQL at each scrape, the same in every replica)
-        self.queue_jobs = Gauge(
+        self.queue_jobs = _gauge(
+            r,
             "kodiai_queue_jobs",
             "Jobs of the deliveries queue by procrastinate state (todo, doing, failed, ...).",
-            ["state"],
-            registry=r,
+            "state",
         )
-        self.journal_deliveries = Gauge(
+        self.journal_deliveries = _gauge(
+            r,
             "kodiai_journal_deliveries",
             "Deliveries in the job journal by open status (pending, running, requeued, dead).",
-            ["status"],
-            registry=r,
+            "status",
         )
 
     def render(self) -> tuple[bytes, str]:
