@@ -4,19 +4,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from claude_agent_sdk import SdkMcpTool, create_sdk_mcp_server, tool
+from claude_agent_sdk import SdkMcpTool
 from claude_agent_sdk.types import McpSdkServerConfig
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from kodiai.execution.tools.common import (
-    SERVER_VERSION,
-    ToolEnv,
-    ToolResult,
-    guarded,
-    input_schema,
-    ok,
-    parse_args,
-)
+from kodiai.execution.tools.common import ToolEnv, ToolResult, ok, parse_args
+from kodiai.execution.tools.server_kit import ToolArgs, bound_tool, pull_head_sha, tool_server
 
 SERVER_NAME = "github_ci"
 
@@ -38,13 +31,11 @@ RunStatus = Literal[
 ]
 
 
-class CiStatusArgs(BaseModel):
-    model_config = ConfigDict(strict=True)
+class CiStatusArgs(ToolArgs):
     status: RunStatus | None = Field(default=None, description="Only runs with this status")
 
 
-class RunDetailsArgs(BaseModel):
-    model_config = ConfigDict(strict=True)
+class RunDetailsArgs(ToolArgs):
     run_id: int = Field(description="Workflow run ID")
 
 
@@ -61,8 +52,7 @@ async def get_ci_status(env: ToolEnv, args: dict[str, Any]) -> ToolResult:
     if env.pr_number is None:
         raise ValueError("No pull request number is available")
     rest = env.rest()
-    pull = await rest.get(f"/pulls/{env.pr_number}")
-    query: dict[str, Any] = {"head_sha": pull["head"]["sha"]}
+    query: dict[str, Any] = {"head_sha": await pull_head_sha(rest, env.pr_number)}
     if params.status:
         query["status"] = params.status
     data = await rest.get("/actions/runs", **query)
@@ -111,16 +101,16 @@ async def get_workflow_run_details(env: ToolEnv, args: dict[str, Any]) -> ToolRe
 
 def ci_tools(env: ToolEnv) -> list[SdkMcpTool[Any]]:
     return [
-        tool("get_ci_status", "Get CI status summary for this PR", input_schema(CiStatusArgs))(
-            guarded(lambda args: get_ci_status(env, args))
-        ),
-        tool(
+        bound_tool(env, "get_ci_status", "Get CI status summary for this PR", CiStatusArgs, get_ci_status),
+        bound_tool(
+            env,
             "get_workflow_run_details",
             "Get the jobs of a workflow run and their failed steps",
-            input_schema(RunDetailsArgs),
-        )(guarded(lambda args: get_workflow_run_details(env, args))),
+            RunDetailsArgs,
+            get_workflow_run_details,
+        ),
     ]
 
 
 def create_ci_server(env: ToolEnv) -> McpSdkServerConfig:
-    return create_sdk_mcp_server(name=SERVER_NAME, version=SERVER_VERSION, tools=ci_tools(env))
+    return tool_server(SERVER_NAME, ci_tools(env))

@@ -13,20 +13,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from claude_agent_sdk import SdkMcpTool, create_sdk_mcp_server, tool
+from claude_agent_sdk import SdkMcpTool
 from claude_agent_sdk.types import McpSdkServerConfig
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from kodiai.execution.review_output import stamp_review_marker
-from kodiai.execution.tools.common import (
-    SERVER_VERSION,
-    ToolEnv,
-    ToolResult,
-    guarded,
-    input_schema,
-    ok,
-    parse_args,
-)
+from kodiai.execution.tools.common import ToolEnv, ToolResult, ok, parse_args
+from kodiai.execution.tools.server_kit import ToolArgs, bound_tool, tool_server
 from kodiai.execution.tools.validators import DECISION_SUMMARY, validate_comment_body
 from kodiai.github.rest import RestApi
 from kodiai.text.sanitizer import sanitize_outgoing_mentions
@@ -34,14 +27,12 @@ from kodiai.text.sanitizer import sanitize_outgoing_mentions
 SERVER_NAME = "github_comment"
 
 
-class CreateCommentArgs(BaseModel):
-    model_config = ConfigDict(populate_by_name=True, strict=True)
+class CreateCommentArgs(ToolArgs):
     issue_number: int = Field(alias="issueNumber", description="Issue or pull request number")
     body: str = Field(description="Comment body (markdown)")
 
 
-class UpdateCommentArgs(BaseModel):
-    model_config = ConfigDict(populate_by_name=True, strict=True)
+class UpdateCommentArgs(ToolArgs):
     comment_id: int = Field(alias="commentId", description="Comment ID to update")
     body: str = Field(description="New comment body (markdown)")
 
@@ -142,18 +133,22 @@ async def update_comment(env: ToolEnv, args: dict[str, Any]) -> ToolResult:
 def comment_tools(env: ToolEnv) -> list[SdkMcpTool[Any]]:
     """The two tools, bound to ``env``."""
     return [
-        tool(
+        bound_tool(
+            env,
             "update_comment",
             "Update a GitHub issue or PR comment with new content",
-            input_schema(UpdateCommentArgs),
-        )(guarded(lambda args: update_comment(env, args))),
-        tool(
+            UpdateCommentArgs,
+            update_comment,
+        ),
+        bound_tool(
+            env,
             "create_comment",
             "Create a new comment on a GitHub issue or pull request",
-            input_schema(CreateCommentArgs),
-        )(guarded(lambda args: create_comment(env, args))),
+            CreateCommentArgs,
+            create_comment,
+        ),
     ]
 
 
 def create_comment_server(env: ToolEnv) -> McpSdkServerConfig:
-    return create_sdk_mcp_server(name=SERVER_NAME, version=SERVER_VERSION, tools=comment_tools(env))
+    return tool_server(SERVER_NAME, comment_tools(env))

@@ -14,20 +14,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from claude_agent_sdk import SdkMcpTool, create_sdk_mcp_server, tool
+from claude_agent_sdk import SdkMcpTool
 from claude_agent_sdk.types import McpSdkServerConfig
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from kodiai.execution.tools.common import (
-    SERVER_VERSION,
-    ToolEnv,
-    ToolResult,
-    guarded,
-    input_schema,
-    ok,
-    parse_args,
-)
+from kodiai.execution.tools.common import ToolEnv, ToolResult, ok, parse_args
+from kodiai.execution.tools.server_kit import ToolArgs, bound_tool, tool_server
 from kodiai.execution.tools.validators import validate_thread_decision
+from kodiai.github.models import ReviewComment, parse_object
 from kodiai.github.rest import RestApi
 from kodiai.text.formatting import wrap_in_details
 from kodiai.text.sanitizer import sanitize_outgoing_mentions
@@ -35,8 +29,7 @@ from kodiai.text.sanitizer import sanitize_outgoing_mentions
 SERVER_NAME = "reviewCommentThread"
 
 
-class ReplyArgs(BaseModel):
-    model_config = ConfigDict(populate_by_name=True, strict=True)
+class ReplyArgs(ToolArgs):
     pull_request_number: int = Field(alias="pullRequestNumber", description="Pull request number")
     comment_id: int = Field(alias="commentId", description="ID of the review comment to reply to")
     body: str = Field(description="Reply body (markdown). Will be wrapped in <details> tags")
@@ -44,9 +37,8 @@ class ReplyArgs(BaseModel):
 
 async def thread_root(rest: RestApi, comment_id: int) -> int:
     """The top-level comment of a review comment's thread (GitHub points every reply at it)."""
-    comment = await rest.get(f"/pulls/comments/{comment_id}")
-    root = comment.get("in_reply_to_id") if isinstance(comment, dict) else None
-    return root if isinstance(root, int) else comment_id
+    root = parse_object(ReviewComment, await rest.get(f"/pulls/comments/{comment_id}")).in_reply_to_id
+    return root if root is not None else comment_id
 
 
 async def check_thread(env: ToolEnv, rest: RestApi, pr: int, parent: int) -> None:
@@ -89,13 +81,15 @@ async def reply_to_pr_review_comment(env: ToolEnv, args: dict[str, Any]) -> Tool
 
 def thread_tools(env: ToolEnv) -> list[SdkMcpTool[Any]]:
     return [
-        tool(
+        bound_tool(
+            env,
             "reply_to_pr_review_comment",
             "Reply in-thread to an existing PR review comment (inline diff comment)",
-            input_schema(ReplyArgs),
-        )(guarded(lambda args: reply_to_pr_review_comment(env, args))),
+            ReplyArgs,
+            reply_to_pr_review_comment,
+        ),
     ]
 
 
 def create_thread_server(env: ToolEnv) -> McpSdkServerConfig:
-    return create_sdk_mcp_server(name=SERVER_NAME, version=SERVER_VERSION, tools=thread_tools(env))
+    return tool_server(SERVER_NAME, thread_tools(env))
