@@ -297,6 +297,29 @@ def _comment_body(comment: ContextComment) -> str:
     return sanitize_content(comment.body) if comment.body is not None else "(empty)"
 
 
+def _budgeted_comments(
+    comments: Sequence[ContextComment], caps: Sequence[int], budget: int
+) -> tuple[list[str], bool, list[bool]]:
+    """Each comment as a ``### @login (time)`` section, its body cut to its own cap and then to what is
+    left of ``budget`` (UTF-16 units); none after the budget is spent. Returns the lines, whether the budget
+    cut a body, and for each comment included whether its own cap cut it."""
+    lines: list[str] = []
+    remaining = budget
+    budget_hit = False
+    capped_flags: list[bool] = []
+    for comment, cap in zip(comments, caps, strict=True):
+        if remaining <= 0:
+            break
+        capped, truncated = truncate_for_context(_comment_body(comment), cap)
+        capped_flags.append(truncated)
+        budgeted, _ = truncate_for_context(capped, remaining)
+        if utf16_len(budgeted) < utf16_len(capped):
+            budget_hit = True
+        lines += [f"### @{comment.login or 'unknown'} ({comment.created_at})", budgeted, ""]
+        remaining -= utf16_len(budgeted)
+    return lines, budget_hit, capped_flags
+
+
 def _render_conversation(
     scan: ConversationScan, trigger: str | None, limits: MentionContextLimits, notes: list[str]
 ) -> list[str]:
@@ -318,25 +341,16 @@ def _render_conversation(
     if not included:
         return []
     filtered = f" (filtered to trigger time: {trigger})" if trigger else ""
-    lines = ["## Conversation History", f"Included: {len(included)} comment(s){filtered}", ""]
-    remaining = limits.max_conversation_chars
-    budget_hit = per_comment_hit = False
-    for comment in included:
-        if remaining <= 0:
-            break
-        capped, truncated = truncate_for_context(_comment_body(comment), limits.max_chars_per_comment)
-        per_comment_hit = per_comment_hit or truncated
-        budgeted, _ = truncate_for_context(capped, remaining)
-        if utf16_len(budgeted) < utf16_len(capped):
-            budget_hit = True
-        lines += [f"### @{comment.login or 'unknown'} ({comment.created_at})", budgeted, ""]
-        remaining -= utf16_len(budgeted)
+    sections, budget_hit, capped = _budgeted_comments(
+        included, [limits.max_chars_per_comment] * len(included), limits.max_conversation_chars
+    )
+    lines = ["## Conversation History", f"Included: {len(included)} comment(s){filtered}", "", *sections]
     if budget_hit:
         notes.append(
             f"Conversation history truncated due to {limits.max_conversation_chars} character cap "
             "across included comments."
         )
-    if per_comment_hit:
+    if any(capped):
         notes.append(
             f"One or more individual comments were truncated to {limits.max_chars_per_comment} characters."
         )
@@ -403,24 +417,13 @@ def _render_thread(
     )
     if not turns:
         return [*lines, "No earlier comments found in this thread.", ""]
-    first_recent = len(turns) - limits.recent_thread_turns
-    remaining = limits.thread_budget
-    budget_hit = older_hit = False
-    for index, comment in enumerate(turns):
-        if remaining <= 0:
-            break
-        older = index < first_recent
-        cap = limits.older_turn_cap if older else limits.max_chars_per_comment
-        capped, truncated = truncate_for_context(_comment_body(comment), cap)
-        older_hit = older_hit or (older and truncated)
-        budgeted, _ = truncate_for_context(capped, remaining)
-        if utf16_len(budgeted) < utf16_len(capped):
-            budget_hit = True
-        lines += [f"### @{comment.login or 'unknown'} ({comment.created_at})", budgeted, ""]
-        remaining -= utf16_len(budgeted)
+    older = min(max(len(turns) - limits.recent_thread_turns, 0), len(turns))  # the first turns, cut shorter
+    caps = [limits.older_turn_cap] * older + [limits.max_chars_per_comment] * (len(turns) - older)
+    sections, budget_hit, capped = _budgeted_comments(turns, caps, limits.thread_budget)
+    lines += sections
     if budget_hit:
         notes.append(f"Review thread context truncated due to {limits.thread_budget} character cap.")
-    if older_hit:
+    if any(capped[:older]):
         notes.append(
             f"Older review thread turns were truncated to {limits.older_turn_cap} characters to preserve "
             "recent context."
