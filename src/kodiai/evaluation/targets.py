@@ -44,36 +44,20 @@ def _track_checks(
     split: str, track: str, f0_5: float, empty: float | None, abstain: float | None
 ) -> list[TargetCheck]:
     goal = GOALS.get(track, {})
+
+    def check(target: str, value: str, met: bool) -> TargetCheck:
+        return TargetCheck(split=split, track=track, target=target, value=value, met=met)
+
     out: list[TargetCheck] = []
     if "f0_5" in goal:
-        out.append(
-            TargetCheck(
-                split=split,
-                track=track,
-                target=f"F0.5 ≥ {goal['f0_5']}",
-                value=f"{f0_5:.3f}",
-                met=f0_5 >= goal["f0_5"],
-            )
-        )
+        out.append(check(f"F0.5 ≥ {goal['f0_5']}", f"{f0_5:.3f}", f0_5 >= goal["f0_5"]))
     if "empty" in goal:
         e = empty or 0.0
-        out.append(
-            TargetCheck(
-                split=split,
-                track=track,
-                target=f"empty ≤ {goal['empty']:.0%}",
-                value=f"{e:.0%}",
-                met=e <= goal["empty"],
-            )
-        )
+        out.append(check(f"empty ≤ {goal['empty']:.0%}", f"{e:.0%}", e <= goal["empty"]))
     if "abstain" in goal:
         ok = abstain is not None and abstain >= goal["abstain"]
         value = "—" if abstain is None else f"{abstain:.0%}"
-        out.append(
-            TargetCheck(
-                split=split, track=track, target=f"abstain ≥ {goal['abstain']:.0%}", value=value, met=ok
-            )
-        )
+        out.append(check(f"abstain ≥ {goal['abstain']:.0%}", value, ok))
     return out
 
 
