@@ -17,7 +17,7 @@ from kodiai.dashboard.queries_memory import memory_export, memory_quality
 from kodiai.dashboard.queries_overview import overview
 from kodiai.dashboard.queries_quiet import quiet_report
 from kodiai.dashboard.queries_retrieval import retrieval_summary
-from kodiai.dashboard.scope import Scope
+from kodiai.dashboard.scope import Scope, hide_unseen
 from kodiai.dashboard.state import DashboardState
 from kodiai.dashboard.tables import Table
 
@@ -122,6 +122,7 @@ async def quiet_page(state: DashboardState, viewer: Viewer, scope: Scope, reques
     report = await asyncio.to_thread(
         quiet_report, state.sources.knowledge, state.sources.telemetry, repo, number
     )
+    report.hits = hide_unseen(report.hits, viewer.access, "source_repo", ("finding_id", "title"))
     return {"report": report, "tables": report.tables, "pr": number}
 
 

@@ -7,18 +7,26 @@ import asyncio
 import secrets
 from datetime import UTC, datetime
 from importlib import resources
-from urllib.parse import parse_qsl, quote
+from urllib.parse import parse_qsl, quote, urlencode
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 
 from kodiai.dashboard.actions import forget_memory, restore_forgotten, retry_dead
-from kodiai.dashboard.auth import OPERATOR_LOGIN, Viewer, viewer_of
+from kodiai.dashboard.auth import OPERATOR_LOGIN, GuessThrottle, Viewer, client_of, guess_failed, viewer_of
 from kodiai.dashboard.github_oauth import SignInError, authorize_url, sign_in, writable_access
 from kodiai.dashboard.pages import PAGES as PAGE_BUILDERS
 from kodiai.dashboard.pages import PageBuilder
 from kodiai.dashboard.queries_jobs import installation_of, ledger_repositories
-from kodiai.dashboard.scope import RANGES, Scope, narrow_to_installation, scope_for
+from kodiai.dashboard.scope import (
+    NUMBER,
+    RANGES,
+    REPO_NAME,
+    Scope,
+    narrow_to_installation,
+    query_problem,
+    scope_for,
+)
 from kodiai.dashboard.session import COOKIE, STATE_COOKIE, STATE_SECONDS, Session, tokens_equal
 from kodiai.dashboard.state import DashboardState
 from kodiai.dashboard.tables import find, to_csv, to_json
@@ -26,6 +34,8 @@ from kodiai.dashboard.tables import find, to_csv, to_json
 PREFIX = "/dashboard"
 FORM_LIMIT = 16 * 1024
 PAGES = tuple(PAGE_BUILDERS)
+FLASH = ("message", "sig")
+"""An action's outcome in the redirect's query string (not carried into the page's export links)."""
 STATIC = {"dashboard.css": "text/css; charset=utf-8"}
 CSP = (
     "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; "
@@ -35,6 +45,7 @@ CSP = (
 
 def build_router(state: DashboardState) -> APIRouter:
     router = APIRouter(prefix=PREFIX)
+    throttle = GuessThrottle()
 
     def set_cookie(response: Response, request: Request, name: str, value: str, max_age: int) -> None:
         response.set_cookie(
@@ -47,7 +58,12 @@ def build_router(state: DashboardState) -> APIRouter:
             secure=request.url.scheme == "https",
         )
 
-    def signed_in(response: Response, request: Request, session: Session) -> Response:
+    async def signed_in(response: Response, request: Request, session: Session) -> Response:
+        """Set the new session's cookie; the browser's earlier session (if any) ends: a session planted in
+        the browser before sign-in is never the one signed in with, and one browser holds one session."""
+        earlier = state.signer.read_session(request.cookies.get(COOKIE))
+        if earlier is not None:
+            await asyncio.to_thread(state.sessions.drop, earlier["sid"])
         set_cookie(
             response, request, COOKIE, state.signer.session_cookie(session), state.options.session_seconds
         )
@@ -92,13 +108,16 @@ def build_router(state: DashboardState) -> APIRouter:
         expected = state.signer.read_state(request.cookies.get(STATE_COOKIE))
         if expected is None or not tokens_equal(form.get("csrf", ""), expected):
             return PlainTextResponse("Forbidden: missing or stale form token; reload the sign-in page", 403)
+        throttle.check(client_of(request))
         if state.options.token is None or not tokens_equal(
             form.get("token", ""), state.options.token.get_secret_value()
         ):
             state.log.warning("Dashboard operator sign-in refused")
+            guess_failed(state, throttle, request)
             return login_form(request, "That token is not the operator token.", 401)
+        throttle.succeeded(client_of(request))
         session = await asyncio.to_thread(state.sessions.create, OPERATOR_LOGIN, operator=True)
-        return signed_in(RedirectResponse(f"{PREFIX}/overview", 303), request, session)
+        return await signed_in(RedirectResponse(f"{PREFIX}/overview", 303), request, session)
 
     @router.get("/callback")
     async def callback(request: Request) -> Response:
@@ -124,11 +143,11 @@ def build_router(state: DashboardState) -> APIRouter:
             state.sessions.create, user.login, operator=False, user_token=user.token, access=access
         )
         state.log.info("Dashboard sign-in", login=user.login, repositories=len(access.repos))
-        return signed_in(RedirectResponse(f"{PREFIX}/overview", 303), request, session)
+        return await signed_in(RedirectResponse(f"{PREFIX}/overview", 303), request, session)
 
     @router.post("/logout")
     async def logout(request: Request) -> Response:
-        viewer, refusal = await _checked_post(state, request)
+        viewer, refusal = await _checked_post(state, throttle, request)
         if viewer is None:
             return refusal
         if viewer.session is not None:
@@ -139,9 +158,12 @@ def build_router(state: DashboardState) -> APIRouter:
 
     def page(name: str, build: PageBuilder) -> None:
         async def render(request: Request) -> Response:
-            viewer = await viewer_of(state, request)
+            viewer = await viewer_of(state, request, throttle)
             if viewer is None:
                 return RedirectResponse(f"{PREFIX}/login", 303)
+            problem = query_problem(request.query_params.multi_items())
+            if problem is not None:
+                return PlainTextResponse(f"Bad Request: {problem}", 400)
             scope = _scope(state, viewer, request)
             context = await build(state, viewer, scope, request)
             body = state.templates.get_template(f"{name}.html").render(
@@ -155,16 +177,19 @@ def build_router(state: DashboardState) -> APIRouter:
                 if request.query_params.get("range") in RANGES
                 else "30d",
                 ranges=list(RANGES),
-                query=request.url.query,
-                message=request.query_params.get("message", ""),
+                query=urlencode([(k, v) for k, v in request.query_params.multi_items() if k not in FLASH]),
+                message=_message(state, viewer, request),
                 **context,
             )
             return HTMLResponse(body)
 
         async def export(request: Request, table: str, fmt: str) -> Response:
-            viewer = await viewer_of(state, request)
+            viewer = await viewer_of(state, request, throttle)
             if viewer is None:
                 return PlainTextResponse("Unauthorized", 401)
+            problem = query_problem(request.query_params.multi_items())
+            if problem is not None:
+                return PlainTextResponse(f"Bad Request: {problem}", 400)
             context = await build(state, viewer, _scope(state, viewer, request), request)
             found = find(context.get("tables", []), table)
             if found is None or fmt not in ("csv", "json"):
@@ -184,15 +209,14 @@ def build_router(state: DashboardState) -> APIRouter:
         page(name, build)
 
     async def memory_action(request: Request, action: str) -> Response:
-        viewer, refusal = await _checked_post(state, request)
+        viewer, refusal = await _checked_post(state, throttle, request)
         if viewer is None:
             return refusal
         form = await _form(request)
         repo = form.get("repo", "")
-        try:
-            finding_id = int(form.get("finding_id", ""))
-        except ValueError:
-            return PlainTextResponse("Bad Request: finding_id", 400)
+        if not REPO_NAME.fullmatch(repo) or not NUMBER.fullmatch(form.get("finding_id", "")):
+            return PlainTextResponse("Bad Request: repo must be owner/name and finding_id a number", 400)
+        finding_id = int(form["finding_id"])
         if not viewer.access.can_see(repo):
             return PlainTextResponse("Forbidden: you have no write access to that repository", 403)
         actor = viewer.access.login if not viewer.access.operator else "dashboard-operator"
@@ -218,7 +242,7 @@ def build_router(state: DashboardState) -> APIRouter:
                 actor=actor,
             )
         state.log.info(f"Dashboard {action}", repo=repo, finding_id=finding_id, actor=actor, done=result.done)
-        return RedirectResponse(f"{PREFIX}/memory?message={_quote(result.message)}", 303)
+        return RedirectResponse(f"{PREFIX}/memory?{_flash(state, viewer, result.message)}", 303)
 
     @router.post("/memory/forget")
     async def forget(request: Request) -> Response:
@@ -230,28 +254,39 @@ def build_router(state: DashboardState) -> APIRouter:
 
     @router.post("/jobs/retry")
     async def retry(request: Request) -> Response:
-        viewer, refusal = await _checked_post(state, request)
+        viewer, refusal = await _checked_post(state, throttle, request)
         if viewer is None:
             return refusal
         delivery = (await _form(request)).get("delivery_id", "")
+        if query_problem([("delivery_id", delivery)]) is not None:
+            return PlainTextResponse("Bad Request: delivery_id", 400)
         installation = await asyncio.to_thread(installation_of, state.sources.jobs, delivery)
         if installation is None or not viewer.access.can_see_installation(installation):
             return PlainTextResponse("Forbidden: no such delivery in your installations", 403)
         message = await asyncio.to_thread(retry_dead, state.jobs_target, state.pg_journal, delivery)
         state.log.info("Dashboard retry", delivery_id=delivery, actor=viewer.access.login)
-        return RedirectResponse(f"{PREFIX}/jobs?message={_quote(message)}", 303)
+        return RedirectResponse(f"{PREFIX}/jobs?{_flash(state, viewer, message)}", 303)
 
     return router
 
 
-def _quote(text: str) -> str:
-    return quote(text, safe="")
+def _flash(state: DashboardState, viewer: Viewer, message: str) -> str:
+    """The redirect's query string carrying an action's outcome, signed for the viewer's session."""
+    sid = viewer.session.sid if viewer.session else ""
+    return f"message={quote(message, safe='')}&sig={state.signer.message_sig(sid, message)}"
+
+
+def _message(state: DashboardState, viewer: Viewer, request: Request) -> str:
+    """The outcome to show: only a message this dashboard signed for this session (not a link's text)."""
+    message = request.query_params.get("message", "")
+    sid = viewer.session.sid if viewer.session else ""
+    return message if state.signer.message_ok(sid, message, request.query_params.get("sig")) else ""
 
 
 def _scope(state: DashboardState, viewer: Viewer, request: Request) -> Scope:
     scope = scope_for(
         viewer.access,
-        repo=request.query_params.get("repo") or None,
+        repo=request.query_params.get("repo", "").strip() or None,
         range_key=request.query_params.get("range"),
         now=datetime.now(UTC),
     )
@@ -264,9 +299,11 @@ def _scope(state: DashboardState, viewer: Viewer, request: Request) -> Scope:
     return narrow_to_installation(scope, viewer.access, int(installation), known)
 
 
-async def _checked_post(state: DashboardState, request: Request) -> tuple[Viewer | None, Response]:
+async def _checked_post(
+    state: DashboardState, throttle: GuessThrottle, request: Request
+) -> tuple[Viewer | None, Response]:
     """A POST's viewer when it is signed in and, for a cookie session, carries the session's CSRF token."""
-    viewer = await viewer_of(state, request)
+    viewer = await viewer_of(state, request, throttle)
     if viewer is None:
         return None, PlainTextResponse("Unauthorized", 401)
     if viewer.session is not None:

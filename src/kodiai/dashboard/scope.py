@@ -7,12 +7,19 @@ the installations those repositories belong to); the operator token sees everyth
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
+from kodiai.dashboard.tables import Table
+
 RANGES = {"1d": 1, "7d": 7, "30d": 30, "90d": 90}
 DEFAULT_RANGE = "30d"
+REPO_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}")
+NUMBER = re.compile(r"[0-9]{1,18}")
+"""An id or PR number: ASCII digits only (``int()`` also takes ``²``-like digits) that fit in 64 bits."""
+MAX_VALUE = 256
 
 
 @dataclass(frozen=True)
@@ -49,6 +56,44 @@ class Scope:
 
     def installation_sql(self, column: str = "installation_id") -> tuple[str, list[object]]:
         return _in_sql(column, self.installations)
+
+
+def query_problem(
+    pairs: Sequence[tuple[str, str]], numbers: Sequence[str] = ("installation", "pr")
+) -> str | None:
+    """What is wrong with a request's parameters (answered 400), or None. Bounded before any query: a NUL
+    byte (PostgreSQL refuses it in text), an over-long value, a repository that is no ``owner/name``, or a
+    number that is not plain digits of at most 18 (a 64-bit column overflows past that). ``pairs``: every
+    ``(name, value)``, repeated names included (the last one is the one used)."""
+    for name, value in pairs:
+        if "\0" in value or len(value) > MAX_VALUE:
+            return f"{name} is too long or holds a NUL byte"
+    params = dict(pairs)
+    repo = params.get("repo", "").strip()
+    if repo and not REPO_NAME.fullmatch(repo):
+        return "repo must be owner/name"
+    for name in numbers:
+        value = params.get(name, "").strip()
+        if value and not NUMBER.fullmatch(value):
+            return f"{name} must be a number"
+    return None
+
+
+def hide_unseen(table: Table, access: Access, repo_column: str, hidden: Sequence[str]) -> Table:
+    """``table`` with the ``hidden`` columns blanked, and the repository named only "another repository", in
+    rows whose ``repo_column`` the viewer may not see: a memory shared from another repository
+    (``knowledge.sharing``) is counted, not described."""
+    where = table.columns.index(repo_column)
+    blank = {table.columns.index(c) for c in hidden}
+    rows = [
+        row
+        if access.can_see(str(row[where]))
+        else tuple(
+            "another repository" if i == where else None if i in blank else v for i, v in enumerate(row)
+        )
+        for row in table.rows
+    ]
+    return replace(table, rows=rows)
 
 
 def _in_sql(column: str, values: tuple[object, ...] | None) -> tuple[str, list[object]]:

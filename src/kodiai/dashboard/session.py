@@ -173,6 +173,15 @@ class CookieSigner:
     def csrf_ok(self, sid: str, token: str | None) -> bool:
         return bool(token) and hmac.compare_digest(self.csrf_token(sid), str(token))
 
+    def message_sig(self, sid: str, message: str) -> str:
+        """The signature of an action's outcome put in the redirect's URL (``sid``: "" for a bearer request):
+        the page shows a message only with it, so a link cannot make the dashboard say the attacker's text."""
+        data = b"message\0" + sid.encode() + b"\0" + message.encode("utf-8", "replace")
+        return hmac.new(self._key, data, hashlib.sha256).hexdigest()
+
+    def message_ok(self, sid: str, message: str, sig: str | None) -> bool:
+        return bool(message) and bool(sig) and hmac.compare_digest(self.message_sig(sid, message), str(sig))
+
 
 def tokens_equal(given: str, expected: str) -> bool:
     """Constant-time comparison of the operator token."""

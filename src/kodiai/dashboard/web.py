@@ -6,8 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from kodiai.dashboard.auth import TooManyGuesses
 from kodiai.dashboard.options import ENABLE_HINT, DashboardOptions
 from kodiai.dashboard.routes import CSP, PREFIX, build_router
 from kodiai.dashboard.session import CookieSigner, SessionStore
@@ -27,7 +30,9 @@ SECURITY_HEADERS = [
 
 
 class DashboardHeaders:
-    """Adds the security headers to every response under ``/dashboard`` (pages, exports, errors)."""
+    """Adds the security headers to every response under ``/dashboard`` (pages, exports, errors). An
+    exception before the response started is answered here, 500 with the headers (the app's outer error
+    boundary, which logs it, would answer without them)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -38,8 +43,12 @@ class DashboardHeaders:
             await self.app(scope, receive, send)
             return
 
+        started = False
+
         async def with_headers(message: Message) -> None:
+            nonlocal started
             if message["type"] == "http.response.start":
+                started = True
                 names = {name for name, _ in SECURITY_HEADERS}
                 headers = [(k, v) for k, v in message.get("headers", []) if k.lower() not in names]
                 if path.startswith(PREFIX + "/static/"):
@@ -49,7 +58,19 @@ class DashboardHeaders:
                 message["headers"] = headers
             await send(message)
 
-        await self.app(scope, receive, with_headers)
+        try:
+            await self.app(scope, receive, with_headers)
+        except Exception:
+            if not started:
+                await PlainTextResponse("Internal Server Error", 500)(scope, receive, with_headers)
+            raise  # logged by the app's error boundary, which sees the response has started
+
+
+async def _too_many_guesses(_request: Request, exc: Exception) -> Response:
+    wait = exc.retry_after if isinstance(exc, TooManyGuesses) else 60
+    return PlainTextResponse(
+        "Too Many Requests: too many wrong operator tokens; try again later", 429, {"Retry-After": str(wait)}
+    )
 
 
 def mount(
@@ -87,6 +108,7 @@ def mount(
         embeddings=embeddings if memory is not None else None,
     )
     app.include_router(build_router(state))
+    app.add_exception_handler(TooManyGuesses, _too_many_guesses)
     app.add_middleware(DashboardHeaders)
     sign_in = ["GitHub" if options.github_sign_in else None, "operator token" if options.token else None]
     log.info("Dashboard enabled at /dashboard", sign_in=", ".join(s for s in sign_in if s))
