@@ -30,6 +30,7 @@ from kodiai.execution.tools.common import (
     ok,
     parse_args,
 )
+from kodiai.execution.tools.server_kit import pull_head_sha
 from kodiai.text.sanitizer import sanitize_outgoing_mentions
 
 SERVER_NAME = "github_inline_comment"
@@ -107,7 +108,7 @@ class InlineCommentServer:
             )
         pr = env.pr_number
         rest = env.rest()
-        pull = await rest.get(f"/pulls/{pr}")
+        head_sha = await pull_head_sha(rest, pr)
         body = sanitize_outgoing_mentions(params.body, env.bot_handles)
         if key:
             body = f"{body}\n\n{build_review_output_marker(key)}"
@@ -115,7 +116,7 @@ class InlineCommentServer:
             "body": body,
             "path": params.path,
             "side": params.side,
-            "commit_id": pull["head"]["sha"],
+            "commit_id": head_sha,
         }
         if params.start_line:
             payload["start_line"] = params.start_line
