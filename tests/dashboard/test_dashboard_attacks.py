@@ -11,15 +11,32 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from contextlib import closing
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
 from itsdangerous import URLSafeTimedSerializer
-from test_dashboard_http import OPERATOR_TOKEN, SESSION_KEY, Dash, _csrf, _replica, dash  # noqa: F401
+from pydantic import SecretStr
+from test_dashboard_http import (  # noqa: F401  (dash: the fixture)
+    OPERATOR_TOKEN,
+    SESSION_KEY,
+    Dash,
+    _csrf,
+    _options,
+    _replica,
+    dash,
+)
 
+from kodiai.learning.embeddings import NoopEmbeddingProvider
+from kodiai.server.app import create_app
+from kodiai.server.runtime import build_runtime
+from kodiai.server.stores import Stores
+from kodiai.storage.knowledge import KnowledgeStore
+from kodiai.storage.telemetry import TelemetryStore
 from support.db_backends import open_target
+from support.live_server import LiveServer, make_config, make_github
 from support.seed_dashboard import INSTALLATION
 
 HOSTILE_TITLE = '=HYPERLINK("http://evil.example")<script>alert(1)</script>'
@@ -358,3 +375,34 @@ def test_guessing_the_operator_token_is_throttled_per_client(site: Dash, tmp_pat
             "/dashboard/login", data={"token": "my-typo-of-the-token", "csrf": nonce.group(1)}
         )
         assert refused.status_code == 401 and "my-typo-of-the-token" not in refused.text
+
+
+def test_changing_the_operator_token_ends_the_operator_sessions_signed_in_with_the_old_one(
+    site: Dash, tmp_path: Path
+) -> None:
+    """A leaked operator token is rotated with ``DASHBOARD_SESSION_SECRET`` unchanged: the sessions signed in
+    with the old token stop working (a restarted app over the same database, with the new token)."""
+    with httpx.Client(base_url=site.url, timeout=10) as browser:
+        nonce = re.search(r'name="csrf" value="([^"]+)"', browser.get("/dashboard/login?operator=1").text)
+        assert nonce
+        browser.post("/dashboard/login", data={"token": OPERATOR_TOKEN, "csrf": nonce.group(1)})
+        cookie = browser.cookies.get("kodiai_dashboard")
+        assert cookie and browser.get("/dashboard/jobs").status_code == 200
+    stores = Stores(
+        TelemetryStore(site.tmp / "telemetry.db"),
+        KnowledgeStore(site.tmp / "knowledge.db"),
+        NoopEmbeddingProvider(),
+    )
+    runtime = build_runtime(
+        make_config(tmp_path, site.github_url), github=make_github(site.github), stores=stores
+    )
+    rotated = replace(_options(site.github_url), token=SecretStr("a-new-operator-token-0123456789abcdef"))
+    server = LiveServer(create_app(runtime, dashboard=rotated)).start()
+    try:
+        with httpx.Client(base_url=server.url, cookies={"kodiai_dashboard": cookie}, timeout=10) as old:
+            assert old.get("/dashboard/jobs").status_code == 303
+            assert old.get("/dashboard/jobs/export/jobs.json").status_code == 401
+    finally:
+        server.stop()
+    with httpx.Client(base_url=site.url, cookies={"kodiai_dashboard": cookie}, timeout=10) as same:
+        assert same.get("/dashboard/jobs").status_code == 200  # the unchanged app still accepts it

@@ -112,6 +112,8 @@ async def viewer_of(state: DashboardState, request: Request, throttle: GuessThro
     ):
         return None
     if session.operator:
+        if not state.signer.operator_ok(payload):  # signed in under an earlier DASHBOARD_TOKEN
+            return None
         return Viewer(Access(session.login, operator=True), session)
     fresh = 0 <= time.time() - session.access_at < state.options.access_cache_seconds
     if session.access is None or not fresh:

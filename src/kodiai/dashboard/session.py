@@ -136,14 +136,33 @@ class SessionStore:
 
 
 class CookieSigner:
-    def __init__(self, key: bytes, lifetime: int) -> None:
+    def __init__(self, key: bytes, lifetime: int, operator_token: str | None = None) -> None:
         self._key = key
         self._lifetime = lifetime
+        self._operator_tag = (
+            hmac.new(key, b"operator-token\0" + operator_token.encode(), hashlib.sha256).hexdigest()
+            if operator_token
+            else None
+        )
+        """A digest of ``DASHBOARD_TOKEN`` put in operator cookies: changing the token ends every operator
+        session, even when ``DASHBOARD_SESSION_SECRET`` (the signing key) stays the same."""
         self._session = URLSafeTimedSerializer(key, salt="kodiai-dashboard-session")
         self._state = URLSafeTimedSerializer(key, salt="kodiai-dashboard-oauth-state")
 
     def session_cookie(self, session: Session) -> str:
-        return self._session.dumps({"sid": session.sid, "login": session.login, "op": session.operator})
+        claims: dict[str, Any] = {"sid": session.sid, "login": session.login, "op": session.operator}
+        if session.operator and self._operator_tag is not None:
+            claims["tk"] = self._operator_tag
+        return self._session.dumps(claims)
+
+    def operator_ok(self, payload: dict[str, Any]) -> bool:
+        """Whether an operator cookie was issued under the current operator token (none set: never)."""
+        tag = payload.get("tk")
+        return (
+            self._operator_tag is not None
+            and isinstance(tag, str)
+            and hmac.compare_digest(tag, self._operator_tag)
+        )
 
     def read_session(self, value: str | None) -> dict[str, Any] | None:
         """The cookie's payload, or None when it is missing, forged, tampered with or expired."""

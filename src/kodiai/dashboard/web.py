@@ -94,7 +94,9 @@ def mount(
     knowledge_db = open_migrated(knowledge_target, "knowledge", lock="dashboard-sessions")
     state = DashboardState(
         options=options,
-        signer=CookieSigner(key, options.session_seconds),
+        signer=CookieSigner(
+            key, options.session_seconds, options.token.get_secret_value() if options.token else None
+        ),
         sessions=SessionStore(knowledge_db, key, options.session_seconds),
         sources=open_sources(telemetry, knowledge_target, jobs),
         templates=template_environment(),
