@@ -363,6 +363,7 @@ def test_guessing_the_operator_token_is_throttled_per_client(site: Dash, tmp_pat
             "/dashboard/jobs/export/jobs.json", headers={"Authorization": f"Bearer {OPERATOR_TOKEN}"}
         )
         assert right.status_code == 429 and int(right.headers["retry-after"]) > 0
+        assert "frame-ancestors 'none'" in right.headers["content-security-policy"]
         form = guesser.get("/dashboard/login?operator=1")
         nonce = re.search(r'name="csrf" value="([^"]+)"', form.text)
         assert nonce
