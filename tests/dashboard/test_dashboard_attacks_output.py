@@ -201,10 +201,13 @@ def test_without_sign_in_configured_every_dashboard_path_is_404(tmp_path: Path) 
             NoopEmbeddingProvider(),
         )
         runtime = build_runtime(make_config(tmp_path, fake.url), github=make_github(fake), stores=stores)
-        server = LiveServer(create_app(runtime, dashboard=DashboardOptions(api_url=fake.url))).start()
+        with structlog.testing.capture_logs() as logs:
+            app = create_app(runtime, dashboard=DashboardOptions(api_url=fake.url))
+        server = LiveServer(app).start()
         try:
             with httpx.Client(base_url=server.url, headers=BEARER, timeout=10) as client:
                 for path in (
+                    "/dashboard",
                     "/dashboard/",
                     "/dashboard/login?operator=1",
                     "/dashboard/callback?code=x&state=y",
@@ -223,6 +226,8 @@ def test_without_sign_in_configured_every_dashboard_path_is_404(tmp_path: Path) 
                     assert client.post(path, data={"csrf": "x"}).status_code == 404, path
         finally:
             server.stop()
+    hints = [e for e in logs if "DASHBOARD_TOKEN" in e["event"]]  # the log line says how to enable it
+    assert hints and "GITHUB_CLIENT_ID" in hints[0]["event"]
 
 
 def test_no_secret_reaches_the_logs(site: Dash, capfd: pytest.CaptureFixture[str]) -> None:

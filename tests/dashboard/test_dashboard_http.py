@@ -13,7 +13,6 @@ from typing import Any
 
 import httpx
 import pytest
-import structlog
 from itsdangerous import TimestampSigner, URLSafeTimedSerializer
 from pydantic import SecretStr
 
@@ -320,23 +319,3 @@ def test_operator_token_sees_everything_and_retries_a_dead_job(dash: Dash) -> No
         signed = browser.post("/dashboard/login", data={"token": OPERATOR_TOKEN, "csrf": nonce.group(1)})
         assert signed.status_code == 303
         assert "acme/web" in browser.get("/dashboard/overview?range=90d").text
-
-
-def test_dashboard_is_404_without_sign_in_configured(tmp_path: Path) -> None:
-    with FakeGitHub() as fake:
-        stores = Stores(
-            TelemetryStore(tmp_path / "telemetry.db"),
-            KnowledgeStore(tmp_path / "knowledge.db"),
-            NoopEmbeddingProvider(),
-        )
-        runtime = build_runtime(make_config(tmp_path, fake.url), github=make_github(fake), stores=stores)
-        with structlog.testing.capture_logs() as logs:
-            app = create_app(runtime, dashboard=DashboardOptions(api_url=fake.url))
-        server = LiveServer(app).start()
-        try:
-            for path in ("/dashboard", "/dashboard/login", "/dashboard/overview"):
-                assert httpx.get(server.url + path, timeout=10).status_code == 404
-        finally:
-            server.stop()
-    hints = [e for e in logs if "DASHBOARD_TOKEN" in e["event"]]
-    assert hints and "GITHUB_CLIENT_ID" in hints[0]["event"]
