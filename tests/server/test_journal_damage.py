@@ -18,13 +18,12 @@ import signal
 from collections.abc import Callable
 from pathlib import Path
 
-import httpx
 import pytest
 
 from server.issue_jobs import effects, opened_issue
 from support.fake_github import FakeGitHub
 from support.fake_github_pr import PrState
-from support.kodiai_process import KodiaiServe, listening_port, wait_until
+from support.kodiai_process import KodiaiServe, wait_until
 from support.sqlite_damage import DAMAGES, filled_journal
 
 pytestmark = pytest.mark.slow
@@ -38,8 +37,10 @@ def exits_with_one_fatal_line(server: KodiaiServe) -> str:
         def settled() -> bool:
             if proc.poll() is not None:
                 return True
-            port = listening_port(proc.pid)
-            return bool(port) and httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200
+            try:
+                return server.started()
+            except RuntimeError:  # exited since the poll above
+                return True
 
         wait_until(settled, 180, "the server to exit (or, wrongly, to serve)")
         assert proc.poll() is not None, "kodiai serve started on a damaged journal"

@@ -23,7 +23,7 @@ import psycopg
 from kodiai.jobs.journal_rows import Intake
 from kodiai.jobs.pg_journal import PgJobJournal
 from support.fake_github import FakeGitHub
-from support.kodiai_process import KodiaiServe, listening_port, wait_until
+from support.kodiai_process import KodiaiServe, wait_until
 
 QUEUE_ENV = {
     "WORKER_HEARTBEAT_SECONDS": "0.5",
@@ -165,15 +165,11 @@ def test_killed_workers_lose_attempts_until_dead(tmp_path: Path, fake: FakeGitHu
 
 def _start_together(workers: list[KodiaiServe], timeout: float = 120) -> None:
     for worker in workers:
+        worker.ready = (200,)  # started once /health is 200
         worker.spawn()
 
     def ready() -> bool:
-        for worker in workers:
-            if worker.port == 0 and worker.proc is not None:
-                port = listening_port(worker.proc.pid)
-                if port and httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).status_code == 200:
-                    worker.port = port
-        return all(w.port for w in workers)
+        return all([w.port != 0 or w.started() for w in workers])  # a list: each one looked at every time
 
     wait_until(ready, timeout, "the workers to start")
 

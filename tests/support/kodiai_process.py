@@ -37,6 +37,10 @@ from support.fake_github import FakeGitHub
 from support.live_server import SECRET
 
 E2E_SECRET = "e2e-webhook-secret"
+#: The TLS context of every request made here (all to http:// URLs, so it is never used): built once. Without
+#: it httpx builds one per call, loading the CA bundle (~60 ms of CPU), so each poll of ``/health`` or
+#: ``/readiness`` in a wait loop cost that much.
+TLS = httpx.create_ssl_context()
 SERVER_HANDLERS = Path(__file__).resolve().parents[1] / "server"  # test handler modules (--handlers)
 # Settings a developer's shell may hold that would leak into the child's configuration.
 _FOREIGN_ENV = ("GITHUB_", "HTTP_", "WEBHOOK_", "ANTHROPIC_", "CLAUDE_")
@@ -50,7 +54,11 @@ def listening_port(pid: int) -> int | None:
 
 def listening_sockets(pid: int) -> list[tuple[str, int]]:
     """(address, port) of each TCP socket ``pid`` listens on (its own sockets only), e.g.
-    ``("127.0.0.1", 3000)`` or ``("0.0.0.0", 3000)``; IPv6 addresses in their compressed form."""
+    ``("127.0.0.1", 3000)`` or ``("0.0.0.0", 3000)``; IPv6 addresses in their compressed form.
+
+    Polled while a server starts, so kept cheap: the socket tables (every socket of the network namespace,
+    hundreds of lines while the suite runs) are read only once the process has a socket, and only the
+    lines naming one of its sockets are split (parsing every line cost ~7 ms of CPU a poll)."""
     inodes = set()
     try:
         for fd in Path(f"/proc/{pid}/fd").iterdir():
@@ -60,17 +68,24 @@ def listening_sockets(pid: int) -> list[tuple[str, int]]:
                 continue
             if target.startswith("socket:["):
                 inodes.add(target[8:-1])
+        if not inodes:
+            return []
         tables = [Path(f"/proc/{pid}/net/tcp").read_text(), Path(f"/proc/{pid}/net/tcp6").read_text()]
     except OSError:
         return []
     found = []
     for table in tables:
-        for line in table.splitlines()[1:]:
+        for line in _lines_naming(table, inodes):
             fields = line.split()
             if len(fields) > 9 and fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
                 address, port = fields[1].rsplit(":", 1)
                 found.append((_proc_address(address), int(port, 16)))
     return found
+
+
+def _lines_naming(table: str, inodes: set[str]) -> list[str]:
+    """The lines of a /proc/net/tcp table that name one of ``inodes``."""
+    return [line for line in table.splitlines() if any(f" {inode} " in line for inode in inodes)]
 
 
 def _proc_address(hex_address: str) -> str:
@@ -148,6 +163,8 @@ class KodiaiServer:
         self._pump: threading.Thread | None = None
         self._log_read = 0  # bytes of the log already parsed into _log_entries
         self._log_entries: list[dict[str, Any]] = []
+        self._start_entries = 0  # log entries written before the current start
+        self._proc_looked = 0.0  # when bound_port last read /proc
 
     @property
     def url(self) -> str:
@@ -174,6 +191,8 @@ class KodiaiServer:
 
     def spawn(self) -> subprocess.Popen[bytes]:
         """Start the child without waiting for it (for tests that expect it to exit)."""
+        self._start_entries = len(self.log_lines())  # this start's lines come after these
+        self._proc_looked = 0.0
         with self.log_path.open("ab") as log:
             log.write(f"--- start {self.starts + 1} ---\n".encode())
         if self.pipe_output:
@@ -198,24 +217,49 @@ class KodiaiServer:
 
     def start(self, timeout: float = 180.0) -> Self:
         """Spawn and wait until ``/health`` answers one of ``ready`` (returns ``self``)."""
-        proc = self.spawn()
+        self.spawn()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                self.proc = None
-                self.wait_output()
-                raise RuntimeError(f"kodiai serve exited with {proc.returncode}:\n{self.log_text()[-3000:]}")
-            port = listening_port(proc.pid)
-            if port:
-                try:
-                    if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code in self.ready:
-                        self.port = port
-                        return self
-                except httpx.HTTPError:
-                    pass
+            if self.started():
+                return self
             time.sleep(0.05)
         self.stop(signal.SIGKILL)
         raise RuntimeError(f"kodiai serve did not start in {timeout} s:\n{self.log_text()[-3000:]}")
+
+    def started(self) -> bool:
+        """One look at the spawned child: ``True`` (and ``port`` set) once ``/health`` answers one of
+        ``ready``; raises ``RuntimeError`` with the log's tail when the child has exited."""
+        proc = self.proc
+        assert proc is not None, "spawn() first"
+        if proc.poll() is not None:
+            self.proc = None
+            self.wait_output()
+            raise RuntimeError(f"kodiai serve exited with {proc.returncode}:\n{self.log_text()[-3000:]}")
+        port = self.bound_port()
+        if not port:
+            return False
+        try:
+            answered = httpx.get(f"http://127.0.0.1:{port}/health", timeout=2, verify=TLS).status_code
+        except httpx.HTTPError:  # not listening yet
+            return False
+        if answered in self.ready:
+            self.port = port
+            return True
+        return False
+
+    def bound_port(self) -> int | None:
+        """The port this start of the child serves on, once known: from its "Kodiai server started" line
+        (logged just before it listens), else (a log level that hides that line) its listening socket
+        in /proc, looked up at most every 0.5 s: reading the socket tables costs ~10 ms of CPU, and the
+        wait loops poll every 20–50 ms."""
+        for entry in self.log_lines()[self._start_entries :]:
+            if entry.get("msg") == "Kodiai server started" and isinstance(entry.get("port"), int):
+                return int(entry["port"])
+        now = time.monotonic()
+        if self.proc is None or now - self._proc_looked < 0.5:
+            return None
+        self._proc_looked = now
+        return listening_port(self.proc.pid)
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int | None:
         """Signal the child and wait at most ``timeout`` (then SIGKILL); returns its exit code."""
@@ -264,13 +308,15 @@ class KodiaiServer:
             "X-Hub-Signature-256": sign(self.secret, body),
             "User-Agent": "GitHub-Hookshot/test",
         }
-        return httpx.post(f"{self.url}/webhooks/github", content=body, headers=headers, timeout=15)
+        return httpx.post(
+            f"{self.url}/webhooks/github", content=body, headers=headers, timeout=15, verify=TLS
+        )
 
     def get(self, path: str) -> httpx.Response:
-        return httpx.get(f"{self.url}{path}", timeout=10)
+        return httpx.get(f"{self.url}{path}", timeout=10, verify=TLS)
 
     def metrics(self) -> str:
-        return httpx.get(f"{self.url}/metrics", timeout=5).text
+        return httpx.get(f"{self.url}/metrics", timeout=5, verify=TLS).text
 
     def log_text(self) -> str:
         return self.log_path.read_text(encoding="utf-8", errors="replace") if self.log_path.exists() else ""

@@ -207,67 +207,70 @@ def build_runtime(
     if stale:
         log.info("Cleaned up stale workspaces from previous run", staleCount=stale)
 
+    secrets_ = (config.webhook_secret.get_secret_value(), previous)
+    journal: JobJournal | PgJobJournal
+    wire: Wiring
     if config.database_url is not None:
-        return _build_on_postgres(
-            config,
-            github=github,
-            slug=slug,
-            queue=queue,
-            workspaces=workspaces,
-            register_handlers=register_handlers,
-            metrics=metrics,
-            stores=stores,
-            secrets_=(config.webhook_secret.get_secret_value(), previous),
-            worker_options=worker_options,
-        )
-    journal = JobJournal.open(config.jobs_db_path)  # damaged, missing or swapped: JournalDamagedError
-    journal.start_writer(metrics)
+        journal, wire = _on_postgres(config, metrics, stores, secrets_, worker_options)
+    else:
+        journal, wire = _on_sqlite(config, queue, metrics, secrets_)
     router = EventRouter(BotFilter(slug, config.bot_allow_list))
+    pg_journal = None if isinstance(journal, JobJournal) else journal
     runtime = Runtime(
         config=config,
         metrics=metrics,
         router=router,
         queue=queue,
         github=github,
-        journal=journal,
+        journal=journal if isinstance(journal, JobJournal) else None,
         workspaces=workspaces,
         stores=stores,
+        pg_journal=pg_journal,
     )
     try:
         if register_handlers is not None:
             register_handlers(runtime)
-        runtime.dispatcher = DeliveryDispatcher(router, journal, metrics=metrics)
-        queue.on_job_start = runtime.dispatcher.job_starting  # attempts count when a job really starts
-        replay = runtime.dispatcher.prepare_replay()  # read now: an unreadable journal fails start-up here
-        if replay:
-            log.info("Unfinished deliveries found in the job journal", toReplay=replay)
-        runtime.ingress = WebhookIngress(
-            secret=config.webhook_secret.get_secret_value(),
-            previous_secret=previous,
-            router=router,
-            journal=journal,
-            dispatcher=runtime.dispatcher,
-            metrics=metrics,
-        )
+        wire(runtime)
     except BaseException:
-        journal.close()
+        journal.close()  # a refused start leaves no writer thread or open connection behind
         raise
+    if pg_journal is not None:
+        log.info("Job journal and queue on PostgreSQL", role=config.role, database=pg_journal.describe())
     return runtime
 
 
-def _build_on_postgres(
+Wiring = Callable[[Runtime], None]
+"""How deliveries reach jobs, set on a runtime once its handlers are registered."""
+
+
+def _on_sqlite(
+    config: ServerConfig, queue: JobQueue, metrics: Metrics, secrets_: tuple[str, str | None]
+) -> tuple[JobJournal, Wiring]:
+    """The SQLite journal and the in-process dispatcher (role ``all`` only): jobs run in this process, and
+    the unfinished deliveries of the last run are read for replay."""
+    journal = JobJournal.open(config.jobs_db_path)  # damaged, missing or swapped: JournalDamagedError
+    journal.start_writer(metrics)
+
+    def wire(runtime: Runtime) -> None:
+        runtime.dispatcher = DeliveryDispatcher(runtime.router, journal, metrics=metrics)
+        queue.on_job_start = runtime.dispatcher.job_starting  # attempts count when a job really starts
+        replay = runtime.dispatcher.prepare_replay()  # read now: an unreadable journal fails start-up here
+        if replay:
+            get_logger("kodiai.server").info(
+                "Unfinished deliveries found in the job journal", toReplay=replay
+            )
+        runtime.ingress = _ingress(runtime, journal, runtime.dispatcher, secrets_)
+
+    return journal, wire
+
+
+def _on_postgres(
     config: ServerConfig,
-    *,
-    github: GitHubApp,
-    slug: str,
-    queue: JobQueue,
-    workspaces: WorkspaceManager,
-    register_handlers: HandlerRegistrar | None,
     metrics: Metrics,
     stores: Stores | None,
     secrets_: tuple[str, str | None],
     worker_options: WorkerOptions | None,
-) -> Runtime:
+) -> tuple[PgJobJournal, Wiring]:
     """The journal, dedup and queue on PostgreSQL: a web role journals and defers (no job runs in it), a
     worker role runs the queue's jobs, ``all`` does both. Handlers are registered in every role: the web
     role needs them to tell deliveries with work from the rest."""
@@ -277,47 +280,39 @@ def _build_on_postgres(
     assert config.database_url is not None
     url = config.database_url.get_secret_value()
     journal = PgJobJournal.open(url)
-    router = EventRouter(BotFilter(slug, config.bot_allow_list))
-    runtime = Runtime(
-        config=config,
-        metrics=metrics,
-        router=router,
-        queue=queue,
-        github=github,
-        workspaces=workspaces,
-        stores=stores,
-        pg_journal=journal,
-    )
-    try:
-        if register_handlers is not None:
-            register_handlers(runtime)
-        if config.runs_ingress:
-            secret, previous = secrets_
-            runtime.ingress = WebhookIngress(
-                secret=secret,
-                previous_secret=previous,
-                router=router,
-                journal=journal,
-                dispatcher=None,  # the queue's workers run the jobs
-                metrics=metrics,
-            )
+
+    def wire(runtime: Runtime) -> None:
+        if config.runs_ingress:  # the queue's workers run the jobs: no dispatcher here
+            runtime.ingress = _ingress(runtime, journal, None, secrets_)
         if config.runs_jobs:
             runtime.worker = PgWorker(
                 url,
                 journal,
-                router,
+                runtime.router,
                 options=worker_options,
                 metrics=metrics,
                 memory_store=stores.memory if stores is not None else None,
                 governance=_governance(url, stores),
             )
-    except BaseException:
-        journal.close()
-        raise
-    get_logger("kodiai.server").info(
-        "Job journal and queue on PostgreSQL", role=config.role, database=journal.describe()
+
+    return journal, wire
+
+
+def _ingress(
+    runtime: Runtime,
+    journal: JobJournal | PgJobJournal,
+    dispatcher: DeliveryDispatcher | None,
+    secrets_: tuple[str, str | None],
+) -> WebhookIngress:
+    secret, previous = secrets_
+    return WebhookIngress(
+        secret=secret,
+        previous_secret=previous,
+        router=runtime.router,
+        journal=journal,
+        dispatcher=dispatcher,
+        metrics=runtime.metrics,
     )
-    return runtime
 
 
 def _governance(url: str, stores: Stores | None) -> Callable[[], object] | None:
