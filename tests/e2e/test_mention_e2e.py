@@ -9,7 +9,6 @@ import re
 import signal
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,7 +24,9 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    with make_stack(tmp_path_factory.mktemp("mention")) as built:
+    """One server for the module (its restarts included); learned memory off: no mention here retrieves or
+    learns, and the memory store and the local model cost each start seconds of CPU."""
+    with make_stack(tmp_path_factory.mktemp("mention"), EMBEDDING_PROVIDER="none") as built:
         yield built
 
 
@@ -273,34 +274,39 @@ def test_thread_replies_and_the_turn_limit_survive_a_restart(stack: Stack) -> No
     assert len(stack.model.main_requests) == requests_before  # the model was not asked
 
 
-def test_apply_replayed_after_kill_9_pushes_one_commit(tmp_path: Path) -> None:
+def test_apply_replayed_after_kill_9_pushes_one_commit(stack: Stack) -> None:
     """The server dies while the model is working on an ``apply:``; the restarted server replays the
     delivery from the job journal, takes its own write key back (no "already in progress" for 30 minutes)
-    and pushes exactly one commit."""
-    with make_stack(tmp_path) as stack:
-        branch = same_repo_pr(stack, 24)
-        before = len(branch_log(stack, branch))
-        working = threading.Event()
-        release = threading.Event()
+    and pushes exactly one commit. (Last in the module: it kills the module's server, then restarts it.)"""
+    branch = same_repo_pr(stack, 24)
+    before = len(branch_log(stack, branch))
+    working = threading.Event()
+    release = threading.Event()
 
-        def slow_second_turn(_request: MainRequest) -> Any:
-            working.set()
-            release.wait(60)
-            return Text("Added.")
+    def slow_second_turn(_request: MainRequest) -> Any:
+        working.set()
+        release.wait(60)
+        return Text("Added.")
 
-        stack.plan.turns[-1] = [write_file("src/replayed.py", "z = 3\n"), slow_second_turn]
-        payload = comment_payload(24, "@kodiai apply: add src/replayed.py")
-        assert stack.server.deliver(payload, event="issue_comment", delivery="apply-24").status_code == 200
-        assert working.wait(120)
-        stack.server.stop(signal.SIGKILL)
-        stack.plan.turns[-1] = [write_file("src/replayed.py", "z = 3\n"), Text("Added.")]
-        release.set()
+    stack.plan.turns[-1] = [write_file("src/replayed.py", "z = 3\n"), slow_second_turn]
+    payload = comment_payload(24, "@kodiai apply: add src/replayed.py")
+    assert stack.server.deliver(payload, event="issue_comment", delivery="apply-24").status_code == 200
+    assert working.wait(120)
+    stack.server.stop(signal.SIGKILL)
+    stack.plan.turns[-1] = [write_file("src/replayed.py", "z = 3\n"), Text("Added.")]
+    release.set()
 
-        stack.server.start()
-        replayed = stack.server.wait_for_log("Replaying unfinished delivery from job journal")
-        assert replayed[0]["deliveryId"] == "apply-24"
-        stack.server.wait_for_log("Job execution completed", jobType="mention", prNumber=24)
-        log = branch_log(stack, branch)
-        assert len(log) == before + 1 and "kodiai-write-output-key:" in log[0]
-        assert not [c for c in stack.comments(24) if "already in progress" in c["body"]]
-        assert [c for c in stack.comments(24) if "Updated PR:" in c["body"]]
+    earlier = len(stack.server.log_lines())  # the lines of the earlier starts
+    stack.server.start()
+    stack.server.wait_for_log("Replaying unfinished delivery from job journal")
+    replayed = [
+        e
+        for e in stack.server.log_lines()[earlier:]
+        if e.get("msg") == "Replaying unfinished delivery from job journal"
+    ]
+    assert [e["deliveryId"] for e in replayed] == ["apply-24"]
+    stack.server.wait_for_log("Job execution completed", jobType="mention", prNumber=24)
+    log = branch_log(stack, branch)
+    assert len(log) == before + 1 and "kodiai-write-output-key:" in log[0]
+    assert not [c for c in stack.comments(24) if "already in progress" in c["body"]]
+    assert [c for c in stack.comments(24) if "Updated PR:" in c["body"]]

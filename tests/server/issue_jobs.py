@@ -11,9 +11,13 @@ from support.fake_github_pr import PrState
 OWNER, NAME = REPO.split("/")
 
 
-def opened_issue(number: int) -> bytes:
-    """An ``issues.opened`` body for issue ``number`` of installation 1."""
-    return json.dumps({"action": "opened", "installation": {"id": 1}, "issue": {"number": number}}).encode()
+def opened_issue(number: int, *, store: str | None = None) -> bytes:
+    """An ``issues.opened`` body for issue ``number`` of installation 1; ``store``: the store the
+    ``store_handlers`` job writes to (else the server's ``KODIAI_TEST_STORE``)."""
+    payload: dict[str, object] = {"action": "opened", "installation": {"id": 1}, "issue": {"number": number}}
+    if store is not None:
+        payload["kodiai_test_store"] = store
+    return json.dumps(payload).encode()
 
 
 def effects(state: PrState, number: int, delivery: str) -> int:

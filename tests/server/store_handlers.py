@@ -6,8 +6,9 @@ An ``issues.opened`` delivery gets one job on the real lanes shaped like the end
 1. the storm handlers' GitHub effect (``storm_handlers.post_once``): read the issue's comments on the fake
    GitHub and post a comment with this delivery's marker unless it is there already (as the review
    handler looks for its output marker), so a replay never repeats it;
-2. write to the store named by ``KODIAI_TEST_STORE`` (``knowledge``: a ``reviews`` row; ``telemetry``: an
-   ``executions`` row; ``memory``: one learned memory with a unit vector) through the server's own store
+2. write to the store named by the payload's ``kodiai_test_store``, else by ``KODIAI_TEST_STORE``
+   (``knowledge``: a ``reviews`` row; ``telemetry``: an ``executions`` row; ``memory``: one learned
+   memory with a unit vector) through the server's own store
    object, wrapped in the project's :func:`~kodiai.handler_kit.fail_open.fail_open` exactly as
    ``kodiai.review.record`` wraps its writes;
 3. append ``wrote <delivery>`` or ``lost <delivery>`` to ``KODIAI_TEST_RECORD_FILE`` (fsync'd).
@@ -40,13 +41,13 @@ OWNER = REPO.split("/")[0]
 
 
 def register(runtime: Runtime) -> None:
-    store_name = os.environ["KODIAI_TEST_STORE"]
+    default_store = os.environ.get("KODIAI_TEST_STORE", "")
     record = Path(os.environ["KODIAI_TEST_RECORD_FILE"])
     stores = runtime.stores
     assert runtime.github is not None and stores is not None
     log = get_logger("kodiai.test.store_handlers")
 
-    def write(delivery: str, number: int) -> bool:
+    def write(store_name: str, delivery: str, number: int) -> bool:
         """One write of the kind a review records at its end, through the server's store."""
         if store_name == "knowledge":
             stores.knowledge.record_review(
@@ -90,13 +91,14 @@ def register(runtime: Runtime) -> None:
 
     async def handle(event: WebhookEvent) -> None:
         number = int(event.payload["issue"]["number"])
+        store_name = str(event.payload.get("kodiai_test_store") or default_store)
 
         async def job() -> None:
             await post_once(runtime, event)
             wrote = await fail_open(
                 log,
                 f"{store_name}-store",
-                lambda: asyncio.to_thread(write, event.id, number),
+                lambda: asyncio.to_thread(write, store_name, event.id, number),
                 False,
                 f"Test {store_name} store write failed (fail-open)",
             )

@@ -29,6 +29,9 @@ from kodiai.server.runtime import Runtime
 from kodiai.webhook.events import WebhookEvent
 
 REPO = "acme/widgets"
+#: One TLS context for every job's client (the fake GitHub is plain http): httpx otherwise loads the CA
+#: bundle for each client, ~60 ms of the server's CPU per job.
+TLS = httpx.create_ssl_context()
 
 
 def marker(delivery: str) -> str:
@@ -50,7 +53,7 @@ async def post_once(runtime: Runtime, event: WebhookEvent, pause: float = 0.0) -
     number = int(event.payload["issue"]["number"])
     token = await asyncio.to_thread(github.installation_token, event.installation_id)
     url = f"{runtime.config.github_api_url}/repos/{REPO}/issues/{number}/comments"
-    async with httpx.AsyncClient(timeout=10, headers={"Authorization": f"token {token}"}) as http:
+    async with httpx.AsyncClient(timeout=10, headers={"Authorization": f"token {token}"}, verify=TLS) as http:
         comments = (await http.get(url, params={"per_page": 100})).json()
         done = any(marker(event.id) in c["body"] for c in comments)
         if pause:

@@ -2,9 +2,11 @@
 test_full_disk.py): every acknowledged delivery still completes once, and the server says a store cannot
 write.
 
-Only the store under test lives on a 4 MiB tmpfs the test mounts (runs as root here; elsewhere the test is
-skipped: a file-size limit would hit the journal too, and that is test_full_disk.py's case). Each job posts
-its GitHub effect and then writes to that store fail-open, as a review does (tests/server/store_handlers.py).
+Each store lives on a 4 MiB tmpfs of its own that the module mounts (runs as root here; elsewhere the tests
+are skipped: a file-size limit would hit the journal too, and that is test_full_disk.py's case). Each job
+posts its GitHub effect and then writes fail-open to the store its delivery names, as a review does
+(tests/server/store_handlers.py). One server serves the three cases in turn (each fills and frees only its
+own store's disk), then one restart checks that nothing runs a second time: each start costs seconds of CPU.
 
 While the disk is full the writes fail and are logged, the jobs still finish (``done`` in the journal, the
 effect posted once), ``/readiness`` is 503 naming the store, ``/health`` stays 200, and
@@ -22,6 +24,8 @@ import re
 import signal
 import sqlite3
 from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -43,12 +47,6 @@ STORES: dict[str, tuple[int, str, str, dict[str, str]]] = {
     # the local model gives the server a memory store; the test's writes bring their own vectors
     "memory": (7200, "LEARNING_MEMORY_URI", "memory.lance", {"EMBEDDING_PROVIDER": "local"}),
 }
-
-
-@pytest.fixture
-def disk(tmp_path: Path) -> Iterator[TmpfsDisk]:
-    with mounted_tmpfs(tmp_path) as made:
-        yield made
 
 
 def runs_of(fake: FakeGitHub, number: int) -> int:
@@ -81,81 +79,129 @@ def sqlite_rows(db: Path, table: str) -> set[str]:
         conn.close()
 
 
-@pytest.mark.parametrize("store", list(STORES))
-def test_full_store_disk_completes_every_job_once_and_reports_not_ready(
-    tmp_path: Path, github: tuple[FakeGitHub, PrState], disk: TmpfsDisk, store: str
-) -> None:
+@dataclass
+class Site:
+    """The module's server, each store's disk, and every delivery a case sent (delivery → issue number)."""
+
+    server: KodiaiServe
+    fake: FakeGitHub
+    state: PrState
+    disks: dict[str, TmpfsDisk]
+    record: Path
+    sent: dict[str, int] = field(default_factory=dict)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory, github: tuple[FakeGitHub, PrState]) -> Iterator[Site]:
     fake, state = github
-    base, setting, name, extra = STORES[store]
-    record = tmp_path / "record.txt"
-    server = KodiaiServe(
-        tmp_path,
-        fake,
-        handlers="store_handlers:register",
-        KODIAI_TEST_STORE=store,
-        KODIAI_TEST_RECORD_FILE=str(record),
-        **{setting: str(disk.where / name)},
-        **extra,
-    )
+    tmp = tmp_path_factory.mktemp("full-store-disks")
+    with ExitStack() as stack:
+        disks = {}
+        for store in STORES:
+            (tmp / store).mkdir()
+            disks[store] = stack.enter_context(mounted_tmpfs(tmp / store))
+        record = tmp / "record.txt"
+        settings = {
+            setting: str(disks[store].where / name) for store, (_, setting, name, _) in STORES.items()
+        }
+        extra = {k: v for (_, _, _, more) in STORES.values() for k, v in more.items()}
+        server = KodiaiServe(
+            tmp,
+            fake,
+            handlers="store_handlers:register",
+            KODIAI_TEST_RECORD_FILE=str(record),
+            **settings,
+            **extra,
+        )
+        server.start()
+        try:
+            yield Site(server, fake, state, disks, record)
+        finally:
+            with contextlib.suppress(AssertionError):
+                server.stop(signal.SIGTERM)
+
+
+@pytest.mark.parametrize("store", list(STORES))
+def test_full_store_disk_completes_every_job_once_and_reports_not_ready(site: Site, store: str) -> None:
+    server, fake, state, disk, record = site.server, site.fake, site.state, site.disks[store], site.record
+    base, _setting, name, _extra = STORES[store]
     deliveries = {f"before-{base}": base}
     deliveries.update({f"during-{base + i}": base + i for i in range(1, DURING + 1)})
-    after, sentinel = f"after-{base + 50}", f"sentinel-{base + 99}"
-    server.start()
-    try:
-        assert server.deliver(opened_issue(base), f"before-{base}").status_code == 200
-        wait_until(lambda: f"before-{base}" in outcomes(record), 60, "the first job", server)
-        assert outcomes(record)[f"before-{base}"] == "wrote"
-        assert server.get("/readiness").status_code == 200
-        if store != "memory":  # the store's next write must need new space, not WAL space it already has
-            truncate_wal(disk.where / name)
-        assert server.proc is not None
-        disk.fill(server.proc.pid)
+    after = f"after-{base + 50}"
+    mine = {**deliveries, after: base + 50}
+    site.sent.update(mine)
 
-        for delivery, number in deliveries.items():  # the journal is elsewhere: every one is acknowledged
-            if delivery.startswith("during-"):
-                assert server.deliver(opened_issue(number), delivery).status_code == 200
-        wait_until(lambda: len(outcomes(record)) == 1 + DURING, 60, "the jobs on a full disk", server)
-        assert {d: k for d, k in outcomes(record).items() if d.startswith("during-")} == {
-            d: "lost" for d in deliveries if d.startswith("during-")
-        }
-        wait_until(
-            lambda: set(deliveries) <= {d for d, s in server.statuses().items() if s == "done"},
-            30,
-            "done in the journal",
-            server,
-        )
-        ready = server.get("/readiness")
-        assert ready.status_code == 503, ready.text
-        assert ready.json()["reason"].startswith(f"{store} store cannot write: ")
-        assert server.get("/health").status_code == 200  # a restart would not free any space
-        assert failures(server.get("/metrics").text, store).get("no_space", 0) >= DURING
+    def deliver(number: int, delivery: str) -> None:
+        assert server.deliver(opened_issue(number, store=store), delivery).status_code == 200
 
-        disk.free(server.proc.pid)
-        wait_until(lambda: server.get("/readiness").status_code == 200, 30, "ready again", server)
-        assert server.deliver(opened_issue(base + 50), after).status_code == 200
-        wait_until(lambda: server.statuses().get(after) == "done", 60, "the job after space returned", server)
-        assert outcomes(record)[after] == "wrote"
-        if store != "memory":
-            table = "reviews" if store == "knowledge" else "executions"
-            assert sqlite_rows(disk.where / name, table) == {f"before-{base}", after}
+    deliver(base, f"before-{base}")
+    wait_until(lambda: f"before-{base}" in outcomes(record), 60, "the first job", server)
+    assert outcomes(record)[f"before-{base}"] == "wrote"
+    assert server.get("/readiness").status_code == 200
+    if store != "memory":  # the store's next write must need new space, not WAL space it already has
+        truncate_wal(disk.where / name)
+    assert server.proc is not None
+    disk.fill(server.proc.pid)
 
-        server.stop(signal.SIGTERM)
-        server.start()  # the lane is FIFO and replays go first: once the sentinel ran, any replay ran too
-        assert server.deliver(opened_issue(base + 99), sentinel).status_code == 200
-        wait_until(lambda: server.statuses().get(sentinel) == "done", 60, "the sentinel", server)
-    finally:
-        with contextlib.suppress(AssertionError):
-            server.stop(signal.SIGTERM)
-    everything = {**deliveries, after: base + 50, sentinel: base + 99}
-    assert {d: runs_of(fake, n) for d, n in everything.items()} == dict.fromkeys(everything, 1)
-    assert {d: effects(state, n, d) for d, n in everything.items()} == dict.fromkeys(everything, 1)
-    assert server.statuses() == dict.fromkeys(everything, "done")
-    logs = server.log_lines()
-    assert [e["msg"] for e in logs if e.get("msg") == "Replaying unfinished delivery from job journal"] == []
+    for delivery, number in deliveries.items():  # the journal is elsewhere: every one is acknowledged
+        if delivery.startswith("during-"):
+            deliver(number, delivery)
+    wait_until(
+        lambda: len({d for d in outcomes(record) if d in deliveries}) == 1 + DURING,
+        60,
+        "the jobs on a full disk",
+        server,
+    )
+    assert {d: k for d, k in outcomes(record).items() if d.startswith("during-") and d in deliveries} == {
+        d: "lost" for d in deliveries if d.startswith("during-")
+    }
+    wait_until(
+        lambda: set(deliveries) <= {d for d, s in server.statuses().items() if s == "done"},
+        30,
+        "done in the journal",
+        server,
+    )
+    ready = server.get("/readiness")
+    assert ready.status_code == 503, ready.text
+    assert ready.json()["reason"].startswith(f"{store} store cannot write: ")
+    assert server.get("/health").status_code == 200  # a restart would not free any space
+    assert failures(server.get("/metrics").text, store).get("no_space", 0) >= DURING
+
+    disk.free(server.proc.pid)
+    wait_until(lambda: server.get("/readiness").status_code == 200, 30, "ready again", server)
+    deliver(base + 50, after)
+    wait_until(lambda: server.statuses().get(after) == "done", 60, "the job after space returned", server)
+    assert outcomes(record)[after] == "wrote"
+    if store != "memory":
+        table = "reviews" if store == "knowledge" else "executions"
+        assert sqlite_rows(disk.where / name, table) == {f"before-{base}", after}
+
+    assert {d: runs_of(fake, n) for d, n in mine.items()} == dict.fromkeys(mine, 1)
+    assert {d: effects(state, n, d) for d, n in mine.items()} == dict.fromkeys(mine, 1)
     changes = [
-        e["msg"] for e in logs if e.get("store") == store and str(e.get("msg", "")).startswith("Store ")
+        e["msg"]
+        for e in server.log_lines()
+        if e.get("store") == store and str(e.get("msg", "")).startswith("Store ")
     ]
     assert changes == [  # one line per change of state, not one per failed write
         "Store cannot write; not ready until a probe write lands (its fail-open writes are lost)",
         "Store writes landing again; ready",
     ]
+
+
+def test_after_a_restart_no_job_runs_a_second_time(site: Site) -> None:
+    """The cases above left every delivery done; a restart replays none of them (the lane is FIFO and
+    replays go first: once the sentinel ran, any replay ran too)."""
+    server, fake, state = site.server, site.fake, site.state
+    sentinel, number = "sentinel-7399", 7399
+    server.stop(signal.SIGTERM)
+    server.start()
+    assert server.deliver(opened_issue(number, store="knowledge"), sentinel).status_code == 200
+    wait_until(lambda: server.statuses().get(sentinel) == "done", 60, "the sentinel", server)
+    server.stop(signal.SIGTERM)
+    everything = {**site.sent, sentinel: number}
+    assert {d: runs_of(fake, n) for d, n in everything.items()} == dict.fromkeys(everything, 1)
+    assert {d: effects(state, n, d) for d, n in everything.items()} == dict.fromkeys(everything, 1)
+    assert server.statuses() == dict.fromkeys(everything, "done")
+    logs = server.log_lines()
+    assert [e["msg"] for e in logs if e.get("msg") == "Replaying unfinished delivery from job journal"] == []
