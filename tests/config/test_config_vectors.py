@@ -11,7 +11,7 @@ from kodiai.compat.js_yaml import load_yaml
 from kodiai.config import RepoConfigError, parse_repo_config
 from kodiai.config.guarded import GUARDS, Guard
 from kodiai.config.loader import RepoConfigResult
-from support.vectors import assert_matches, cases, ids
+from support.vectors import assert_matches, cases, check_rows
 
 ROWS = cases("config.jsonl", "parse_repo_config")
 
@@ -80,8 +80,11 @@ def _expected_config(row: dict[str, Any], result: RepoConfigResult) -> dict[str,
     return expected
 
 
-@pytest.mark.parametrize("row", ROWS, ids=ids(ROWS))
-def test_parse_repo_config_vector(row: dict[str, Any]) -> None:
+def test_parse_repo_config_vector() -> None:
+    check_rows(ROWS, _check)
+
+
+def _check(row: dict[str, Any]) -> None:
     expected = row["expected"]
     if expected.get("error"):
         with pytest.raises(RepoConfigError, match="YAML parse error"):

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
-
 from kodiai.review.diff_analysis import classify_file_language
-from support.vectors import cases, ids
+from support.vectors import cases, check_rows
 
 ROWS = cases("functions.jsonl", "classify_file_language")
 
@@ -14,6 +12,8 @@ def test_row_count() -> None:
     assert len(ROWS) == 300
 
 
-@pytest.mark.parametrize("row", ROWS, ids=ids(ROWS))
-def test_classify_file_language(row: dict) -> None:
-    assert classify_file_language(row["args"]["path"]) == row["expected"]
+def test_classify_file_language() -> None:
+    def check(row: dict) -> None:
+        assert classify_file_language(row["args"]["path"]) == row["expected"]
+
+    check_rows(ROWS, check)

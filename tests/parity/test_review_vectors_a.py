@@ -10,7 +10,16 @@ from typing import Any
 
 import pytest
 
-from support.vectors import assert_matches, cases, dump, float_for_int, ids, snake_keys
+from support.vectors import (
+    assert_matches,
+    cases,
+    check_rows,
+    dump,
+    float_for_int,
+    functions,
+    rows_of,
+    snake_keys,
+)
 
 DIFF = "kodiai.review.diff_analysis"
 RISK = "kodiai.review.file_risk"
@@ -146,8 +155,12 @@ def test_every_row_of_every_function_is_collected() -> None:
     assert counts == EXPECTED_COUNTS
 
 
-@pytest.mark.parametrize("row", ROWS, ids=ids(ROWS))
-def test_review_vector(row: dict) -> None:
+@pytest.mark.parametrize("fn", functions(ROWS))
+def test_review_vector(fn: str) -> None:
+    check_rows(rows_of(ROWS, fn), _check)
+
+
+def _check(row: dict) -> None:
     module, keep_args, keep_expected, build = SPECS[row["fn"]]
     func = getattr(importlib.import_module(module), row["fn"])
     kwargs = build(snake_keys(row["args"], keep_args))
@@ -178,9 +191,13 @@ MODEL_ARGS = frozenset(
 DICT_ROWS = [r for r in ROWS if r["fn"] in MODEL_ARGS]
 
 
-@pytest.mark.parametrize("row", DICT_ROWS, ids=ids(DICT_ROWS))
-def test_review_vector_with_plain_dicts(row: dict) -> None:
+@pytest.mark.parametrize("fn", functions(DICT_ROWS))
+def test_review_vector_with_plain_dicts(fn: str) -> None:
     """README §1.3: every function also accepts a plain snake_case dict where a model is expected."""
+    check_rows(rows_of(DICT_ROWS, fn), _check_plain_dicts)
+
+
+def _check_plain_dicts(row: dict) -> None:
     module, keep_args, keep_expected, _ = SPECS[row["fn"]]
     func = getattr(importlib.import_module(module), row["fn"])
     kwargs = snake_keys(row["args"], keep_args)

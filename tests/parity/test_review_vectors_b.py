@@ -11,7 +11,17 @@ from typing import Any
 import pytest
 
 from kodiai.review.findings import fingerprint_finding_title
-from support.vectors import assert_matches, cases, dump, float_for_int, ids, local_cases, snake_keys
+from support.vectors import (
+    assert_matches,
+    cases,
+    check_rows,
+    dump,
+    float_for_int,
+    functions,
+    local_cases,
+    rows_of,
+    snake_keys,
+)
 
 
 class VectorError(Exception):
@@ -218,23 +228,23 @@ def _check(row: dict) -> None:
     assert float_for_int(dump(result), snake_keys(expected)) is None
 
 
-@pytest.mark.parametrize("row", ROWS, ids=ids(ROWS))
-def test_review_vector(row: dict) -> None:
+@pytest.mark.parametrize("fn", functions(ROWS))
+def test_review_vector(fn: str) -> None:
     """Every row, with the models of README §1a built from the arguments."""
-    _check(row)
+    check_rows(rows_of(ROWS, fn), _check)
 
 
-@pytest.mark.parametrize("row", LOCAL_ROWS, ids=ids(LOCAL_ROWS))
-def test_project_review_vector(row: dict) -> None:
+@pytest.mark.parametrize("fn", functions(LOCAL_ROWS))
+def test_project_review_vector(fn: str) -> None:
     """The project's own rows (tests/parity/vectors/review_extra.jsonl), run like the shared ones."""
-    _check(row)
+    check_rows(rows_of(LOCAL_ROWS, fn), _check)
 
 
-@pytest.mark.parametrize("row", ROWS, ids=ids(ROWS))
-def test_review_vector_with_plain_dicts(row: dict) -> None:
+@pytest.mark.parametrize("fn", functions(ROWS))
+def test_review_vector_with_plain_dicts(fn: str) -> None:
     """Every row again, passing plain snake_case dicts wherever a model is expected (README §1.3)."""
     token = _AS_MODELS.set(False)
     try:
-        _check(row)
+        check_rows(rows_of(ROWS, fn), _check)
     finally:
         _AS_MODELS.reset(token)

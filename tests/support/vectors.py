@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from pydantic import BaseModel
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
@@ -67,6 +68,35 @@ def local_cases(file: str) -> list[dict[str, Any]]:
 
 def ids(rows: list[dict[str, Any]]) -> list[str]:
     return [f"{r['fn']}:{r['id']}" for r in rows]
+
+
+def functions(rows: list[dict[str, Any]]) -> list[str]:
+    """The functions ``rows`` cover, in first-row order (a test per function: ``check_rows`` its rows)."""
+    return list(dict.fromkeys(r["fn"] for r in rows))
+
+
+def rows_of(rows: list[dict[str, Any]], fn: str) -> list[dict[str, Any]]:
+    return [r for r in rows if r["fn"] == fn]
+
+
+def check_rows(rows: list[dict[str, Any]], check: Callable[[dict[str, Any]], None], shown: int = 20) -> None:
+    """Run ``check`` on every row and fail once, naming each failing row (``fn:id``) and why.
+
+    A test per function rather than per row: each of the ~9,000 one-row tests cost ~6 ms of pytest and
+    xdist bookkeeping (setup, report, the controller's scheduling), more than most checks themselves.
+    Every row is still checked, a failing row does not hide the next, and the message names each."""
+    assert rows, "no rows"
+    failures = []
+    for row in rows:
+        try:
+            check(row)
+        except (Exception, pytest.fail.Exception) as exc:  # an assertion, pytest.raises' DID NOT RAISE or
+            # an error of the function: each is the row's failure
+            failures.append(f"{row['fn']}:{row['id']}: {type(exc).__name__}: {exc}")
+    listed = "\n".join(failures[:shown]) + (
+        f"\n... and {len(failures) - shown} more" if len(failures) > shown else ""
+    )
+    assert not failures, f"{len(failures)} of {len(rows)} rows fail:\n{listed}"
 
 
 def dump(value: Any) -> Any:
