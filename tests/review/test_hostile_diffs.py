@@ -19,6 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from kodiai.github.workspace import Workspace
 from kodiai.review import diff_collect as diff_module
 from kodiai.review.diff_analysis import count_hunks, parse_numstat_per_file
@@ -171,11 +173,15 @@ async def test_total_diff_cap_stops_git_and_file_cap_truncates_the_list(tmp_path
 
 
 # ---------------------------------------------------------------------------------------------- the server
-def run_child(tmp_path: Path, scenario: str) -> dict[str, Any]:
+@pytest.fixture(scope="module")
+def hostile_reviews(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Both hostile PRs reviewed by one child process (its start-up and warm-up review paid once); each
+    review's peak is measured from the RSS just before it."""
+    tmp_path = tmp_path_factory.mktemp("hostile-diffs")
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     try:
         done = subprocess.run(
-            [sys.executable, str(CHILD), str(tmp_path), scenario],
+            [sys.executable, str(CHILD), str(tmp_path), "many:5000", "big:100"],
             env=env,
             capture_output=True,
             text=True,
@@ -195,9 +201,10 @@ def details_of(result: dict[str, Any]) -> str:
     return str(found[0])
 
 
-def test_pr_adding_a_100_mib_file_is_reviewed_with_a_note_in_bounded_memory(tmp_path: Path) -> None:
-    result = run_child(tmp_path, "big:100")
-    big = result["big"]
+def test_pr_adding_a_100_mib_file_is_reviewed_with_a_note_in_bounded_memory(
+    hostile_reviews: dict[str, Any],
+) -> None:
+    big = hostile_reviews["big"]
     print(f"100 MiB file: peak RSS {big['rss_before_kib']} kB -> {big['hwm_after_kib']} kB", file=sys.stderr)
     assert big["succeeded"] == 1
     assert big["growth_kib"] < BIG_FILE_RSS_BOUND_KIB, big["growth_kib"]
@@ -207,9 +214,8 @@ def test_pr_adding_a_100_mib_file_is_reviewed_with_a_note_in_bounded_memory(tmp_
     assert "- data/big.txt\n- src/index.ts" in big["prompt"]
 
 
-def test_5000_file_pr_is_triaged_in_bounded_memory(tmp_path: Path) -> None:
-    result = run_child(tmp_path, "many:5000")
-    many = result["many"]
+def test_5000_file_pr_is_triaged_in_bounded_memory(hostile_reviews: dict[str, Any]) -> None:
+    many = hostile_reviews["many"]
     print(f"5,000 files: peak RSS {many['rss_before_kib']} kB -> {many['hwm_after_kib']} kB", file=sys.stderr)
     assert many["succeeded"] == 1
     assert many["growth_kib"] < MANY_FILES_RSS_BOUND_KIB, many["growth_kib"]
