@@ -40,7 +40,7 @@ async def overview_page(
     state: DashboardState, viewer: Viewer, scope: Scope, request: Request
 ) -> dict[str, Any]:
     src = state.sources
-    got = await asyncio.to_thread(overview, src.knowledge, src.telemetry, src.jobs, scope, state.day_cache)
+    got = await asyncio.to_thread(overview, src.knowledge, src.telemetry, src.jobs, scope)
     severity = Table(
         "overview-findings", "Findings by severity", ("severity", "findings"), list(got.findings.items())
     )
@@ -69,7 +69,7 @@ async def overview_page(
 async def retrieval_page(
     state: DashboardState, viewer: Viewer, scope: Scope, request: Request
 ) -> dict[str, Any]:
-    got = await asyncio.to_thread(retrieval_summary, state.sources.telemetry, scope, state.day_cache)
+    got = await asyncio.to_thread(retrieval_summary, state.sources.telemetry, scope)
     daily = Table(
         "retrieval-daily",
         "Retrievals per day by method",
@@ -97,7 +97,7 @@ async def memory_page(
     if request.path_params.get("table") == "memory-all":  # the export of every memory, on demand only
         every = await asyncio.to_thread(memory_export, state.sources.knowledge, scope)
         return {"tables": [every]}
-    got = await asyncio.to_thread(memory_quality, state.sources.knowledge, scope, state.day_cache)
+    got = await asyncio.to_thread(memory_quality, state.sources.knowledge, scope)
     rollup = got.rollup
     return {
         "m": got,

@@ -14,18 +14,26 @@ retrieved memories, those most often shown beside 👎 only, the oldest never re
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
-from functools import partial
 from typing import Any
 
-from kodiai.dashboard.queries_overview import DayCache, whole_days
+from kodiai.dashboard.memory_counts import PageRow, Parts, count, unpack
+from kodiai.dashboard.queries_rollups import first_full_day
 from kodiai.dashboard.scope import Scope
 from kodiai.dashboard.stats import precision
 from kodiai.dashboard.tables import Table
 from kodiai.storage.database import Executor
+from kodiai.storage.rollups import (
+    HITS,
+    KNOWLEDGE_STATE,
+    OUTCOMES,
+    REACTIONS,
+    RESOLVED,
+    outcome_marks,
+    watermark,
+)
+from kodiai.storage.rollups_packed import KEPT_WIDTH, MEMORY, PAIR_WIDTH, PAIRS
 
 TOP = 200
 COLUMNS = (
@@ -97,28 +105,27 @@ class MemoryQuality:
         ]
 
 
-def memory_quality(
-    knowledge: Executor, scope: Scope, cache: DayCache | None = None, today: date | None = None
-) -> MemoryQuality:
-    """The page's figures. With ``cache``, the range's whole past days are read once for every repository
-    and kept (:class:`~kodiai.dashboard.queries_overview.DayCache`); only the first, partial day and today are
-    read per request, and the counts are the same."""
-    first_full, days = whole_days(scope, today or datetime.now(UTC).date())
-    if cache is None or not days:
-        kept, per_repo = _kept_summary(knowledge, scope)
-        judged = _judged(knowledge, scope)
-    else:
-        kept, judged = _counted_by_day(knowledge, scope, cache, first_full, days)
-        per_repo = {}
-        for (repo, _fid), n in kept.items():
-            total, distinct = per_repo.get(repo, (0, 0))
-            per_repo[repo] = (total + n, distinct + 1)
+def memory_quality(knowledge: Executor, scope: Scope, *, rollups: bool = True) -> MemoryQuality:
+    """The page's figures. The range's kept retrievals and the outcomes beside each memory come from the
+    packed per-day rollups and the rows past them (:func:`_rolled_parts`), counted per memory in memory
+    (:func:`~kodiai.dashboard.memory_counts.count`); ``rollups`` False: grouped from every row in one statement
+    (:func:`_page_rows`), the definition the rollup read must equal."""
     forgotten = _forgotten(knowledge, scope)
-    top = heapq.nsmallest(TOP, kept, key=lambda k: (-kept[k], k))  # = sorted(…)[:TOP], without the sort
-    only_down = [k for k, (up, down, _) in judged.items() if down > 0 and up == 0 and k not in forgotten]
-    flagged = heapq.nsmallest(TOP, only_down, key=lambda k: (-judged[k][1], k))
-    kept |= _kept_of(knowledge, scope, [k for k in flagged if k not in kept])
-    counts: dict[Key, tuple[int, int | None]] = {k: (kept.get(k, 0), None) for k in {*top, *flagged}}
+    if rollups:
+        got = count(_rolled_parts(knowledge, scope), scope.repos, forgotten, TOP)
+        top_rows, flagged_rows, per_repo, judged_repo = (
+            got.top,
+            got.flagged,
+            got.kept_by_repo,
+            got.judged_by_repo,
+        )
+    else:
+        top_rows, flagged_rows, per_repo, judged_repo = _page_rows(knowledge, scope)
+    top = [k for k, _n, _o in sorted(top_rows, key=lambda r: (-r[1], r[0]))]
+    flagged = [k for k, _n, _o in sorted(flagged_rows, key=lambda r: (-r[2][1], r[0])) if k not in forgotten]
+    flagged = flagged[:TOP]
+    counts: dict[Key, tuple[int, int | None]] = {k: (n, None) for k, n, _o in [*top_rows, *flagged_rows]}
+    judged: dict[Key, Outcomes] = {k: o for k, _n, o in [*top_rows, *flagged_rows]}
     titles = _titles(knowledge, [*top, *flagged])
     out = MemoryQuality()
     out.top = figures(top, counts, judged, forgotten, titles)
@@ -127,7 +134,7 @@ def memory_quality(
         MemoryFigures(repo, fid, title, severity, False, 0, 0, 0, 0)
         for repo, fid, title, severity in _never_retrieved(knowledge, scope)
     ]
-    out.rollup = rollup(per_repo, judged)
+    out.rollup = rollup_table(per_repo, judged_repo)
     out.forgotten = forgotten_list(knowledge, scope)
     return out
 
@@ -209,181 +216,187 @@ def _kept_counts(knowledge: Executor, scope: Scope) -> dict[Key, int]:
     return {(str(r[0]), int(r[1])): int(r[2]) for r in rows}
 
 
-KeptRow = tuple[str, str, int, int]
-"""``(reviewing repo, memory's repo, finding, reviews that kept it)``."""
-JudgedRow = tuple[str, str, str, int, int, int, int]
-"""``(reactions' repo, reviewing repo, memory's repo, finding, 👍, 👎, fixed)``; a fixed finding's "reactions'
-repo" is its review's repository."""
-
-
-def _outcomes_sql(scope_sql: str, repo_sql: str, end: str) -> str:
-    """Per delivery (with its reactions' repository): 👍, 👎 and findings a later push fixed, of the reviews
-    created in the range. Reactions and resolutions are read from their own (small) tables outward, the
-    review's id index joining them to its delivery. Parameters: the reactions' scope, ``since`` (and the end),
-    the reviews' scope, ``since`` (and the end)."""
+def _outcomes(scope: Scope) -> tuple[str, list[object]]:
+    """The ``outcomes`` CTE, from every reaction and resolution: per delivery of a review created in the range
+    (with the reactions' repository, or the review's for a fix), its 👍, 👎 and findings a later push fixed (a
+    finding fixed once however often resolved)."""
+    fsql, fparams = scope.repo_sql("fr.repo")
+    rsql, rparams = scope.repo_sql("r.repo")
     return (
         "fixed AS MATERIALIZED (SELECT DISTINCT finding_id FROM resolved_findings),"
         " outcomes AS MATERIALIZED (SELECT fr.repo AS orepo, r.delivery_id,"
-        " CASE WHEN fr.reaction_content = '+1' THEN 1 ELSE 0 END AS up,"
-        " CASE WHEN fr.reaction_content = '-1' THEN 1 ELSE 0 END AS down, 0 AS fixed"
-        f" FROM feedback_reactions fr JOIN reviews r ON r.id = fr.review_id WHERE r.delivery_id IS NOT NULL{scope_sql}"
-        f" AND r.created_at >= ?{end}"
+        f" {_UP} AS up, {_DOWN} AS down, 0 AS fixed FROM feedback_reactions fr JOIN reviews r ON r.id = fr.review_id"
+        f" WHERE r.delivery_id IS NOT NULL{fsql} AND r.created_at >= ?"
         " UNION ALL SELECT r.repo, r.delivery_id, 0, 0, 1 FROM fixed x JOIN findings f ON f.id = x.finding_id"
-        f" JOIN reviews r ON r.id = f.review_id WHERE r.delivery_id IS NOT NULL{repo_sql} AND r.created_at >= ?{end}),"
-        " judged AS MATERIALIZED (SELECT orepo, delivery_id, SUM(up) AS up, SUM(down) AS down, SUM(fixed) AS fixed"
-        " FROM outcomes GROUP BY orepo, delivery_id)"
+        f" JOIN reviews r ON r.id = f.review_id WHERE r.delivery_id IS NOT NULL{rsql} AND r.created_at >= ?),",
+        [*fparams, scope.since, *rparams, scope.since],
     )
 
 
-def _kept_rows(knowledge: Executor, scope: Scope | None, since: str, until: str | None) -> list[KeptRow]:
-    """Kept retrievals with ``since <= created_at < until`` by reviewing repo and memory (``scope`` None:
-    every repository)."""
-    sql, params = _hit_scope(scope) if scope is not None else ("", [])
-    end, end_params = (" AND h.created_at < ?", [until]) if until is not None else ("", [])
+_UP = "CASE WHEN fr.reaction_content = '+1' THEN 1 ELSE 0 END"
+_DOWN = "CASE WHEN fr.reaction_content = '-1' THEN 1 ELSE 0 END"
+
+
+def _rolled_parts(knowledge: Executor, scope: Scope) -> Parts:
+    """One statement (one snapshot, so a fold committed meanwhile is seen whole or not at all): the packed
+    kept memories and outcome pairs of the range's whole days (:mod:`kodiai.storage.rollups_packed`), and,
+    grouped per memory, what they do not hold — the retrievals of the partial first day and those past the
+    hits' watermark; the outcomes of the first day's reviews and those past the reactions' and resolutions'
+    watermarks beside every retrieval of their review, and the folded outcomes beside retrievals past the
+    hits' watermark. The outcome rows and their retrievals are read unfiltered (each from its own index) and
+    the viewer's repositories applied after, so no planner walks a repository's every retrieval instead."""
+    first_full = first_full_day(scope)
+    hsql, hparams = _hit_scope(scope)
+    tsql, tparams = scope.repo_sql("orepo")
+    csql, cparams = scope.repo_sql("repo")
+    ssql, sparams = scope.repo_sql("source_repo")
+    hits_mark = _mark_sql(HITS)
+    reactions_mark, resolved_mark = _mark_sql(REACTIONS), _mark_sql(RESOLVED)
+    hits_hint = watermark(knowledge, KNOWLEDGE_STATE, HITS)
+    reactions_hint, resolved_hint = outcome_marks(knowledge)  # never above the statement's own marks
+    kept_cols = "h.repo, h.source_repo, h.finding_id"
+    kept_where = f"h.kept = 1 AND h.finding_id IS NOT NULL{hsql}"
+    pair_cols = "repo, source_repo, finding_id"
+    sql = (
+        f"WITH tailh AS MATERIALIZED (SELECT * FROM {HITS} WHERE id > ? AND id > {hits_mark}),"
+        " tailo AS MATERIALIZED ("
+        # the partial first day's reviews: every outcome
+        f" SELECT fr.repo AS orepo, r.delivery_id, {_UP} AS up, {_DOWN} AS down, 0 AS fixed"
+        " FROM reviews r JOIN feedback_reactions fr ON fr.review_id = r.id"
+        " WHERE r.created_at >= ? AND r.created_at < ? AND r.delivery_id IS NOT NULL"
+        " UNION ALL SELECT r.repo, r.delivery_id, 0, 0, 1 FROM reviews r JOIN findings f ON f.review_id = r.id"
+        " WHERE r.created_at >= ? AND r.created_at < ? AND r.delivery_id IS NOT NULL"
+        " AND EXISTS (SELECT 1 FROM resolved_findings x WHERE x.finding_id = f.id)"
+        # later reviews: the reactions and first resolutions past the watermarks
+        f" UNION ALL SELECT fr.repo, r.delivery_id, {_UP}, {_DOWN}, 0"
+        " FROM feedback_reactions fr JOIN reviews r ON r.id = fr.review_id"
+        f" WHERE fr.id > ? AND fr.id > {reactions_mark} AND r.created_at >= ? AND r.delivery_id IS NOT NULL"
+        " UNION ALL SELECT r.repo, r.delivery_id, 0, 0, 1 FROM resolved_findings x"
+        " JOIN findings f ON f.id = x.finding_id JOIN reviews r ON r.id = f.review_id"
+        f" WHERE x.id > ? AND x.id > {resolved_mark} AND NOT EXISTS (SELECT 1 FROM resolved_findings y"
+        f" WHERE y.finding_id = x.finding_id AND (y.id <= {resolved_mark} OR y.id < x.id))"
+        " AND r.created_at >= ? AND r.delivery_id IS NOT NULL),"
+        " tailp AS MATERIALIZED (SELECT t.orepo, h.repo, h.source_repo, h.finding_id, t.up, t.down, t.fixed"
+        f" FROM tailo t JOIN {HITS} h ON h.delivery_id = t.delivery_id WHERE h.kept = 1 AND h.finding_id IS NOT NULL"
+        " UNION ALL SELECT o.repo, h.repo, h.source_repo, h.finding_id, o.up, o.down, o.fixed FROM tailh h"
+        f" JOIN {OUTCOMES} o ON o.delivery_id = h.delivery_id WHERE o.review_created_at >= ? AND h.kept = 1"
+        " AND h.finding_id IS NOT NULL)"
+        " SELECT 0 AS part, m.names, m.kept AS packed, NULL AS orepo, NULL AS repo, NULL AS source,"
+        f" NULL AS finding_id, NULL AS a, NULL AS b, NULL AS c FROM {MEMORY} m WHERE m.day >= ?"
+        f" UNION ALL SELECT 1, NULL, NULL, NULL, {kept_cols}, COUNT(*), 0, 0 FROM {HITS} h"
+        f" WHERE h.created_at >= ? AND h.created_at < ? AND h.id <= {hits_mark} AND {kept_where} GROUP BY {kept_cols}"
+        f" UNION ALL SELECT 1, NULL, NULL, NULL, {kept_cols}, COUNT(*), 0, 0 FROM tailh h"
+        f" WHERE h.created_at >= ? AND {kept_where} GROUP BY {kept_cols}"
+        f" UNION ALL SELECT 2, p.names, p.pairs, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM {PAIRS} p"
+        " WHERE p.day >= ?"
+        f" UNION ALL SELECT 3, NULL, NULL, orepo, {pair_cols}, SUM(up), SUM(down), SUM(fixed) FROM tailp"
+        f" WHERE 1 = 1{tsql}{csql}{ssql} GROUP BY orepo, {pair_cols}"
+    )
+    params = (
+        hits_hint,
+        scope.since, first_full, scope.since, first_full,
+        reactions_hint, first_full, resolved_hint, first_full,
+        first_full,
+        first_full,
+        scope.since, first_full, *hparams,
+        scope.since, *hparams,
+        first_full,
+        *tparams, *cparams, *sparams,
+    )  # fmt: skip
+    parts = Parts()
+    for part, names, packed, orepo, repo, source, fid, a, b, c in knowledge.fetch_all(sql, params):
+        if part == 0:
+            parts.kept.append(unpack(names, packed, KEPT_WIDTH))
+        elif part == 1:
+            parts.kept_rows.append((str(repo), str(source), int(fid), int(a)))
+        elif part == 2:
+            parts.pairs.append(unpack(names, packed, PAIR_WIDTH))
+        else:
+            parts.pair_rows.append((str(repo), str(orepo), str(source), int(fid), int(a), int(b), int(c)))
+    return parts
+
+
+def _mark_sql(source: str) -> str:
+    return f"(SELECT COALESCE(MAX(watermark), 0) FROM {KNOWLEDGE_STATE} WHERE source = '{source}')"
+
+
+def _judged_ctes(scope: Scope) -> tuple[str, list[object]]:
+    """``m``: per memory of the viewer's, the outcomes of the reviews it was shown to (after ``outcomes``),
+    read from the (few) reviews with outcomes outward through the kept hits' delivery index (the scope is
+    applied after that join, so no planner trades the delivery index for a repository one)."""
+    sql, params = scope.repo_sql("repo")
+    ssql, sparams = scope.repo_sql("source_repo")
+    return (
+        " judged AS MATERIALIZED (SELECT orepo, delivery_id, SUM(up) AS up, SUM(down) AS down,"
+        " SUM(fixed) AS fixed FROM outcomes GROUP BY orepo, delivery_id),"
+        " shown AS MATERIALIZED (SELECT h.repo, h.source_repo, h.finding_id, j.up, j.down, j.fixed FROM judged j"
+        " JOIN retrieval_hits h ON h.delivery_id = j.delivery_id WHERE h.kept = 1 AND h.finding_id IS NOT NULL),"
+        " m AS MATERIALIZED (SELECT source_repo, finding_id, SUM(up) AS up, SUM(down) AS down, SUM(fixed) AS fixed"
+        f" FROM shown WHERE 1 = 1{sql}{ssql} GROUP BY finding_id, source_repo)",
+        [*params, *sparams],
+    )
+
+
+def _judged(knowledge: Executor, scope: Scope) -> dict[Key, Outcomes]:
+    """``(repo, finding) → (👍, 👎, fixed)`` of every memory shown beside an outcome in the range (the
+    export, which reads every finding anyway: from every row)."""
+    outcomes, oparams = _outcomes(scope)
+    judged, jparams = _judged_ctes(scope)
     rows = knowledge.fetch_all(
-        "WITH h AS MATERIALIZED (SELECT h.repo, h.source_repo, h.finding_id FROM retrieval_hits h"
-        f" WHERE h.kept = 1 AND h.created_at >= ?{end} AND h.finding_id IS NOT NULL{sql})"
-        " SELECT repo, source_repo, finding_id, COUNT(*) FROM h GROUP BY repo, source_repo, finding_id",
-        (since, *end_params, *params),
+        f"WITH {outcomes}{judged} SELECT source_repo, finding_id, up, down, fixed FROM m",
+        (*oparams, *jparams),
     )
-    return [(str(r[0]), str(r[1]), int(r[2]), int(r[3])) for r in rows]
+    return {(str(r[0]), int(r[1])): (int(r[2]), int(r[3]), int(r[4])) for r in rows}
 
 
-def _judged_rows(knowledge: Executor, scope: Scope | None, since: str, until: str | None) -> list[JudgedRow]:
-    """:func:`_judged`'s reading for the reviews with ``since <= created_at < until``, by the three
-    repositories its scope filters on (``scope`` None: every repository)."""
-    if scope is not None:
-        sql, params = scope.repo_sql("h.repo")
-        ssql, sparams = scope.repo_sql("h.source_repo")
-        fsql, fparams = scope.repo_sql("fr.repo")
-        rsql, rparams = scope.repo_sql("r.repo")
-    else:
-        sql, params, ssql, sparams, fsql, fparams, rsql, rparams = "", [], "", [], "", [], "", []
-    end, end_params = (" AND r.created_at < ?", [until]) if until is not None else ("", [])
-    rows = knowledge.fetch_all(
-        f"WITH {_outcomes_sql(fsql, rsql, end)},"
-        " shown AS MATERIALIZED (SELECT j.orepo AS fr_repo, h.repo, h.source_repo, h.finding_id, j.up, j.down,"
-        " j.fixed FROM judged j JOIN retrieval_hits h ON h.delivery_id = j.delivery_id"
-        " WHERE h.kept = 1 AND h.finding_id IS NOT NULL)"
-        " SELECT fr_repo, repo, source_repo, finding_id, SUM(up), SUM(down), SUM(fixed) FROM shown h"
-        f" WHERE 1 = 1{sql}{ssql} GROUP BY fr_repo, repo, source_repo, finding_id",
-        (*fparams, since, *end_params, *rparams, since, *end_params, *params, *sparams),
-    )
-    return [(str(r[0]), str(r[1]), str(r[2]), int(r[3]), int(r[4]), int(r[5]), int(r[6])) for r in rows]
-
-
-@dataclass(frozen=True)
-class _Span:
-    """The whole past days of a range, merged: every repository's kept counts and reactions per memory."""
-
-    kept: dict[tuple[str, str, int], int]
-    """``(reviewing repo, memory's repo, finding) → reviews that kept it``."""
-    judged: dict[tuple[str, str, str, int], Outcomes]
-    """``(reactions' repo, reviewing repo, memory's repo, finding) → (👍, 👎, fixed)``."""
-    kept_all: dict[Key, int]
-    judged_all: dict[Key, Outcomes]
-    """The same summed over the repositories (the operator's)."""
-
-
-def _span(knowledge: Executor, cache: DayCache, days: list[date]) -> _Span:
-    kept: dict[tuple[str, str, int], int] = {}
-    judged: dict[tuple[str, str, str, int], Outcomes] = {}
-    for day in days:
-        start, end = day.isoformat(), (day + timedelta(days=1)).isoformat()
-        for repo, source, fid, n in cache.get(
-            f"memory-kept:{start}", partial(_kept_rows, knowledge, None, start, end)
-        ):
-            kept[(repo, source, fid)] = kept.get((repo, source, fid), 0) + n
-        for fr, repo, source, fid, up, down, fixed in cache.get(
-            f"memory-judged:{start}", partial(_judged_rows, knowledge, None, start, end)
-        ):
-            judged[(fr, repo, source, fid)] = _add(judged.get((fr, repo, source, fid)), (up, down, fixed))
-    kept_all: dict[Key, int] = {}
-    for (_repo, source, fid), n in kept.items():
-        kept_all[(source, fid)] = kept_all.get((source, fid), 0) + n
-    judged_all: dict[Key, Outcomes] = {}
-    for (_fr, _repo, source, fid), outcomes in judged.items():
-        judged_all[(source, fid)] = _add(judged_all.get((source, fid)), outcomes)
-    return _Span(kept, judged, kept_all, judged_all)
-
-
-def _add(a: Outcomes | None, b: Outcomes) -> Outcomes:
-    return b if a is None else (a[0] + b[0], a[1] + b[1], a[2] + b[2])
-
-
-def _counted_by_day(
-    knowledge: Executor, scope: Scope, cache: DayCache, first_full: date, days: list[date]
-) -> tuple[dict[Key, int], dict[Key, Outcomes]]:
-    """Kept counts and 👍/👎/fixed per memory: the partial first day and today read for this viewer, the whole
-    days between merged once (every repository's rows, kept while its days are; filtered here as the SQL
-    would)."""
-    today = days[-1] + timedelta(days=1)
-    span = cache.get(f"memory-span:{days[0]}:{today}", partial(_span, knowledge, cache, days))
-    if scope.repos is None:
-        kept, judged = dict(span.kept_all), dict(span.judged_all)
-    else:
-        wanted = set(scope.repos)
-        kept, judged = {}, {}
-        for (repo, source, fid), n in span.kept.items():
-            if repo in wanted and source in wanted:
-                kept[(source, fid)] = kept.get((source, fid), 0) + n
-        for (fr, repo, source, fid), outcomes in span.judged.items():
-            if fr in wanted and repo in wanted and source in wanted:
-                judged[(source, fid)] = _add(judged.get((source, fid)), outcomes)
-    for _repo, source, fid, n in _kept_rows(
-        knowledge, scope, scope.since, first_full.isoformat()
-    ) + _kept_rows(knowledge, scope, today.isoformat(), None):
-        kept[(source, fid)] = kept.get((source, fid), 0) + n
-    for _fr, _repo, source, fid, up, down, fixed in _judged_rows(
-        knowledge, scope, scope.since, first_full.isoformat()
-    ) + _judged_rows(knowledge, scope, today.isoformat(), None):
-        judged[(source, fid)] = _add(judged.get((source, fid)), (up, down, fixed))
-    return kept, judged
-
-
-def _kept_summary(knowledge: Executor, scope: Scope) -> tuple[dict[Key, int], dict[str, tuple[int, int]]]:
-    """The range's :data:`TOP` most retrieved memories with their counts, and per repository ``(retrieved,
-    distinct memories)``: one grouping of the kept rows, summed in the database (a few hundred rows come
-    back instead of one per memory retrieved in the range)."""
-    sql, params = _hit_scope(scope)
+def _page_rows(
+    knowledge: Executor, scope: Scope
+) -> tuple[list[PageRow], list[PageRow], dict[str, tuple[int, int]], dict[str, tuple[int, int, int, int]]]:
+    """One statement: the range's kept retrievals grouped per memory (``g``) and the outcomes grouped per
+    memory (``m``), each once; back come the :data:`TOP` most retrieved with their outcomes, the :data:`TOP`
+    not forgotten that were only ever shown beside 👎 (most 👎 first) with their retrieval counts, per
+    repository ``(retrieved, distinct memories)`` from ``g`` and ``(👍, 👎, shown only beside 👎, fixed)``
+    from ``m`` — a few hundred rows, whatever the range."""
+    hsql, hparams = _hit_scope(scope)
+    outcomes, oparams = _outcomes(scope)
+    judged, jparams = _judged_ctes(scope)
+    gsql, gparams = scope.repo_sql("mg.repo")
+    on = "{a}.source_repo = {b}.source_repo AND {a}.finding_id = {b}.finding_id"
     rows = knowledge.fetch_all(
         "WITH h AS MATERIALIZED (SELECT h.source_repo, h.finding_id FROM retrieval_hits h"
-        f" WHERE h.kept = 1 AND h.created_at >= ? AND h.finding_id IS NOT NULL{sql}),"
-        " g AS MATERIALIZED (SELECT source_repo, finding_id, COUNT(*) AS n FROM h GROUP BY source_repo, finding_id)"
-        " SELECT part, source_repo, a, b FROM (SELECT 0 AS part, source_repo, finding_id AS a, n AS b FROM g"
-        f" ORDER BY n DESC, source_repo, finding_id LIMIT {TOP}) t"
-        " UNION ALL SELECT 1, source_repo, COUNT(*), CAST(SUM(n) AS BIGINT) FROM g GROUP BY source_repo",
-        (scope.since, *params),
+        f" WHERE h.kept = 1 AND h.created_at >= ? AND h.finding_id IS NOT NULL{hsql}),"
+        " g AS MATERIALIZED (SELECT source_repo, finding_id, COUNT(*) AS n FROM h GROUP BY finding_id, source_repo),"
+        f" {outcomes}{judged},"
+        " t AS MATERIALIZED (SELECT source_repo, finding_id, n FROM g"
+        f" ORDER BY n DESC, source_repo, finding_id LIMIT {TOP}),"
+        " f AS MATERIALIZED (SELECT source_repo, finding_id, up, down, fixed FROM m WHERE down > 0 AND up = 0"
+        " AND NOT EXISTS (SELECT 1 FROM memory_governance mg WHERE mg.repo = m.source_repo"
+        " AND mg.finding_id = m.finding_id AND mg.action = 'forget' AND mg.restored_at IS NULL"
+        f"{gsql}) ORDER BY down DESC, source_repo, finding_id LIMIT {TOP})"
+        " SELECT 0, t.source_repo, t.finding_id, t.n, COALESCE(m.up, 0), COALESCE(m.down, 0), COALESCE(m.fixed, 0)"
+        f" FROM t LEFT JOIN m ON {on.format(a='m', b='t')}"
+        " UNION ALL SELECT 1, f.source_repo, f.finding_id, (SELECT COUNT(*) FROM retrieval_hits h"
+        " WHERE h.source_repo = f.source_repo AND h.finding_id = f.finding_id AND h.kept = 1"
+        f" AND h.created_at >= ?{hsql}), f.up, f.down, f.fixed FROM f"
+        " UNION ALL SELECT 2, source_repo, COUNT(*), SUM(n), 0, 0, 0 FROM g GROUP BY source_repo"
+        " UNION ALL SELECT 3, source_repo, SUM(CASE WHEN down > 0 AND up = 0 THEN 1 ELSE 0 END), 0, SUM(up),"
+        " SUM(down), SUM(fixed) FROM m GROUP BY source_repo",
+        (scope.since, *hparams, *oparams, *jparams, *gparams, scope.since, *hparams),
     )
-    top: dict[Key, int] = {}
-    per_repo: dict[str, tuple[int, int]] = {}
-    for part, repo, a, b in rows:
-        if int(part) == 0:
-            top[(str(repo), int(a))] = int(b)
+    top: list[PageRow] = []
+    flagged: list[PageRow] = []
+    kept: dict[str, tuple[int, int]] = {}
+    outcomes_by_repo: dict[str, tuple[int, int, int, int]] = {}
+    for part, repo, a, b, up, down, fixed in rows:
+        part = int(part)
+        if part in (0, 1):
+            row = ((str(repo), int(a)), int(b), (int(up), int(down), int(fixed)))
+            (top if part == 0 else flagged).append(row)
+        elif part == 2:
+            kept[str(repo)] = (int(b), int(a))
         else:
-            per_repo[str(repo)] = (int(b), int(a))
-    return top, per_repo
-
-
-def _kept_of(knowledge: Executor, scope: Scope, keys: Sequence[Key]) -> dict[Key, int]:
-    """The range's kept counts of a few memories (the flagged ones outside the top), one repository at a
-    time so the lookup reads the ``(source_repo, finding_id)`` index."""
-    sql, params = _hit_scope(scope)
-    by_repo: dict[str, list[int]] = {}
-    for repo, fid in keys:
-        by_repo.setdefault(repo, []).append(fid)
-    out: dict[Key, int] = {}
-    for repo, fids in sorted(by_repo.items()):
-        for start in range(0, len(fids), 500):
-            chunk = sorted(fids)[start : start + 500]
-            for fid, n in knowledge.fetch_all(
-                "SELECT h.finding_id, COUNT(*) FROM retrieval_hits h WHERE h.source_repo = ?"
-                f" AND h.finding_id IN ({', '.join('?' for _ in chunk)}) AND h.kept = 1 AND h.created_at >= ?{sql}"
-                " GROUP BY h.finding_id",
-                (repo, *chunk, scope.since, *params),
-            ):
-                out[(repo, int(fid))] = int(n)
-    return out
+            outcomes_by_repo[str(repo)] = (int(up), int(down), int(a), int(fixed))
+    return top, flagged, kept, outcomes_by_repo
 
 
 def _cut_counts(knowledge: Executor, scope: Scope) -> dict[Key, int]:
@@ -396,26 +409,6 @@ def _cut_counts(knowledge: Executor, scope: Scope) -> dict[Key, int]:
         (scope.since, *params),
     )
     return {(str(r[0]), int(r[1])): int(r[2]) for r in rows}
-
-
-def _judged(knowledge: Executor, scope: Scope) -> dict[Key, Outcomes]:
-    """``(repo, finding) → (👍, 👎, fixed)``: the reactions on the findings of the range's reviews a memory was
-    kept for, and those findings a later review of the PR found fixed, read from the (few) reviews with
-    either outward through the hits' delivery index (the scope is applied after that join, so no planner
-    trades the delivery index for a repository one)."""
-    sql, params = scope.repo_sql("repo")
-    ssql, sparams = scope.repo_sql("source_repo")
-    fsql, fparams = scope.repo_sql("fr.repo")
-    rsql, rparams = scope.repo_sql("r.repo")
-    rows = knowledge.fetch_all(
-        f"WITH {_outcomes_sql(fsql, rsql, '')},"
-        " shown AS MATERIALIZED (SELECT h.repo, h.source_repo, h.finding_id, j.up, j.down, j.fixed FROM judged j"
-        " JOIN retrieval_hits h ON h.delivery_id = j.delivery_id WHERE h.kept = 1 AND h.finding_id IS NOT NULL)"
-        f" SELECT source_repo, finding_id, SUM(up), SUM(down), SUM(fixed) FROM shown WHERE 1 = 1{sql}{ssql}"
-        " GROUP BY source_repo, finding_id",
-        (*fparams, scope.since, *rparams, scope.since, *params, *sparams),
-    )
-    return {(str(r[0]), int(r[1])): (int(r[2]), int(r[3]), int(r[4])) for r in rows}
 
 
 def _forgotten(knowledge: Executor, scope: Scope) -> set[Key]:
@@ -467,24 +460,15 @@ def _never_retrieved(knowledge: Executor, scope: Scope) -> list[tuple[str, int, 
     return sorted(rows, key=lambda r: (r[0], r[1]))
 
 
-def rollup(kept: dict[str, tuple[int, int]], judged: dict[Key, Outcomes]) -> Table:
+def rollup_table(kept: dict[str, tuple[int, int]], judged: dict[str, tuple[int, int, int, int]]) -> Table:
     """Per repository: reviews that held one of its memories, distinct memories held, 👍/👎 after, precision,
-    findings fixed in a later push (``kept``: repository → (retrieved, distinct memories retrieved))."""
-    per: dict[str, list[int]] = {}
-    for repo, (n, distinct) in kept.items():
-        agg = per.setdefault(repo, [0, 0, 0, 0, 0, 0])
-        agg[0] += n
-        agg[1] += distinct
-    for (repo, _fid), (up, down, fixed) in judged.items():
-        agg = per.setdefault(repo, [0, 0, 0, 0, 0, 0])
-        agg[2] += up
-        agg[3] += down
-        agg[4] += int(down > 0 and up == 0)
-        agg[5] += fixed
-    rows = [
-        (repo, a[0], a[1], a[2], a[3], precision(a[2], a[3]), a[2] + a[3], a[4], a[5])
-        for repo, a in sorted(per.items())
-    ]
+    memories shown only beside 👎, findings fixed in a later push (``kept``: repository → (retrieved, distinct
+    memories retrieved); ``judged``: repository → (👍, 👎, memories only beside 👎, fixed))."""
+    rows = []
+    for repo in sorted({*kept, *judged}):
+        n, distinct = kept.get(repo, (0, 0))
+        up, down, only_down, fixed = judged.get(repo, (0, 0, 0, 0))
+        rows.append((repo, n, distinct, up, down, precision(up, down), up + down, only_down, fixed))
     return Table(
         "memory-by-repo",
         "By repository",

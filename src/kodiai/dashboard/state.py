@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import functools
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from kodiai.dashboard.options import DashboardOptions
-from kodiai.dashboard.queries_overview import DayCache
 from kodiai.dashboard.session import CookieSigner, SessionStore
 from kodiai.dashboard.sources import Sources
 from kodiai.log import Logger
@@ -35,8 +35,6 @@ class DashboardState:
 
     knowledge_db: Database | None = None
     """A writable connection to the knowledge database: sessions, and forget/restore's governance rows."""
-    day_cache: DayCache = field(default_factory=DayCache)
-    """The overview's whole past days, read once (:class:`~kodiai.dashboard.queries_overview.DayCache`)."""
     embeddings: Any | None = None
     """The embedding provider when this process has the memory store open (restore writes a memory)."""
 
@@ -47,7 +45,11 @@ class DashboardState:
             self.knowledge_db.close()
 
 
+@functools.cache
 def template_environment() -> Environment:
+    """The dashboard's templates, every one compiled when first asked for (at mount, i.e. start-up) rather than
+    by a page's first request, and shared by every app of the process: they are the package's own files, and
+    the environment holds no per-app state."""
     env = Environment(
         loader=PackageLoader("kodiai.dashboard", "templates"),
         autoescape=select_autoescape(default=True, default_for_string=True),
@@ -56,6 +58,8 @@ def template_environment() -> Environment:
     )
     env.filters["num"] = format_number
     env.filters["pct"] = format_share
+    for name in env.list_templates():
+        env.get_template(name)
     return env
 
 

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 
 def percentile(values: Sequence[float], p: float) -> float | None:
@@ -16,6 +20,14 @@ def percentile(values: Sequence[float], p: float) -> float | None:
     ordered = sorted(values)
     rank = max(1, math.ceil(p / 100 * len(ordered)))
     return float(ordered[rank - 1])
+
+
+def percentile_of(values: npt.NDArray[Any], p: float) -> float | None:
+    """:func:`percentile` of an array (the same rank, found by a partial sort)."""
+    if not values.size:
+        return None
+    rank = max(1, math.ceil(p / 100 * values.size))
+    return float(np.partition(values, rank - 1)[rank - 1])
 
 
 def share(part: int, whole: int) -> float | None:

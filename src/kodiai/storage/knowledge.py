@@ -48,6 +48,7 @@ from kodiai.storage.knowledge_models import (
 )
 from kodiai.storage.knowledge_resolved import StoredPrior, prior_findings_with_ids, record_resolved
 from kodiai.storage.opening import open_migrated
+from kodiai.storage.rollups import Sealer, rebuild_outcomes_now, seal_knowledge
 from kodiai.storage.write_health import WriteHealth, database_directory, reports_writes
 from kodiai.text.fingerprint import fingerprint_finding_title, fingerprint_variants, normalize_fingerprint
 
@@ -73,6 +74,8 @@ class KnowledgeStore:
         probe_dir = database_directory(path) if self.dialect == "sqlite" else None
         self.write_health = WriteHealth("knowledge", probe_dir)
         """Whether writes land (``/readiness``); every write method below reports to it."""
+        self._sealer = Sealer(self._db, seal_knowledge, "knowledge")
+        """Folds past days into the dashboard's rollups on the first write of each day."""
 
     # -- reviews and findings -------------------------------------------------------------------
 
@@ -83,6 +86,7 @@ class KnowledgeStore:
         row = self._db.fetch_one(
             _insert("reviews", _REVIEW_COLUMNS, " RETURNING id"), tuple(values[c] for c in _REVIEW_COLUMNS)
         )
+        self._sealer.after_write()
         return int(row[0]) if row else 0
 
     @reports_writes
@@ -96,6 +100,7 @@ class KnowledgeStore:
                 values = finding.model_dump()
                 values["suppressed"] = 1 if finding.suppressed else 0
                 conn.execute(sql, tuple(values[c] for c in _FINDING_COLUMNS))
+        self._sealer.after_write()
 
     def list_recent_finding_comment_candidates(
         self, repo: str, limit: int = 100
@@ -213,6 +218,7 @@ class KnowledgeStore:
             for reaction in records:
                 values = reaction.model_dump()
                 added += conn.execute(sql, tuple(values[c] for c in _REACTION_COLUMNS)).rowcount
+        self._sealer.after_write()
         return added
 
     def aggregate_feedback_patterns(self, repo: str) -> list[FeedbackPattern]:
@@ -227,7 +233,10 @@ class KnowledgeStore:
 
     @reports_writes
     def clear_feedback_suppressions(self, repo: str) -> int:
-        return int(self._db.execute("DELETE FROM feedback_reactions WHERE repo = ?", (repo,)).rowcount)
+        with self._db.transaction() as tx:  # the dashboard's per-review outcomes of those reactions with them
+            rows = tx.fetch_all("DELETE FROM feedback_reactions WHERE repo = ? RETURNING review_id", (repo,))
+            rebuild_outcomes_now(tx, {int(r[0]) for r in rows})
+        return len(rows)
 
     @reports_writes
     def remove_withdrawn_reactions(self, repo: str, comment_id: int, kept_reaction_ids: Sequence[int]) -> int:
@@ -270,7 +279,9 @@ class KnowledgeStore:
         self, review_id: int, repo: str, pr_number: int, finding_ids: Sequence[int]
     ) -> int:
         """The earlier findings ``review_id`` found fixed (``resolved_findings``, read by the dashboard)."""
-        return record_resolved(self._db, review_id, repo, pr_number, finding_ids)
+        added = record_resolved(self._db, review_id, repo, pr_number, finding_ids)
+        self._sealer.after_write()
+        return added
 
     # -- findings held back from memory (untrusted authors) -------------------------------------
 

@@ -11,6 +11,7 @@ from collections.abc import Collection, Iterable
 from kodiai.storage.database import Database
 from kodiai.storage.feedback_tally import FeedbackTally
 from kodiai.storage.knowledge_models import FindingProvenance, MemoryGovernanceRecord, ReactionRow
+from kodiai.storage.rollups import rebuild_outcomes_now
 
 _GOVERNANCE_COLUMNS = [
     "repo",
@@ -46,7 +47,10 @@ def remove_withdrawn_reactions(
     if kept_reaction_ids:
         sql += f" AND reaction_id NOT IN ({_marks(kept_reaction_ids)})"
         params.extend(int(r) for r in kept_reaction_ids)
-    return int(db.execute(sql, tuple(params)).rowcount)
+    with db.transaction() as tx:  # the dashboard's per-review outcomes of those reactions with them
+        rows = tx.fetch_all(sql + " RETURNING review_id", tuple(params))
+        rebuild_outcomes_now(tx, {int(r[0]) for r in rows})
+    return len(rows)
 
 
 def feedback_tallies(db: Database, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], FeedbackTally]:

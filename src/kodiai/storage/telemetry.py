@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from kodiai.storage.coerce import as_record
 from kodiai.storage.database import Database, Executor
 from kodiai.storage.opening import open_migrated
+from kodiai.storage.rollups import RUNS, Sealer, rebuild_days_until, seal_telemetry
 from kodiai.storage.write_health import WriteHealth, database_directory, reports_writes
 
 CHECKPOINT_EVERY = 1000
@@ -125,6 +126,8 @@ class TelemetryStore:
         self.write_health = WriteHealth("telemetry", probe_dir)
         """Whether writes land (``/readiness``); every write method below reports to it."""
         self._writes_since_checkpoint = 0
+        self._sealer = Sealer(db, seal_telemetry, "telemetry")
+        """Folds past days into the dashboard's rollups on the first write of each day."""
         self.auto_checkpoints = 0
         """How many automatic checkpoints ran since the store opened."""
 
@@ -151,6 +154,7 @@ class TelemetryStore:
         with self._db.lock:
             self._db.execute(sql, tuple(params))
             self._count_write()
+        self._sealer.after_write()
 
     @reports_writes
     def record_retrieval_quality(self, entry: RetrievalQualityRecord | BaseModel | Mapping[str, Any]) -> bool:
@@ -167,7 +171,8 @@ class TelemetryStore:
         with self._db.lock:
             cur = self._db.execute(sql, tuple(params))
             self._count_write()
-            return cur.rowcount > 0
+        self._sealer.after_write()
+        return cur.rowcount > 0
 
     @reports_writes
     def record_spend(self, entry: SpendEntry) -> None:
@@ -197,10 +202,13 @@ class TelemetryStore:
         ``retrieval_quality`` is kept. Returns the ``executions`` rows deleted."""
         if days < 0:
             raise ValueError(f"days must be >= 0, got {days}")
-        cutoff = (f"-{int(days)} days",)
-        cur = self._db.execute("DELETE FROM executions WHERE created_at < datetime('now', ?)", cutoff)
-        self._db.execute("DELETE FROM spend_ledger WHERE created_at < datetime('now', ?)", cutoff)
-        return int(cur.rowcount)
+        row = self._db.fetch_one("SELECT datetime('now', ?)", (f"-{int(days)} days",))
+        cutoff = str(row[0]) if row else ""
+        with self._db.transaction() as tx:  # the dashboard's rollup of the deleted days goes with them
+            deleted = int(tx.execute("DELETE FROM executions WHERE created_at < ?", (cutoff,)).rowcount)
+            tx.execute("DELETE FROM spend_ledger WHERE created_at < ?", (cutoff,))
+            rebuild_days_until(tx, RUNS, cutoff[:10])
+        return deleted
 
     def checkpoint(self) -> tuple[int, int, int]:
         """PASSIVE WAL checkpoint now; SQLite's (busy, log frames, checkpointed frames); (0, 0, 0) on
