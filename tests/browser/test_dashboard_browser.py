@@ -1,5 +1,7 @@
 """The dashboard in a real browser: headless Chromium against a ``kodiai serve`` process over seeded stores
-(:mod:`support.seed_dashboard`), signing in through the fake GitHub's OAuth pages as a user would.
+(:mod:`support.seed_dashboard`), signing in through the fake GitHub's OAuth pages as a user would; last, a
+real review through the webhook (the real Claude Code CLI against the fake model, git over HTTP) that the
+operator then finds on the pages. One server and one Chromium for all: each start costs seconds of CPU.
 
 alice may push to acme/api (and only read acme/web); bob may only read acme/api. The figures checked are
 the seed's (see :mod:`support.seed_dashboard`), the same as tests/dashboard checks over plain HTTP: here
@@ -18,11 +20,17 @@ from typing import Any
 import httpx
 import pytest
 
+from e2e.stack import INSTALLATION as E2E_INSTALLATION
+from e2e.stack import OWNER, REPO, pull_payload
 from kodiai.dashboard.routes import CSP
 from support.browser import NARROW, WIDE, Browser
+from support.fake_anthropic import FakeAnthropic, ScriptedConversation, Text, ToolUse
 from support.fake_github import FakeGitHub
+from support.fake_github_git import install_git_routes
 from support.fake_github_oauth import CLIENT_ID, CLIENT_SECRET, FakeOAuth
-from support.kodiai_process import KodiaiServer
+from support.fake_github_pr import PrState, install_pr_routes
+from support.gitrepo import BareRepo
+from support.kodiai_process import KodiaiProcess
 from support.seed_dashboard import INSTALLATION, seed_dashboard, seed_jobs
 
 RANGE = "range=90d"
@@ -35,11 +43,18 @@ PAGES = {  # page → its path with the query that shows the seeded data
 }
 
 
+TOKEN = "browser-e2e-operator-token-0123456789abcdef"
+
+
 @dataclass
 class Site:
     url: str
     oauth: FakeOAuth
     tmp: Path
+    server: KodiaiProcess
+    fake: FakeGitHub
+    state: PrState
+    model: FakeAnthropic
 
     def rows(self, db: str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         conn = sqlite3.connect(f"file:{self.tmp / db}?mode=ro", uri=True)
@@ -59,24 +74,31 @@ class Site:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    """The server over the seeded stores, with GitHub sign-in (alice, bob), the operator token, and the fake
+    model and git for the review of the last test (installation 42, acme/widgets: none of the users')."""
     tmp = tmp_path_factory.mktemp("browser")
     seed_dashboard(str(tmp / "telemetry.db"), str(tmp / "knowledge.db"), None)
-    with FakeGitHub() as fake:
+    with FakeGitHub() as fake, FakeAnthropic() as model:
         fake.add_installation(INSTALLATION)
         oauth = FakeOAuth(fake, callback="")
         oauth.add_user("alice", {INSTALLATION: {"acme/api": True, "acme/web": False}})
         oauth.add_user("bob", {INSTALLATION: {"acme/api": False}})
-        server = KodiaiServer(
+        state = install_pr_routes(fake)
+        install_git_routes(fake, tmp / "git")
+        server = KodiaiProcess(
             tmp,
             fake,
+            model,
             GITHUB_CLIENT_ID=CLIENT_ID,
             GITHUB_CLIENT_SECRET=CLIENT_SECRET,
             DASHBOARD_SESSION_SECRET="browser-tests-session-key",
+            DASHBOARD_TOKEN=TOKEN,
+            EMBEDDING_PROVIDER="none",  # no memory asserted
         ).start()
         try:
             seed_jobs(str(tmp / "jobs.db"))  # after start-up: its recovery must not replay them
             oauth.callback = server.url + "/dashboard/callback"
-            yield Site(server.url, oauth, tmp)
+            yield Site(server.url, oauth, tmp, server, fake, state, model)
         finally:
             server.stop()
 
@@ -181,3 +203,79 @@ def test_a_post_without_its_csrf_token_is_refused(site: Site, browser: Browser) 
     form.find_element("tag name", "button").click()
     assert "Forbidden: missing or wrong CSRF token" in browser.text
     assert site.rows("knowledge.db", "SELECT * FROM memory_governance WHERE finding_id = 501") == []
+
+
+# ---------------------------------------------------------------------------------------------- after a review
+DELIVERY = "browser-e2e-review-1"
+TITLE = "Division by zero when b is 0"
+SUMMARY = "\n".join(
+    [
+        "<details>",
+        "<summary>Kodiai Review Summary</summary>",
+        "",
+        "## What Changed",
+        "Adds a helper.",
+        "",
+        "## Observations",
+        "",
+        "### Impact",
+        f"[MAJOR] src/app.py (2): {TITLE}",
+        "The input is not checked.",
+        "",
+        "## Verdict",
+        ":red_circle: **Address before merging** -- 1 blocking issue(s) found",
+        "</details>",
+    ]
+)
+
+
+def test_the_dashboard_shows_a_review_delivered_through_the_webhook(site: Site, browser: Browser) -> None:
+    """A signed ``pull_request`` webhook to the server, then the operator signs in through the token form
+    and finds that review on the overview, the why-quiet and jobs pages."""
+    fake, state, server = site.fake, site.state, site.server
+    fake.add_installation(E2E_INSTALLATION, account=OWNER)
+    fake.add_repo(OWNER, REPO, installation_id=E2E_INSTALLATION)
+    state.set_permission(OWNER, REPO, "alice", "write")
+    repo = BareRepo(site.tmp / "git", OWNER, REPO)
+    base = repo.commit({"src/app.py": "def add(a, b):\n    return a + b\n"}, "base")
+    head = repo.commit({"src/app.py": "def div(a, b):\n    return a / b\n"}, "div", branch="pr-1")
+    state.add_pull(OWNER, REPO, 1, head_sha=head)
+    site.model.script = ScriptedConversation(
+        [
+            ToolUse(
+                "mcp__github_inline_comment__create_inline_comment",
+                {"path": "src/app.py", "line": 2, "body": f"[MAJOR] {TITLE}\n\nGuard the input."},
+            ),
+            ToolUse("mcp__github_comment__create_comment", {"issueNumber": 1, "body": SUMMARY}),
+        ],
+        final=Text("Review posted."),
+    )
+    payload = pull_payload(repo, 1, head_sha=head, base_sha=base, branch="pr-1", title="Add div")
+    assert server.deliver(payload, delivery=DELIVERY).status_code == 200
+    server.wait_for_log("Review job finished", prNumber=1, timeout=120)
+    assert len(state.review_comments(OWNER, REPO, 1)) == 1
+
+    browser.driver.delete_all_cookies()
+    browser.severe_console()  # drained: the refusals the tests above provoked are in the log
+    browser.viewport(WIDE)
+    browser.open(server.url + "/dashboard/login?operator=1")
+    browser.driver.find_element("name", "token").send_keys(TOKEN)
+    browser.driver.find_element("css selector", "form[action='/dashboard/login'] button").click()
+    assert browser.driver.current_url == server.url + "/dashboard/overview", browser.text
+
+    query = f"repo={OWNER}/{REPO}&range=1d"
+    browser.open(f"{server.url}/dashboard/overview?{query}")
+    assert browser.by_id("fig-reviews") == "1" and browser.by_id("fig-runs") == "1", browser.text
+    severity = browser.driver.find_element("xpath", "//table[.//th[.='severity']]").text
+    assert "major 1" in severity, severity
+    browser.screenshot("e2e-overview", WIDE)
+
+    browser.open(f"{server.url}/dashboard/quiet?repo={OWNER}/{REPO}&pr=1")
+    assert DELIVERY in browser.text and "No data" not in browser.text, browser.text
+    browser.screenshot("e2e-quiet", WIDE)
+
+    browser.open(server.url + "/dashboard/jobs")
+    row = browser.driver.find_element("xpath", f"//tr[td[normalize-space()='{DELIVERY}']]").text
+    assert "done" in row, row
+    browser.screenshot("e2e-jobs", WIDE)
+    assert browser.severe_console() == []
