@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
 
 # Real servers for the DATABASE_URL and object-storage tests, started on first use (tests/support/).
 from support.postgres import _postgres_migrated, empty_postgres_url, postgres_server, postgres_url  # noqa: F401
+from support.rewrite_cache import warm_before_workers
 from support.s3 import s3_bucket, s3_server  # noqa: F401
 from support.schedule import slowest_first
 
@@ -45,9 +47,11 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "kodiai"))
 
 def pytest_configure(config: pytest.Config) -> None:
     """xdist's loadfile/loadscope hand files out in collection order only with its test-count reordering
-    off; the collection order is then slowest first (tests/support/schedule.py)."""
+    off; the collection order is then slowest first (tests/support/schedule.py). The controller rewrites the
+    test modules' asserts once before its workers start (tests/support/rewrite_cache.py)."""
     if hasattr(config.option, "loadscopereorder"):
         config.option.loadscopereorder = False
+    warm_before_workers(config, Path(__file__).resolve().parent)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
