@@ -3,7 +3,6 @@ plain SQL on those rows (or the seed's documented figures where the plain SQL wo
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -20,7 +19,7 @@ from kodiai.dashboard.sources import Sources, open_sources
 from kodiai.dashboard.stats import percentile
 from kodiai.storage.rollups import seal_knowledge, seal_telemetry
 from support.db_backends import DbBackend
-from support.seed_dashboard import INSTALLATION, seed_dashboard
+from support.seed_dashboard import INSTALLATION, comparable, seed_dashboard
 
 OPERATOR = Access("operator", operator=True)
 ALICE = Access("alice", repos=frozenset({"acme/api"}), installations=frozenset({INSTALLATION}))
@@ -50,19 +49,6 @@ def _seal(backend: DbBackend) -> None:
         seal_telemetry(t, tomorrow)
     with backend.connect("knowledge") as k:
         seal_knowledge(k, tomorrow)
-
-
-def _norm(value: Any) -> Any:
-    """Figures comparable across summation orders: floats to 12 significant digits."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return _norm(dataclasses.asdict(value))
-    if isinstance(value, float):
-        return float(f"{value:.12g}")
-    if isinstance(value, dict):
-        return {k: _norm(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_norm(v) for v in value]
-    return value
 
 
 def test_overview_matches_plain_sql(seeded: tuple[DbBackend, Sources]) -> None:
@@ -250,7 +236,7 @@ def test_overview_from_rollups_equals_the_plain_figures(seeded: tuple[DbBackend,
     for access in (OPERATOR, ALICE, NOBODY):
         scope = _scope(access, range_key="30d")
         plain = overview(src.knowledge, src.telemetry, src.jobs, scope, rollups=False)
-        assert _norm(overview(src.knowledge, src.telemetry, src.jobs, scope)) == _norm(plain)
+        assert comparable(overview(src.knowledge, src.telemetry, src.jobs, scope)) == comparable(plain)
     scope = _scope(OPERATOR, range_key="30d")
     before = overview(src.knowledge, src.telemetry, src.jobs, scope)
     assert before.reviews > 30 and len(before.daily) > 20
@@ -259,7 +245,9 @@ def test_overview_from_rollups_equals_the_plain_figures(seeded: tuple[DbBackend,
         "INSERT INTO reviews (repo, pr_number, findings_total, conclusion) VALUES ('acme/api', 999, 0, 'success')",
     )
     after = overview(src.knowledge, src.telemetry, src.jobs, scope)
-    assert _norm(after) == _norm(overview(src.knowledge, src.telemetry, src.jobs, scope, rollups=False))
+    assert comparable(after) == comparable(
+        overview(src.knowledge, src.telemetry, src.jobs, scope, rollups=False)
+    )
     assert after.reviews == before.reviews + 1  # today's rows are read per request
 
 
@@ -341,5 +329,5 @@ def test_retrieval_from_rollups_equals_the_plain_figures(seeded: tuple[DbBackend
     for access in (OPERATOR, ALICE, NOBODY):
         scope = _scope(access, range_key="30d")
         plain = retrieval_summary(src.telemetry, scope, rollups=False)
-        assert _norm(retrieval_summary(src.telemetry, scope)) == _norm(plain)
+        assert comparable(retrieval_summary(src.telemetry, scope)) == comparable(plain)
     assert retrieval_summary(src.telemetry, _scope(OPERATOR, range_key="30d")).retrievals > 40

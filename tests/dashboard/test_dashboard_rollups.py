@@ -6,7 +6,6 @@ writer and a viewer with no repository."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -23,6 +22,7 @@ from kodiai.storage.knowledge_models import FeedbackReactionRecord, ReviewRecord
 from kodiai.storage.rollups import seal_knowledge, utc_today
 from kodiai.storage.telemetry import ExecutionRecord, TelemetryStore
 from support.db_backends import DbBackend
+from support.seed_dashboard import comparable
 
 OPERATOR = Access("operator", operator=True)
 ALICE = Access("alice", repos=frozenset({"acme/api"}))
@@ -97,30 +97,19 @@ def _review_rows(tx: Any, review_id: int, i: int, at: str, repo: str, delivery: 
         )
 
 
-def _norm(value: Any) -> Any:
-    """Figures comparable across summation orders: floats to 12 significant digits."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return _norm(dataclasses.asdict(value))
-    if isinstance(value, float):
-        return float(f"{value:.12g}")
-    if isinstance(value, dict):
-        return {k: _norm(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_norm(v) for v in value]
-    return value
-
-
 def _check(src: Sources, ranges: tuple[str, ...] = ("90d",)) -> None:
     """Every page's figures from the rollups equal those summed from every row, for three viewers."""
     for access in (OPERATOR, ALICE, NOBODY):
         for range_key in ranges:
             scope = scope_for(access, repo=None, range_key=range_key, now=datetime.now(UTC))
             got = overview(src.knowledge, src.telemetry, None, scope)
-            assert _norm(got) == _norm(overview(src.knowledge, src.telemetry, None, scope, rollups=False))
+            assert comparable(got) == comparable(
+                overview(src.knowledge, src.telemetry, None, scope, rollups=False)
+            )
             got_r = retrieval_summary(src.telemetry, scope)
-            assert _norm(got_r) == _norm(retrieval_summary(src.telemetry, scope, rollups=False))
+            assert comparable(got_r) == comparable(retrieval_summary(src.telemetry, scope, rollups=False))
             got_m = memory_quality(src.knowledge, scope)
-            assert _norm(got_m) == _norm(memory_quality(src.knowledge, scope, rollups=False))
+            assert comparable(got_m) == comparable(memory_quality(src.knowledge, scope, rollups=False))
 
 
 def _memory(src: Sources, repo: str, finding_id: int) -> tuple[int, int, int]:

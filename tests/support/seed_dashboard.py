@@ -10,8 +10,10 @@ Figures the tests rely on (memory = finding comment id):
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import UTC, datetime
+from typing import Any
 
 from kodiai.jobs.journal_rows import PayloadCodec
 from kodiai.storage.knowledge import KnowledgeStore
@@ -99,3 +101,16 @@ def seed_jobs(jobs: str) -> None:
                 )
     finally:
         db.close()
+
+
+def comparable(value: Any) -> Any:
+    """Figures comparable across summation orders: floats to 12 significant digits."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return comparable(dataclasses.asdict(value))
+    if isinstance(value, float):
+        return float(f"{value:.12g}")
+    if isinstance(value, dict):
+        return {k: comparable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [comparable(v) for v in value]
+    return value
