@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from e2e.stack import INSTALLATION as E2E_INSTALLATION
-from e2e.stack import OWNER, REPO, pull_payload
+from e2e.stack import OWNER, REPO, pull_payload, summary
 from kodiai.dashboard.routes import CSP
 from support.browser import NARROW, WIDE, Browser
 from support.fake_anthropic import FakeAnthropic, ScriptedConversation, Text, ToolUse
@@ -208,25 +208,6 @@ def test_a_post_without_its_csrf_token_is_refused(site: Site, browser: Browser) 
 # ---------------------------------------------------------------------------------------------- after a review
 DELIVERY = "browser-e2e-review-1"
 TITLE = "Division by zero when b is 0"
-SUMMARY = "\n".join(
-    [
-        "<details>",
-        "<summary>Kodiai Review Summary</summary>",
-        "",
-        "## What Changed",
-        "Adds a helper.",
-        "",
-        "## Observations",
-        "",
-        "### Impact",
-        f"[MAJOR] src/app.py (2): {TITLE}",
-        "The input is not checked.",
-        "",
-        "## Verdict",
-        ":red_circle: **Address before merging** -- 1 blocking issue(s) found",
-        "</details>",
-    ]
-)
 
 
 def test_the_dashboard_shows_a_review_delivered_through_the_webhook(site: Site, browser: Browser) -> None:
@@ -246,7 +227,10 @@ def test_the_dashboard_shows_a_review_delivered_through_the_webhook(site: Site, 
                 "mcp__github_inline_comment__create_inline_comment",
                 {"path": "src/app.py", "line": 2, "body": f"[MAJOR] {TITLE}\n\nGuard the input."},
             ),
-            ToolUse("mcp__github_comment__create_comment", {"issueNumber": 1, "body": SUMMARY}),
+            ToolUse(
+                "mcp__github_comment__create_comment",
+                {"issueNumber": 1, "body": summary("src/app.py", 2, TITLE)},
+            ),
         ],
         final=Text("Review posted."),
     )

@@ -3,7 +3,6 @@ plain SQL on those rows (or the seed's documented figures where the plain SQL wo
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -15,26 +14,15 @@ from kodiai.dashboard.queries_overview import overview
 from kodiai.dashboard.queries_quiet import quiet_report
 from kodiai.dashboard.queries_retrieval import retrieval_summary
 from kodiai.dashboard.scope import Access, scope_for
-from kodiai.dashboard.sources import Sources, open_sources
+from kodiai.dashboard.sources import Sources
 from kodiai.dashboard.stats import percentile
 from kodiai.storage.rollups import seal_knowledge, seal_telemetry
 from support.db_backends import DbBackend
-from support.seed_dashboard import INSTALLATION, comparable, seed_dashboard
+from support.seed_dashboard import INSTALLATION, comparable
 
 OPERATOR = Access("operator", operator=True)
 ALICE = Access("alice", repos=frozenset({"acme/api"}), installations=frozenset({INSTALLATION}))
 NOBODY = Access("bob")
-
-
-@pytest.fixture
-def seeded(db_backend: DbBackend) -> Iterator[tuple[DbBackend, Sources]]:
-    t, k, j = db_backend.target("telemetry"), db_backend.target("knowledge"), db_backend.target("jobs")
-    seed_dashboard(t, k, j)
-    sources = open_sources(t, k, j)
-    try:
-        yield db_backend, sources
-    finally:
-        sources.close()
 
 
 def _scope(access: Access, repo: str | None = None, range_key: str = "90d") -> Any:

@@ -3,7 +3,6 @@ and the memory page counts them per memory and per repository, against plain SQL
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -11,13 +10,12 @@ import pytest
 
 from kodiai.dashboard.queries_memory import memory_export, memory_quality
 from kodiai.dashboard.scope import Access, scope_for
-from kodiai.dashboard.sources import Sources, open_sources
+from kodiai.dashboard.sources import Sources
 from kodiai.review.postprocess import ProcessedFinding
 from kodiai.review.resolved_findings import resolved_ids
 from kodiai.storage.knowledge_resolved import StoredPrior
 from support.db_backends import DbBackend
 from support.review_harness import OWNER, REPO, ReviewHarness, inline
-from support.seed_dashboard import seed_dashboard
 
 OPERATOR = Access("operator", operator=True)
 SYNC_ON = "review:\n  triggers:\n    onSynchronize: true\n"
@@ -76,17 +74,6 @@ def test_resolved_ids_need_the_file_changed_and_the_finding_gone() -> None:
         StoredPrior(finding_id=3, file_path="b.py", title="Untouched"),
     ]
     assert resolved_ids(priors, [current("a.py", "Still here")], ["a.py"]) == [1]
-
-
-@pytest.fixture
-def seeded(db_backend: DbBackend) -> Iterator[tuple[DbBackend, Sources]]:
-    t, k, j = db_backend.target("telemetry"), db_backend.target("knowledge"), db_backend.target("jobs")
-    seed_dashboard(t, k, j)
-    sources = open_sources(t, k, j)
-    try:
-        yield db_backend, sources
-    finally:
-        sources.close()
 
 
 PLAIN_FIXED = (

@@ -61,3 +61,26 @@ def pull_payload(
         "sender": {"login": author, "type": "User"},
         **(delivery_extra or {}),
     }
+
+
+def summary(path: str, line: int, title: str) -> str:
+    """The summary comment a scripted model posts for one [MAJOR] finding."""
+    return "\n".join(
+        [
+            "<details>",
+            "<summary>Kodiai Review Summary</summary>",
+            "",
+            "## What Changed",
+            "Adds a helper.",
+            "",
+            "## Observations",
+            "",
+            "### Impact",
+            f"[MAJOR] {path} ({line}): {title}",
+            "The input is not checked.",
+            "",
+            "## Verdict",
+            ":red_circle: **Address before merging** -- 1 blocking issue(s) found",
+            "</details>",
+        ]
+    )

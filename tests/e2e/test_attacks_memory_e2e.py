@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 from attack_kit import COMMENT, INLINE, Kit, attack_stack, no_breaches, same_repo_pr, sentinel_leaks
-from test_review_e2e import summary
+from stack import summary
 
 from support.fake_anthropic import Reply, Text, ToolUse
 

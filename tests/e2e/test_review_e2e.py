@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stack import INSTALLATION, OWNER, REPO, pull_payload
+from stack import INSTALLATION, OWNER, REPO, pull_payload, summary
 
 from kodiai.learning.memory_store import open_memory_store
 from support.fake_anthropic import Fail, FakeAnthropic, Hang, MainRequest, Reply, Text, ToolUse
@@ -31,28 +31,6 @@ pytestmark = pytest.mark.slow
 PR_RE = re.compile(r"pull request #(\d+) in ")
 INLINE = "mcp__github_inline_comment__create_inline_comment"
 COMMENT = "mcp__github_comment__create_comment"
-
-
-def summary(path: str, line: int, title: str) -> str:
-    return "\n".join(
-        [
-            "<details>",
-            "<summary>Kodiai Review Summary</summary>",
-            "",
-            "## What Changed",
-            "Adds a helper.",
-            "",
-            "## Observations",
-            "",
-            "### Impact",
-            f"[MAJOR] {path} ({line}): {title}",
-            "The input is not checked.",
-            "",
-            "## Verdict",
-            ":red_circle: **Address before merging** -- 1 blocking issue(s) found",
-            "</details>",
-        ]
-    )
 
 
 def finding_turns(path: str, line: int, title: str) -> list[Reply]:
