@@ -22,6 +22,8 @@ def test_charts_carry_their_numbers_as_text_and_escape_labels() -> None:
     svg = str(bar_chart("c", "Findings", [("<b>major</b>", 3), ("minor", 1.5)]))
     assert '<title id="c-t">Findings</title>' in svg and "&lt;b&gt;major&lt;/b&gt;: 3; minor: 1.50" in svg
     assert "<b>" not in svg and "style=" not in svg and "<script" not in svg
+    share = str(bar_chart("p", "Precision per repository (%)", [("acme/api", 28.6)], unit=" %"))
+    assert "acme/api: 28.60 %</desc>" in share and 'class="value">28.60 %</text>' in share  # the unit at the bar
     columns = str(
         stacked_columns(
             "d", "Per day", [("2026-01-01", {"adaptive": 2, "abstain": 1})], ["abstain", "adaptive"]

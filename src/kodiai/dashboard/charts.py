@@ -32,10 +32,11 @@ def _open(chart_id: str, title: str, desc: str, height: int) -> str:
     )
 
 
-def bar_chart(chart_id: str, title: str, items: Sequence[tuple[str, float]]) -> Markup:
-    """One bar per ``(label, value)``, longest = the largest value; the value is written at the bar's end."""
+def bar_chart(chart_id: str, title: str, items: Sequence[tuple[str, float]], unit: str = "") -> Markup:
+    """One bar per ``(label, value)``, longest = the largest value; the value (with ``unit``, e.g. " %") is
+    written at the bar's end, where the chart's title is not shown."""
     height = max(1, len(items)) * (BAR + GAP) + GAP
-    desc = "; ".join(f"{label}: {_fmt(value)}" for label, value in items) or "no data"
+    desc = "; ".join(f"{label}: {_fmt(value)}{unit}" for label, value in items) or "no data"
     top = max((v for _, v in items), default=0) or 1
     parts = [_open(chart_id, title, desc, height)]
     if not items:
@@ -46,7 +47,7 @@ def bar_chart(chart_id: str, title: str, items: Sequence[tuple[str, float]]) -> 
         parts.append(
             f'<text x="{LABEL - 6}" y="{y + BAR * 0.72:.1f}" class="label" text-anchor="end">{escape(label)}</text>'
             f'<rect x="{LABEL}" y="{y}" width="{length:.1f}" height="{BAR}" class="s{i % SERIES}"/>'
-            f'<text x="{LABEL + length + 6:.1f}" y="{y + BAR * 0.72:.1f}" class="value">{_fmt(value)}</text>'
+            f'<text x="{LABEL + length + 6:.1f}" y="{y + BAR * 0.72:.1f}" class="value">{_fmt(value)}{escape(unit)}</text>'
         )
     parts.append("</svg>")
     return Markup("".join(parts))

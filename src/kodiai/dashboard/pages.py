@@ -106,6 +106,7 @@ async def memory_page(
             "prec",
             "Precision per repository (%)",
             [(str(r[0]), round(100 * r[5], 1)) for r in rollup.rows if r[5] is not None],
+            unit=" %",
         ),
     }
 
