@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from e2e.stack import summary
 from kodiai.cli.main import app
 from kodiai.cli.review_cmd import PROMPT_RULE, RETRIEVAL_RULE
 from kodiai.github.app_auth import GitHubApp
@@ -202,28 +203,6 @@ def test_url_mode_refuses_local_options(hub: Hub) -> None:
     assert "drop --base/--head/--path/--repo" in result.stderr
 
 
-def _summary(path: str, line: int, title: str) -> str:
-    return "\n".join(
-        [
-            "<details>",
-            "<summary>Kodiai Review Summary</summary>",
-            "",
-            "## What Changed",
-            "Doubles the widget count.",
-            "",
-            "## Observations",
-            "",
-            "### Impact",
-            f"[MAJOR] {path} ({line}): {title}",
-            "The value is not checked.",
-            "",
-            "## Verdict",
-            ":red_circle: **Address before merging** -- 1 blocking issue(s) found",
-            "</details>",
-        ]
-    )
-
-
 @pytest.mark.slow
 def test_post_publishes_one_review_and_the_summary(
     hub: Hub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -236,7 +215,7 @@ def test_post_publishes_one_review_and_the_summary(
     script = ScriptedConversation(
         [
             ToolUse(INLINE, {"path": "lib/util.py", "line": 2, "body": f"[MAJOR] {title}\n\nCheck v."}),
-            ToolUse(COMMENT, {"issueNumber": NUMBER, "body": _summary("lib/util.py", 2, title)}),
+            ToolUse(COMMENT, {"issueNumber": NUMBER, "body": summary("lib/util.py", 2, title)}),
             Text("Review posted."),
         ]
     )
