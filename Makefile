@@ -28,7 +28,8 @@ install: $(STAMP)
 # - systemd: tests/test_deploy_files.py checks deploy/kodiai.service with `systemd-analyze verify`
 #   (nothing is started).
 # - chromium, chromium-driver: the dashboard's browser tests (tests/browser) drive headless Chromium
-#   through Selenium and Debian's chromedriver.
+#   through Selenium and Debian's chromedriver; fonts-noto-color-emoji draws the pages' 👍/👎 in the
+#   screenshots they save (without it Chromium draws empty boxes).
 define debian_packages
 	@missing=; for p in $(1); do \
 	  case $$p in \
@@ -37,6 +38,7 @@ define debian_packages
 	    systemd) command -v systemd-analyze ;; \
 	    chromium) command -v chromium ;; \
 	    chromium-driver) command -v chromedriver ;; \
+	    fonts-noto-color-emoji) ls /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ;; \
 	  esac >/dev/null 2>&1 || missing="$$missing $$p"; \
 	done; \
 	[ -n "$$missing" ] || exit 0; \
@@ -55,7 +57,7 @@ bubblewrap:
 	$(call debian_packages,bubblewrap)
 
 test-packages:
-	$(call debian_packages,bubblewrap postgresql systemd chromium chromium-driver)
+	$(call debian_packages,bubblewrap postgresql systemd chromium chromium-driver fonts-noto-color-emoji)
 
 # `exec`: the server replaces the recipe's shell, so make sees the server's own exit status: 0 after a stop
 # on Ctrl-C or SIGTERM (the server drains, then exits 0), and make prints no "*** Error"/"Interrupt" line.
