@@ -22,26 +22,14 @@ from kodiai.learning.types import LearningMemoryRecord
 from kodiai.maintenance.backup import StorePaths, create_backup, verify_backup
 from kodiai.maintenance.backup_lance import copy_table
 from kodiai.storage.connection import connect
+from learning.learning_helpers import make_record
 
 BATCH_ROWS = 10
 MEMORY_BATCH = 4
 
 
 def record(i: int) -> LearningMemoryRecord:
-    return LearningMemoryRecord(
-        repo="acme/repo",
-        owner="acme",
-        finding_id=i,
-        review_id=1,
-        source_repo="acme/repo",
-        finding_text=f"finding {i}",
-        severity="major",
-        category="correctness",
-        file_path=f"src/f{i % 7}.py",
-        outcome="accepted",
-        embedding_model="test",
-        embedding_dim=8,
-    )
+    return make_record("acme/repo", i, file_path=f"src/f{i % 7}.py", model="test", dim=8)
 
 
 @pytest.mark.filterwarnings("ignore:optimize\\(cleanup_older_than=0\\):UserWarning")

@@ -15,6 +15,7 @@ import zlib
 from pathlib import Path
 
 import numpy as np
+from learning_helpers import make_record
 
 from kodiai.learning.memory_compaction import compact_memory
 from kodiai.learning.setup import open_store_for_provider
@@ -35,20 +36,7 @@ def vector(finding_id: int) -> np.ndarray:
 
 
 def record(repo: str, finding_id: int) -> LearningMemoryRecord:
-    return LearningMemoryRecord(
-        repo=repo,
-        owner=repo.split("/")[0],
-        finding_id=finding_id,
-        review_id=1,
-        source_repo=repo,
-        finding_text=f"finding {finding_id}",
-        severity="major",
-        category="correctness",
-        file_path="a.py",
-        outcome="accepted",
-        embedding_model="m",
-        embedding_dim=DIM,
-    )
+    return make_record(repo, finding_id, file_path="a.py", model="m", dim=DIM)
 
 
 def open_store(uri: str):  # type: ignore[no-untyped-def]

@@ -11,6 +11,7 @@ from pathlib import Path
 import lancedb
 import numpy as np
 import pytest
+from learning_helpers import make_record
 
 from kodiai.learning.memory_schema import TABLE_NAME
 from kodiai.learning.memory_store import open_memory_store
@@ -25,20 +26,7 @@ ROUNDS = 6
 
 
 def record(finding_id: int) -> LearningMemoryRecord:
-    return LearningMemoryRecord(
-        repo="acme/api",
-        owner="acme",
-        finding_id=finding_id,
-        review_id=1,
-        source_repo="acme/api",
-        finding_text=f"finding {finding_id}",
-        severity="major",
-        category="correctness",
-        file_path="a.py",
-        outcome="accepted",
-        embedding_model="m",
-        embedding_dim=DIM,
-    )
+    return make_record(finding_id=finding_id, file_path="a.py", model="m", dim=DIM)
 
 
 def _race(uri: str, storage_options: dict[str, str] | None = None) -> tuple[int, list[BaseException]]:
